@@ -1,0 +1,323 @@
+"""One async client per SGLang server, over one shared ``httpx.AsyncClient``.
+
+Every failure becomes a typed exception from ``core.errors`` that says whether
+retrying can help. ``finish_reason.type == "abort"`` is raised as
+``RequestAborted`` (with the partial result), never returned as a success.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+from core.errors import (
+    ConnectionLost,
+    ProtocolError,
+    RequestAborted,
+    ServerTimeout,
+    ServerUnreachable,
+    SGLangError,
+)
+from core.sglang.stream import DONE, StreamAccumulator, sse_payload
+from core.sglang.types import (
+    GenerateRequest,
+    GenerateResult,
+    HealthResult,
+    ModelInfo,
+    ServerInfo,
+    TokenDelta,
+)
+from core.sglang.wire import error_for_status, parse_json, parse_result, rejection
+
+API_KEY_ENV = "EAGLE_TUI_API_KEY"
+
+DeltaCallback = Callable[[TokenDelta], None]
+
+
+@dataclass(frozen=True)
+class ClientTimeouts:
+    """Seconds to wait; ``generate`` is the whole-request default, overridable per call."""
+
+    connect: float = 5.0
+    health: float = 2.0
+    info: float = 10.0
+    generate: float = 1800.0
+
+
+class SGLangClient:
+    """Async client for SGLang's native API at ``base_url`` (e.g. ``http://127.0.0.1:30000``).
+
+    The API key comes from ``api_key`` or the ``EAGLE_TUI_API_KEY`` environment
+    variable; it is sent as ``Authorization: Bearer`` and never appears in
+    ``repr``, messages or logs.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        timeouts: ClientTimeouts | None = None,
+        max_connections: int = 512,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.timeouts = timeouts or ClientTimeouts()
+        key = api_key if api_key is not None else os.environ.get(API_KEY_ENV)
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self._http = httpx.AsyncClient(
+            base_url=self.base_url,
+            headers=headers,
+            timeout=httpx.Timeout(self.timeouts.info, connect=self.timeouts.connect),
+            limits=httpx.Limits(
+                max_connections=max_connections, max_keepalive_connections=max_connections
+            ),
+            transport=transport,
+        )
+
+    def __repr__(self) -> str:
+        return f"SGLangClient({self.base_url!r})"
+
+    async def __aenter__(self) -> SGLangClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self._http.aclose()
+
+    # -- health and info -------------------------------------------------
+
+    async def health(self, *, generate: bool = False, timeout: float | None = None) -> HealthResult:
+        """``GET /health`` (or ``/health_generate``): 200 and 503 are answers, not errors."""
+        path = "/health_generate" if generate else "/health"
+        started = time.monotonic()
+        response = await self._request("GET", path, timeout=timeout or self.timeouts.health)
+        return HealthResult(status=response.status_code, latency_s=time.monotonic() - started)
+
+    async def model_info(self) -> ModelInfo:
+        """``/model_info``, falling back to the older ``/get_model_info``."""
+        raw = await self._get_json_with_fallback("/model_info", "/get_model_info")
+        return ModelInfo(
+            model_path=str(raw.get("model_path", "")),
+            tokenizer_path=_str_or_none(raw.get("tokenizer_path")),
+            served_model_name=_str_or_none(raw.get("served_model_name")),
+            architectures=tuple(str(a) for a in raw.get("architectures") or ()),
+            model_type=_str_or_none(raw.get("model_type")),
+            raw=raw,
+        )
+
+    async def server_info(self) -> ServerInfo:
+        """``/server_info``, falling back to the older ``/get_server_info``."""
+        raw = await self._get_json_with_fallback("/server_info", "/get_server_info")
+        return ServerInfo(
+            version=_str_or_none(raw.get("version")),
+            context_length=_int_or_none(raw.get("context_length")),
+            max_total_num_tokens=_int_or_none(raw.get("max_total_num_tokens")),
+            tp_size=_int_or_none(raw.get("tp_size")),
+            raw=raw,
+        )
+
+    async def metrics(self) -> dict[str, float] | None:
+        """Prometheus ``/metrics`` summed per series name; None when the server has none."""
+        response = await self._request("GET", "/metrics", timeout=self.timeouts.info)
+        if response.status_code == 404:
+            return None
+        self._raise_for_status(response)
+        return parse_prometheus(response.text)
+
+    async def abort(self, rid: str) -> None:
+        """``/abort_request``: SGLang aborts every in-flight rid that STARTS WITH ``rid``."""
+        if not rid:
+            raise ValueError("an empty rid aborts nothing; use abort_all()")
+        await self._post_abort({"rid": rid})
+
+    async def abort_all(self) -> None:
+        """Abort every request in flight on the server."""
+        await self._post_abort({"abort_all": True})
+
+    # -- generation ------------------------------------------------------
+
+    async def generate(
+        self, request: GenerateRequest, *, timeout: float | None = None
+    ) -> GenerateResult:
+        """Non-streaming ``/generate`` of one prompt."""
+        started = time.monotonic()
+        body = request.to_json(stream=False)
+        response = await self._request(
+            "POST", "/generate", json=body, timeout=timeout or self.timeouts.generate
+        )
+        self._raise_for_status(response)
+        data = parse_json(response.content, url=self._url("/generate"))
+        if isinstance(data, list) and len(data) == 1:
+            data = data[0]  # a server given a one-item batch answers with a list
+        result = parse_result(
+            data, url=self._url("/generate"), latency_s=time.monotonic() - started
+        )
+        return self._check_abort(result)
+
+    async def generate_streaming(
+        self,
+        request: GenerateRequest,
+        on_delta: DeltaCallback | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> GenerateResult:
+        """Streaming ``/generate``; ``on_delta`` gets the new ids of every chunk.
+
+        Works with cumulative and incremental servers alike; the final ids are
+        the same as a non-streaming call's.
+        """
+        started = time.monotonic()
+        url = self._url("/generate")
+        accumulator = StreamAccumulator(url=url)
+        async with self._stream(request, timeout or self.timeouts.generate) as lines:
+            async for line in lines:
+                payload = sse_payload(line)
+                if payload is None:
+                    continue
+                if payload == DONE:
+                    break
+                delta = accumulator.feed(parse_json(payload.encode(), url=url))
+                if on_delta is not None and delta.new_ids:
+                    on_delta(delta)
+            else:
+                raise ConnectionLost("stream ended without data: [DONE]", url=url)
+        if accumulator.last_chunk is None:
+            raise ProtocolError("stream carried no chunks before [DONE]", url=url)
+        result = parse_result(
+            accumulator.last_chunk,
+            url=url,
+            latency_s=time.monotonic() - started,
+            output_ids=tuple(accumulator.output_ids),
+        )
+        return self._check_abort(result)
+
+    # -- plumbing --------------------------------------------------------
+
+    @asynccontextmanager
+    async def _stream(self, request: GenerateRequest, timeout: float) -> AsyncIterator[Any]:
+        url = self._url("/generate")
+        http_request = self._http.build_request(
+            "POST", "/generate", json=request.to_json(stream=True), timeout=timeout
+        )
+        try:
+            response = await self._http.send(http_request, stream=True)
+        except httpx.HTTPError as exc:
+            raise _transport_error(exc, url) from exc
+        try:
+            if response.status_code != 200:
+                await response.aread()
+                self._raise_for_status(response)
+            yield _guarded_lines(response, url)
+        finally:
+            await response.aclose()
+
+    async def _request(
+        self, method: str, path: str, *, timeout: float, json: Any = None
+    ) -> httpx.Response:
+        try:
+            return await self._http.request(method, path, json=json, timeout=timeout)
+        except httpx.HTTPError as exc:
+            raise _transport_error(exc, self._url(path)) from exc
+
+    async def _get_json_with_fallback(self, path: str, old_path: str) -> Mapping[str, Any]:
+        response = await self._request("GET", path, timeout=self.timeouts.info)
+        if response.status_code == 404:
+            path = old_path
+            response = await self._request("GET", path, timeout=self.timeouts.info)
+        self._raise_for_status(response)
+        data = parse_json(response.content, url=self._url(path))
+        if not isinstance(data, Mapping):
+            raise ProtocolError(f"{path} did not return a JSON object", url=self._url(path))
+        return data
+
+    async def _post_abort(self, body: dict[str, Any]) -> None:
+        response = await self._request(
+            "POST", "/abort_request", json=body, timeout=self.timeouts.info
+        )
+        self._raise_for_status(response)
+
+    def _raise_for_status(self, response: httpx.Response) -> None:
+        if response.status_code != 200:
+            path = response.request.url.path
+            raise error_for_status(response.status_code, response.content, url=self._url(path))
+
+    def _check_abort(self, result: GenerateResult) -> GenerateResult:
+        finish = result.finish
+        if finish.kind != "abort":
+            return result
+        url = self._url("/generate")
+        message = finish.message or "aborted"
+        if finish.status_code == 400:
+            raise rejection(f"aborted by the scheduler: {message}", url=url)
+        raise RequestAborted(
+            f"request {result.rid} aborted: {message}",
+            partial=result,
+            url=url,
+            status=finish.status_code,
+        )
+
+    def _url(self, path: str) -> str:
+        return f"{self.base_url}{path}"
+
+
+async def _guarded_lines(response: httpx.Response, url: str) -> AsyncIterator[str]:
+    """The response's lines, with transport failures mid-stream turned into typed errors."""
+    try:
+        async for line in response.aiter_lines():
+            yield line
+    except httpx.HTTPError as exc:
+        raise _transport_error(exc, url) from exc
+
+
+def _transport_error(exc: httpx.HTTPError, url: str) -> SGLangError:
+    """Map httpx's transport exceptions onto the error tree."""
+    detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    if isinstance(exc, httpx.TimeoutException):
+        return ServerTimeout(f"timed out ({detail})", url=url)
+    if isinstance(exc, httpx.ConnectError):
+        return ServerUnreachable(f"cannot connect ({detail}); is the server up?", url=url)
+    if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):
+        return ConnectionLost(f"connection dropped ({detail}); did the server crash?", url=url)
+    return ConnectionLost(f"transport failure ({detail})", url=url)
+
+
+def parse_prometheus(text: str) -> dict[str, float]:
+    """Sum the samples of each series name (labels dropped) in Prometheus text format."""
+    totals: dict[str, float] = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        name_part, _, value = line.rpartition(" ")
+        name = name_part.split("{", 1)[0].strip()
+        try:
+            totals[name] = totals.get(name, 0.0) + float(value)
+        except ValueError:
+            continue
+    return totals
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if type(value) is int else None
+
+
+__all__ = ["API_KEY_ENV", "ClientTimeouts", "SGLangClient", "parse_prometheus"]
