@@ -1,0 +1,288 @@
+"""Loading a local Hugging Face tokenizer and using it the way capture needs.
+
+``load_tokenizer`` reads a LOCAL directory only (never the Hub) and returns a
+``LoadedTokenizer``: chat-template rendering to ids, decoding, token-name lookups, the
+boundary ids, the vocabulary bound and stable fingerprints. ``transformers`` is imported
+only when a tokenizer is loaded.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from core.errors import TokenizerError
+from core.tokenizer._hf import transformers_module
+from core.tokenizer.boundaries import BoundaryIds, resolve_boundaries
+from core.tokenizer.fingerprint import template_fingerprint, vocab_fingerprint
+from core.tokenizer.modelconfig import first_vocab_size
+from core.tokenizer.shapes import as_id_list
+
+BUNDLED_TOKENIZER_NAME = "kimi-k2.5-tiny"
+
+# Any of these marks a directory as holding a tokenizer.
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "tokenizer.model",
+    "tiktoken.model",
+    "vocab.json",
+)
+
+Message = Mapping[str, Any]
+
+
+def bundled_tokenizer_path() -> Path:
+    """Directory of the bundled tiny Kimi-K2.5-shaped tokenizer (Kimi's special-token ids)."""
+    return Path(__file__).resolve().parent / "assets" / BUNDLED_TOKENIZER_NAME
+
+
+def load_tokenizer(path: str | Path, *, trust_remote_code: bool = False) -> LoadedTokenizer:
+    """Load the tokenizer in the local directory ``path`` through ``AutoTokenizer``.
+
+    ``trust_remote_code`` lets a checkpoint's own tokenizer code run (Kimi's real tokenizer
+    needs it). Raises TokenizerError naming the directory when it is missing, holds no
+    tokenizer, or cannot be loaded.
+    """
+    directory = _check_directory(Path(path).expanduser())
+    auto = transformers_module().AutoTokenizer
+    try:
+        hf = auto.from_pretrained(
+            str(directory), trust_remote_code=trust_remote_code, local_files_only=True
+        )
+    except Exception as e:  # third-party boundary: any failure means "cannot load"
+        raise TokenizerError(
+            f"cannot load the tokenizer in {directory}: {type(e).__name__}: {e}; "
+            f"{_load_hint(directory, trust_remote_code)}"
+        ) from e
+    return LoadedTokenizer(hf, directory)
+
+
+def _check_directory(directory: Path) -> Path:
+    """The resolved directory, or TokenizerError saying what is wrong with it."""
+    if not directory.exists():
+        raise TokenizerError(
+            f"tokenizer directory {directory} does not exist; pass the model or tokenizer "
+            "directory (the one holding tokenizer_config.json)"
+        )
+    if not directory.is_dir():
+        raise TokenizerError(
+            f"tokenizer path {directory} is a file, not a directory; pass the directory "
+            "that holds it"
+        )
+    if not any((directory / name).is_file() for name in TOKENIZER_FILES):
+        raise TokenizerError(
+            f"no tokenizer in {directory} (looked for {', '.join(TOKENIZER_FILES)}); "
+            "pass the model's directory or a tokenizer directory"
+        )
+    return directory.resolve()
+
+
+def _load_hint(directory: Path, trust_remote_code: bool) -> str:
+    """What to try after a failed load."""
+    if not trust_remote_code and _names_custom_code(directory):
+        return (
+            "its tokenizer_config.json names custom tokenizer code (auto_map); allow it with "
+            "trust_remote_code=True (--trust-remote-code) if you trust that directory"
+        )
+    return "check that the directory holds a complete Hugging Face tokenizer"
+
+
+def _names_custom_code(directory: Path) -> bool:
+    """True when the tokenizer config asks for code shipped with the checkpoint."""
+    try:
+        config = json.loads((directory / "tokenizer_config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(config, dict) and "auto_map" in config
+
+
+def _display_name(directory: Path) -> str:
+    """A short name: the directory, or ``org/name`` for a Hub cache snapshot."""
+    if directory.parent.name == "snapshots" and directory.parent.parent.name.startswith("models--"):
+        return directory.parent.parent.name.removeprefix("models--").replace("--", "/")
+    return directory.name
+
+
+class LoadedTokenizer:
+    """A loaded Hugging Face tokenizer with the operations capture and inspection use.
+
+    ``hf`` is the underlying ``transformers`` tokenizer, for anything not wrapped here.
+    """
+
+    def __init__(self, hf: Any, path: Path) -> None:
+        """Wrap ``hf``, loaded from the directory ``path``."""
+        self.hf: Any = hf
+        self.path = path
+        self.name = _display_name(path)
+
+    def __repr__(self) -> str:
+        return f"LoadedTokenizer(name={self.name!r}, path={str(self.path)!r})"
+
+    # -- chat template ---------------------------------------------------------------------
+
+    @property
+    def chat_template(self) -> str | None:
+        """The chat template text (None when the tokenizer has none)."""
+        template = getattr(self.hf, "chat_template", None)
+        if template is None or isinstance(template, str):
+            return template
+        return json.dumps(template, ensure_ascii=False, sort_keys=True)
+
+    def render(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        **template_kwargs: Any,
+    ) -> list[int]:
+        """Prompt ids: the chat template applied with the generation prompt, tokenized.
+
+        ``template_kwargs`` reach the template (e.g. ``thinking=False`` for Kimi).
+        """
+        result = self._apply(messages, tools, tokenize=True, **template_kwargs)
+        return as_id_list(result, str(self.path))
+
+    def render_text(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        **template_kwargs: Any,
+    ) -> str:
+        """The rendered prompt as text (for display; capture uses :meth:`render`)."""
+        result = self._apply(messages, tools, tokenize=False, **template_kwargs)
+        if not isinstance(result, str):
+            raise TokenizerError(
+                f"chat template of {self.path} returned {type(result).__name__}, not text"
+            )
+        return result
+
+    def _apply(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[Mapping[str, Any]] | None,
+        *,
+        tokenize: bool,
+        **template_kwargs: Any,
+    ) -> Any:
+        """Call ``apply_chat_template``; template failures become TokenizerError."""
+        if getattr(self.hf, "chat_template", None) is None:
+            raise TokenizerError(
+                f"tokenizer {self.path} has no chat template; use the model's own tokenizer "
+                "directory (chat_template in tokenizer_config.json or chat_template.jinja)"
+            )
+        try:
+            return self.hf.apply_chat_template(
+                list(messages),
+                tools=list(tools) if tools is not None else None,
+                add_generation_prompt=True,
+                tokenize=tokenize,
+                **template_kwargs,
+            )
+        except Exception as e:  # third-party boundary: Jinja and transformers errors
+            raise TokenizerError(
+                f"chat template of {self.path} failed: {type(e).__name__}: {e}; "
+                "check the messages (roles, content, tool_calls) against the template"
+            ) from e
+
+    # -- ids and tokens --------------------------------------------------------------------
+
+    def decode(self, ids: Sequence[int], skip_special_tokens: bool = False) -> str:
+        """Text of ``ids``; ``skip_special_tokens`` drops tokens flagged special."""
+        text = self.hf.decode(list(ids), skip_special_tokens=skip_special_tokens)
+        return str(text)
+
+    def token_id(self, name: str) -> int | None:
+        """Id of the token whose text is exactly ``name``, or None (never the unk id)."""
+        backend = getattr(self.hf, "backend_tokenizer", None)
+        if backend is not None:
+            tid = backend.token_to_id(name)
+            return tid if isinstance(tid, int) else None
+        return self._vocab().get(name)
+
+    def id_to_token(self, token_id: int) -> str | None:
+        """Text of the token with id ``token_id``, or None when no token has it."""
+        if token_id < 0:
+            return None
+        backend = getattr(self.hf, "backend_tokenizer", None)
+        if backend is not None:
+            token = backend.id_to_token(token_id)
+            return token if isinstance(token, str) else None
+        return self._inverse_vocab().get(token_id)
+
+    @functools.cached_property
+    def _vocab_cache(self) -> dict[str, int]:
+        vocab = {str(k): int(v) for k, v in self.hf.get_vocab().items()}
+        for tid, added in self._added_tokens().items():
+            vocab.setdefault(added[0], tid)
+        return vocab
+
+    def _vocab(self) -> dict[str, int]:
+        """Every token (including added tokens) -> id, computed once."""
+        return self._vocab_cache
+
+    @functools.cached_property
+    def _inverse_cache(self) -> dict[int, str]:
+        return {tid: token for token, tid in self._vocab().items()}
+
+    def _inverse_vocab(self) -> dict[int, str]:
+        """Id -> token text, computed once."""
+        return self._inverse_cache
+
+    def _added_tokens(self) -> dict[int, tuple[str, bool]]:
+        """Added tokens: id -> (text, special flag)."""
+        decoder = getattr(self.hf, "added_tokens_decoder", None) or {}
+        return {
+            int(tid): (str(tok.content), bool(getattr(tok, "special", False)))
+            for tid, tok in decoder.items()
+        }
+
+    def eos_id(self) -> int | None:
+        """The tokenizer's eos token id, if it has one."""
+        eos = getattr(self.hf, "eos_token_id", None)
+        return eos if isinstance(eos, int) else None
+
+    # -- boundaries, bounds and fingerprints -----------------------------------------------
+
+    def boundary_ids(self, overrides: Mapping[str, int] | None = None) -> BoundaryIds:
+        """Think, end-of-think, stop and tool-call ids, by token name; config overrides win.
+
+        Raises ConfigError for an unknown override key or a bad id.
+        """
+        return resolve_boundaries(self.token_id, self.eos_id(), overrides)
+
+    def max_token_id(self) -> int:
+        """Largest id any token of this tokenizer has."""
+        return self._max_id
+
+    @functools.cached_property
+    def _max_id(self) -> int:
+        ids = list(self._vocab().values()) + list(self._added_tokens())
+        return max(ids) if ids else -1
+
+    def vocab_bound(self, model_dir: Path | None = None) -> int:
+        """Exclusive upper bound of valid token ids.
+
+        The model's ``config.json`` ``vocab_size`` (``model_dir`` first, then the tokenizer
+        directory), else the largest tokenizer id + 1. Not ``len(tokenizer)``: with sparse
+        ids (as in the bundled tokenizer) that counts entries, not ids.
+        """
+        dirs = [model_dir, self.path] if model_dir is not None else [self.path]
+        size = first_vocab_size(d for d in dirs if d is not None)
+        return size if size is not None else self.max_token_id() + 1
+
+    def fingerprint(self) -> str:
+        """sha256 over the vocabulary and the special/added tokens; stable across loads."""
+        return self._fingerprint
+
+    @functools.cached_property
+    def _fingerprint(self) -> str:
+        added = [(tid, text, special) for tid, (text, special) in self._added_tokens().items()]
+        special_map = getattr(self.hf, "special_tokens_map", None) or {}
+        return vocab_fingerprint(self._vocab(), added, special_map)
+
+    def template_hash(self) -> str:
+        """sha256 of the chat template text ("" when there is none)."""
+        return template_fingerprint(getattr(self.hf, "chat_template", None))

@@ -1,0 +1,49 @@
+"""Reading the model's ``config.json`` for the vocabulary size (no ``transformers`` needed)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from core.errors import ConfigError
+
+CONFIG_NAME = "config.json"
+
+
+def read_model_config(directory: Path) -> dict[str, Any] | None:
+    """The parsed ``config.json`` in ``directory``, or None when there is none.
+
+    Raises ConfigError when the file exists but is not a JSON object.
+    """
+    path = directory / CONFIG_NAME
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ConfigError(f"cannot read model config {path}: {e}; fix or remove the file") from e
+    if not isinstance(data, dict):
+        raise ConfigError(f"model config {path} is not a JSON object; fix or remove the file")
+    return data
+
+
+def config_vocab_size(config: dict[str, Any]) -> int | None:
+    """``vocab_size`` from a model config, top level or in ``text_config`` (Kimi-K2.5)."""
+    for section in (config, config.get("text_config")):
+        if isinstance(section, dict):
+            size = section.get("vocab_size")
+            if isinstance(size, int) and not isinstance(size, bool) and size > 0:
+                return size
+    return None
+
+
+def first_vocab_size(directories: Iterable[Path]) -> int | None:
+    """The first ``vocab_size`` found in the ``config.json`` of ``directories``, in order."""
+    for directory in directories:
+        config = read_model_config(directory)
+        size = config_vocab_size(config) if config is not None else None
+        if size is not None:
+            return size
+    return None
