@@ -1,0 +1,103 @@
+"""``rejects.jsonl``: one JSON line per prompt record that could not be used.
+
+Each line is ``{"source", "line", "reason", "sample_id"}`` (sample_id null when the record
+had none we could read). Lines are flushed as written, so a crash loses none. A resumed
+batch re-reads its prompt file and meets the same bad records again; entries already in the
+file (same source and line) are not written twice.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import IO
+
+from core.errors import ConfigError
+
+
+@dataclass(frozen=True, slots=True)
+class Reject:
+    """A prompt record that was not used: where it is and why."""
+
+    source: str
+    line: int
+    reason: str
+    sample_id: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.source}:{self.line}: {self.reason}"
+
+
+class RejectLog:
+    """Appends rejects to a JSONL file, one flushed line each, skipping ones already there.
+
+    ``count`` is the number of distinct rejects in the file (earlier runs included).
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        """Open (creating if needed) ``path`` for appending; ConfigError if it cannot be."""
+        self.path = Path(path)
+        self._seen = _existing_keys(self.path)
+        try:
+            self._handle: IO[str] = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 (held open)
+        except OSError as e:
+            raise ConfigError(f"cannot write rejects file {self.path}: {e.strerror or e}") from e
+        if _ends_torn(self.path):
+            self._handle.write("\n")  # keep the next entry off a line torn by a crash
+
+    @property
+    def count(self) -> int:
+        """Distinct rejects recorded in the file."""
+        return len(self._seen)
+
+    def write(self, reject: Reject) -> bool:
+        """Append ``reject`` and flush; False (nothing written) when it is already logged."""
+        key = (reject.source, reject.line)
+        if key in self._seen:
+            return False
+        self._handle.write(json.dumps(asdict(reject), ensure_ascii=False) + "\n")
+        self._handle.flush()
+        self._seen.add(key)
+        return True
+
+    def close(self) -> None:
+        """Close the file (idempotent)."""
+        self._handle.close()
+
+    def __enter__(self) -> RejectLog:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def _existing_keys(path: Path) -> set[tuple[str, int]]:
+    """(source, line) of every reject already in ``path``; a torn last line is ignored."""
+    keys: set[tuple[str, int]] = set()
+    if not path.exists():
+        return keys
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for text in handle:
+            try:
+                entry = json.loads(text)
+                keys.add((str(entry["source"]), int(entry["line"])))
+            except (ValueError, KeyError, TypeError):
+                continue  # a line torn by a crash: the record will be logged again
+    return keys
+
+
+def _ends_torn(path: Path) -> bool:
+    """True when the file is non-empty and its last byte is not a newline."""
+    with open(path, "rb") as handle:
+        handle.seek(0, 2)
+        if handle.tell() == 0:
+            return False
+        handle.seek(-1, 2)
+        return handle.read(1) != b"\n"

@@ -1,0 +1,52 @@
+"""Stable sample ids: the record's own ``id``, else a content hash of what is sent.
+
+A sample id must survive a restart (resume skips ids already in complete shards), so it
+never depends on file position or time. The content hash covers the *normalized* messages
+(trailing assistant turns already dropped) and tools, so the same conversation gets the
+same id whether it came as OpenAI ``messages`` or ShareGPT ``conversations``, JSONL or
+parquet.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+CONTENT_ID_HEX = 16
+"""Hex digits kept from the sha256 (64 bits: collisions are negligible below ~10^8 prompts)."""
+
+VARIANT_SEPARATOR = "#"
+
+
+def canonical_json(value: object) -> str:
+    """JSON with sorted keys, no spaces and real unicode: equal data gives equal text."""
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
+    )
+
+
+def content_sample_id(
+    messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None
+) -> str:
+    """First ``CONTENT_ID_HEX`` hex digits of sha256(canonical JSON of messages and tools)."""
+    payload = canonical_json({"messages": list(messages), "tools": list(tools or [])})
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:CONTENT_ID_HEX]
+
+
+def variant_id(base: str, *, preset: str | None = None, repeat: int = 0) -> str:
+    """The id of one generation of a prompt: ``base``, plus a suffix per preset and repeat.
+
+    ``variant_id("a")`` is ``"a"``; ``variant_id("a", preset="t07", repeat=2)`` is
+    ``"a#t07#r2"``. Repeat 0 and no preset add nothing, so a single-preset, single-repeat
+    batch keeps the record ids unchanged.
+    """
+    if repeat < 0:
+        raise ValueError(f"repeat must be >= 0, got {repeat}")
+    parts = [base]
+    if preset:
+        parts.append(preset)
+    if repeat:
+        parts.append(f"r{repeat}")
+    return VARIANT_SEPARATOR.join(parts)

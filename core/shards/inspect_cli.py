@@ -1,0 +1,181 @@
+"""``eagle-tui inspect DIR|FILE [--id ID | --flag F | --index N]``: one stored sample, decoded.
+
+Prints the sample's provenance and flags, then its prompt, reasoning, the think/end-of-think
+boundaries, answer, tool-call tokens and stop token, each visibly distinguished (colour and a
+textual marker; see :mod:`core.shards.render`). Ids are decoded with the tokenizer named in
+the shard metadata (or the manifest), or ``--tokenizer PATH``; ``--raw-ids`` prints ids
+instead and needs no tokenizer.
+
+Exit status: 0 shown, 1 nothing matched, 2 bad input (path, tokenizer, index).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+from rich.text import Text
+
+from core import kimi
+from core.errors import EagleError, TokenizerError
+from core.segments import split_segments
+from core.shards.reader import ShardReader
+from core.shards.render import Decode, TokenName, legend, sample_text
+from core.shards.schema import ShardMetadata, ShardRow
+from core.tokenizer import BoundaryIds
+from core.validate import FLAGS
+
+
+class InspectError(EagleError):
+    """A selection or tokenizer problem; ``status`` is the exit code."""
+
+    def __init__(self, message: str, status: int = 2) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``inspect`` verb's arguments."""
+    parser.add_argument("path", type=Path, help="batch directory, shards directory or shard")
+    pick = parser.add_mutually_exclusive_group()
+    pick.add_argument("--id", dest="sample_id", help="the sample with this sample_id")
+    pick.add_argument("--flag", help=f"the first sample with this flag ({', '.join(FLAGS)})")
+    pick.add_argument("--index", type=int, help="the sample at this row (negative: from end)")
+    parser.add_argument("--tokenizer", type=Path, help="tokenizer directory to decode with")
+    parser.add_argument("--trust-remote-code", action="store_true",
+                        help="allow the tokenizer's own code to run (Kimi's real tokenizer)")
+    parser.add_argument("--raw-ids", action="store_true", help="print ids, do not decode")
+    parser.add_argument("--prompt-tokens", type=int, default=None, metavar="N",
+                        help="show only the last N prompt tokens")
+
+
+def run(args: argparse.Namespace, console: Console | None = None) -> int:
+    """Show the chosen sample; errors go to stderr with what to do."""
+    out = console or make_console()
+    try:
+        reader = ShardReader(args.path)
+        index = select_index(reader, args)
+        row = reader.row(index)
+        decode, token_name, boundary = decoder_for(reader, args)
+    except EagleError as e:
+        print(f"eagle-tui inspect: {e}", file=sys.stderr)
+        return e.status if isinstance(e, InspectError) else 2
+    shard, position = reader.shard_of(index)
+    out.print(header(row, index, reader.num_rows, f"{shard.path.name}:{position}"), soft_wrap=True)
+    out.print(legend(), soft_wrap=True)
+    first = 0 if args.prompt_tokens is None else max(0, row.prompt_len - args.prompt_tokens)
+    segments = split_segments(row.input_ids, row.prompt_len, boundary)
+    text = sample_text(row.input_ids, segments, decode, token_name, first_prompt_id=first)
+    out.print(text, soft_wrap=True)  # no inserted line breaks: the text stays exact
+    return 0
+
+
+def make_console() -> Console:
+    """A console that never interprets text: no markup, no highlighting, no emoji."""
+    return Console(markup=False, highlight=False, emoji=False, soft_wrap=True)
+
+
+def select_index(reader: ShardReader, args: argparse.Namespace) -> int:
+    """The global row index the arguments name; InspectError when none matches."""
+    if reader.num_rows == 0:
+        raise InspectError(f"no complete shards in {args.path}; nothing to inspect", 1)
+    if args.sample_id is not None:
+        index = reader.index_of(args.sample_id)
+        if index is None:
+            raise InspectError(f"no sample with id {args.sample_id!r} in {args.path}", 1)
+        return index
+    if args.flag is not None:
+        found = reader.index_with_flag(args.flag)
+        if found is None:
+            known = "" if args.flag in FLAGS else f" (known flags: {', '.join(FLAGS)})"
+            raise InspectError(f"no sample has flag {args.flag!r} in {args.path}{known}", 1)
+        return found
+    index = args.index if args.index is not None else 0
+    if not -reader.num_rows <= index < reader.num_rows:
+        raise InspectError(f"--index {index} is out of range: {args.path} holds "
+                           f"{reader.num_rows} rows (0..{reader.num_rows - 1})")
+    return index % reader.num_rows
+
+
+def decoder_for(
+    reader: ShardReader, args: argparse.Namespace
+) -> tuple[Decode, TokenName, BoundaryIds]:
+    """How to decode ids and name tokens, and the boundary ids to segment with."""
+    metadata = reader.metadata
+    stored = boundaries_from_metadata(metadata)
+    if args.raw_ids:
+        return raw_decode, lambda _tid: None, stored or kimi_boundaries()
+    from core.tokenizer import load_tokenizer
+
+    path = args.tokenizer or tokenizer_path(reader, metadata)
+    if path is None:
+        raise InspectError(f"{args.path} does not name a tokenizer; pass --tokenizer PATH "
+                           "(or --raw-ids)")
+    try:
+        tokenizer = load_tokenizer(path, trust_remote_code=args.trust_remote_code)
+    except TokenizerError as e:
+        raise InspectError(f"{e}; or pass --tokenizer PATH, or --raw-ids to see ids") from e
+    if metadata and metadata.tokenizer_fingerprint not in ("", tokenizer.fingerprint()):
+        print(f"eagle-tui inspect: warning: tokenizer {path} differs from the one the shards "
+              "were captured with (fingerprint); text may be wrong", file=sys.stderr)
+
+    def decode(ids: Sequence[int]) -> str:
+        return tokenizer.decode(ids, skip_special_tokens=False)
+
+    return decode, tokenizer.id_to_token, stored or tokenizer.boundary_ids()
+
+
+def tokenizer_path(reader: ShardReader, metadata: ShardMetadata | None) -> Path | None:
+    """The tokenizer recorded in the shard footer, else in the manifest."""
+    if metadata and metadata.tokenizer_path:
+        return Path(metadata.tokenizer_path)
+    if reader.manifest and reader.manifest.config.tokenizer_path:
+        return Path(reader.manifest.config.tokenizer_path)
+    return None
+
+
+def boundaries_from_metadata(metadata: ShardMetadata | None) -> BoundaryIds | None:
+    """The boundary ids the capture used, as recorded in the shard footer."""
+    if metadata is None or not metadata.boundary_ids:
+        return None
+    raw = metadata.boundary_ids
+    return BoundaryIds(
+        think=raw.get("think"),
+        think_end=raw.get("think_end"),
+        stop=tuple(raw.get("stop") or ()),
+        tool_call=frozenset(raw.get("tool_call") or ()),
+    )
+
+
+def kimi_boundaries() -> BoundaryIds:
+    """Kimi's default ids, for raw display of files without metadata."""
+    return BoundaryIds(kimi.THINK, kimi.THINK_END, (kimi.IM_END,), kimi.TOOL_CALL_IDS)
+
+
+def raw_decode(ids: Sequence[int]) -> str:
+    """Ids as space-separated numbers."""
+    return " ".join(str(i) for i in ids) + " "
+
+
+def header(row: ShardRow, index: int, total: int, where: str) -> Text:
+    """Provenance, finish, lengths and flags of the sample (literal text)."""
+    output_len = len(row.input_ids) - row.prompt_len
+    think_end = f"{row.think_end}" if row.think_end >= 0 else "none"
+    stop = f" (matched {row.matched_stop})" if row.matched_stop is not None else ""
+    text = Text()
+    text.append("sample ", "bold")
+    text.append(row.sample_id, "bold")
+    text.append(f"   row {index} of {total}   {where}\n")
+    text.append(f"finish {row.finish_reason}{stop}   prompt {row.prompt_len} tokens   "
+                f"output {output_len} tokens   think_end at {think_end}\n")
+    text.append(f"endpoint {row.endpoint}   rid {row.rid}   latency {row.latency_s:.2f} s   "
+                f"created {row.created_at.isoformat()}\n")
+    text.append("flags: ", "bold")
+    if row.flags:
+        text.append(", ".join(row.flags), "bold red")
+    else:
+        text.append("none (clean)", "green")
+    return text

@@ -1,0 +1,149 @@
+"""What a batch directory already holds, for resuming it: trusted shards only.
+
+A shard is trusted when it is listed in ``manifest.json`` AND its file has the listed size
+and sha256 AND its row count matches the listing. Everything else under ``shards/`` is
+ignored and reported, never trusted: temp files of shards that never completed, complete
+shards the manifest never listed (a crash between rename and manifest update), listed shards
+that are missing, truncated or corrupt. Their samples are simply captured again.
+
+:func:`scan_completed` never changes anything on disk. :func:`drop_untrusted` unlists the bad
+entries from a manifest (in memory) so its counts match the trusted shards;
+:func:`remove_temp_files` deletes leftover ``.tmp`` shards.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from core.shards.fsio import TMP_SUFFIX, file_sha256
+from core.shards.manifest import MANIFEST_NAME, SHARDS_DIR, Manifest, ShardInfo
+
+
+@dataclass(frozen=True, slots=True)
+class IgnoredFile:
+    """A file under ``shards/`` that is not trusted, and why; ``listed`` if the manifest
+    names it (such entries should be unlisted, see :func:`drop_untrusted`)."""
+
+    path: Path
+    reason: str
+    listed: bool = False
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}"
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeScan:
+    """Result of :func:`scan_completed`."""
+
+    manifest: Manifest | None
+    sample_ids: frozenset[str]
+    trusted: tuple[ShardInfo, ...]
+    ignored: tuple[IgnoredFile, ...]
+
+
+def completed_sample_ids(out_dir: str | Path) -> set[str]:
+    """Sample ids stored in the trusted shards of ``out_dir`` (empty for a new directory)."""
+    return set(scan_completed(out_dir).sample_ids)
+
+
+def scan_completed(out_dir: str | Path) -> ResumeScan:
+    """Check every shard of ``out_dir`` against its manifest; see the module docstring.
+
+    Reads each listed shard fully once (to checksum it) plus its ``sample_id`` column.
+    Raises ConfigError when a manifest exists but cannot be read.
+    """
+    directory = Path(out_dir)
+    manifest = Manifest.load_optional(directory)
+    shards_dir = directory / SHARDS_DIR
+    listed = {s.name: s for s in manifest.shards} if manifest else {}
+    ids: set[str] = set()
+    trusted: list[ShardInfo] = []
+    ignored = [_unlisted(path, manifest) for path in _shard_dir_files(shards_dir)
+               if path.name not in listed]
+    for info in listed.values():
+        path = shards_dir / info.name
+        problem, shard_ids = _verify_listed(path, info)
+        if problem is not None:
+            ignored.append(IgnoredFile(path, problem, listed=True))
+            continue
+        ids.update(shard_ids)
+        trusted.append(info)
+    return ResumeScan(manifest, frozenset(ids), tuple(trusted), tuple(ignored))
+
+
+def drop_untrusted(manifest: Manifest, scan: ResumeScan) -> list[str]:
+    """Unlist (in memory) the listed shards ``scan`` did not trust; returns their names.
+
+    Call :meth:`Manifest.save_atomic` afterwards. The files stay where they are.
+    """
+    names = [f.path.name for f in scan.ignored if f.listed]
+    for name in names:
+        manifest.remove_shard(name)
+    return names
+
+
+def remove_temp_files(scan: ResumeScan) -> list[Path]:
+    """Delete the ``.tmp`` shards ``scan`` found (they can never complete); returns them."""
+    removed = [f.path for f in scan.ignored if f.path.name.endswith(TMP_SUFFIX)]
+    for path in removed:
+        path.unlink(missing_ok=True)
+    return removed
+
+
+def _shard_dir_files(shards_dir: Path) -> list[Path]:
+    """Every regular file under ``shards/`` (sorted), or none when it does not exist."""
+    if not shards_dir.is_dir():
+        return []
+    return sorted(p for p in shards_dir.iterdir() if p.is_file())
+
+
+def _unlisted(path: Path, manifest: Manifest | None) -> IgnoredFile:
+    """Why a file the manifest does not list is ignored."""
+    if path.name.endswith(TMP_SUFFIX):
+        return IgnoredFile(path, "temp file of a shard that never completed")
+    if manifest is None:
+        return IgnoredFile(path, f"no {MANIFEST_NAME} lists it")
+    return IgnoredFile(path, f"not listed in {MANIFEST_NAME} (written but never committed)")
+
+
+def _verify_listed(path: Path, info: ShardInfo) -> tuple[str | None, list[str]]:
+    """(why the listed shard is not trusted or None, its sample ids when trusted)."""
+    problem = listing_problem(path, info.bytes, info.sha256)
+    if problem is not None:
+        return problem, []
+    shard_ids = _sample_ids(path)
+    if shard_ids is None:
+        return "unreadable as parquet despite a matching checksum", []
+    if len(shard_ids) != info.rows:
+        return f"holds {len(shard_ids)} rows, manifest lists {info.rows}", []
+    return None, shard_ids
+
+
+def listing_problem(path: Path, size: int, sha256: str | None) -> str | None:
+    """Why a listed shard cannot be trusted: missing, wrong size, or (when ``sha256`` is
+    given) wrong checksum; None when it matches."""
+    try:
+        actual = path.stat().st_size
+    except FileNotFoundError:
+        return "listed in the manifest but missing"
+    if actual != size:
+        return f"size {actual} bytes, manifest lists {size} (truncated or replaced)"
+    if sha256 is None:
+        return None
+    digest = file_sha256(path)
+    if digest != sha256:
+        return f"sha256 {digest[:12]}… differs from the manifest's {sha256[:12]}… (corrupt)"
+    return None
+
+
+def _sample_ids(path: Path) -> list[str] | None:
+    """The shard's sample ids (reading only that column), None when unreadable."""
+    try:
+        column = pq.read_table(path, columns=["sample_id"]).column("sample_id")
+    except Exception:  # pyarrow raises several types for a damaged file; all mean "unreadable"
+        return None
+    return [str(v) for v in column.to_pylist()]

@@ -1,0 +1,176 @@
+"""The shard format: one parquet row per generation, plus file metadata (DESIGN.md).
+
+Columns (in this order; see :data:`SHARD_SCHEMA`):
+
+    sample_id      string                 stable id (record id or content hash, + variant)
+    input_ids      list<int32>            prompt ids followed by output ids, as sent/received
+    prompt_len     int32                  number of prompt tokens (loss mask starts here)
+    finish_reason  string                 "stop", "length" or "abort"
+    matched_stop   int64, nullable        the stop token id when a token stopped generation
+    think_end      int32                  index in input_ids of the first generated
+                                          end-of-reasoning token, -1 if none
+    flags          list<string>           validation flags (core.validate); empty = clean
+    endpoint       string                 server that produced it (never credentials)
+    rid            string                 request id
+    latency_s      float32                end-to-end latency
+    created_at     timestamp[us, UTC]
+
+List children are named ``element`` (as parquet's compliant nested types name them), so
+the schema read back from a file equals :data:`SHARD_SCHEMA` exactly.
+
+File metadata: one key per item, each prefixed ``eagle_tui.``, values JSON
+(see :class:`ShardMetadata`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import pyarrow as pa
+
+SCHEMA_VERSION = 1
+METADATA_PREFIX = "eagle_tui."
+
+SHARD_SCHEMA: pa.Schema = pa.schema(
+    [
+        pa.field("sample_id", pa.string(), nullable=False),
+        pa.field("input_ids", pa.list_(pa.field("element", pa.int32())), nullable=False),
+        pa.field("prompt_len", pa.int32(), nullable=False),
+        pa.field("finish_reason", pa.string(), nullable=False),
+        pa.field("matched_stop", pa.int64(), nullable=True),
+        pa.field("think_end", pa.int32(), nullable=False),
+        pa.field("flags", pa.list_(pa.field("element", pa.string())), nullable=False),
+        pa.field("endpoint", pa.string(), nullable=False),
+        pa.field("rid", pa.string(), nullable=False),
+        pa.field("latency_s", pa.float32(), nullable=False),
+        pa.field("created_at", pa.timestamp("us", tz="UTC"), nullable=False),
+    ]
+)
+COLUMNS: tuple[str, ...] = tuple(SHARD_SCHEMA.names)
+
+
+@dataclass(frozen=True, slots=True)
+class ShardRow:
+    """One generation as stored. ``created_at`` must be timezone-aware (UTC)."""
+
+    sample_id: str
+    input_ids: Sequence[int]
+    prompt_len: int
+    finish_reason: str
+    matched_stop: int | None
+    think_end: int
+    flags: Sequence[str]
+    endpoint: str
+    rid: str
+    latency_s: float
+    created_at: datetime
+
+    @property
+    def prompt_ids(self) -> Sequence[int]:
+        """The prompt part of ``input_ids``."""
+        return self.input_ids[: self.prompt_len]
+
+    @property
+    def output_ids(self) -> Sequence[int]:
+        """The generated part of ``input_ids``."""
+        return self.input_ids[self.prompt_len :]
+
+    @classmethod
+    def from_dict(cls, row: Mapping[str, Any]) -> ShardRow:
+        """A row as read back from parquet (``to_pylist`` form)."""
+        return cls(**{name: row[name] for name in COLUMNS})
+
+
+@dataclass(frozen=True, slots=True)
+class ShardMetadata:
+    """Provenance stored in every shard's parquet footer (and the manifest).
+
+    ``sampling`` and ``boundary_ids`` are JSON-ready dicts (``SamplingParams.to_json()``,
+    ``BoundaryIds.as_dict()``); ``extra`` holds anything else worth keeping.
+    """
+
+    tokenizer_name: str
+    tokenizer_path: str
+    tokenizer_fingerprint: str
+    template_hash: str
+    sampling: Mapping[str, Any]
+    server_model_path: str | None
+    server_version: str | None
+    boundary_ids: Mapping[str, Any]
+    vocab_size: int | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    schema_version: int = SCHEMA_VERSION
+
+    def to_parquet(self) -> dict[bytes, bytes]:
+        """Footer key/value pairs: ``eagle_tui.<item>`` -> JSON."""
+        items = {
+            "schema_version": self.schema_version,
+            "tokenizer": {
+                "name": self.tokenizer_name,
+                "path": self.tokenizer_path,
+                "fingerprint": self.tokenizer_fingerprint,
+                "vocab_size": self.vocab_size,
+            },
+            "chat_template_hash": self.template_hash,
+            "sampling": dict(self.sampling),
+            "server": {"model_path": self.server_model_path, "version": self.server_version},
+            "boundary_ids": dict(self.boundary_ids),
+            "extra": dict(self.extra),
+        }
+        return {
+            (METADATA_PREFIX + key).encode(): json.dumps(value, sort_keys=True).encode()
+            for key, value in items.items()
+        }
+
+    @classmethod
+    def from_parquet(cls, raw: Mapping[bytes, bytes] | None) -> ShardMetadata | None:
+        """Read the footer back; None when the file was not written by eagle-tui."""
+        items = _prefixed_items(raw or {})
+        if "schema_version" not in items:
+            return None
+        tokenizer = items.get("tokenizer") or {}
+        server = items.get("server") or {}
+        return cls(
+            tokenizer_name=str(tokenizer.get("name", "")),
+            tokenizer_path=str(tokenizer.get("path", "")),
+            tokenizer_fingerprint=str(tokenizer.get("fingerprint", "")),
+            template_hash=str(items.get("chat_template_hash", "")),
+            sampling=items.get("sampling") or {},
+            server_model_path=server.get("model_path"),
+            server_version=server.get("version"),
+            boundary_ids=items.get("boundary_ids") or {},
+            vocab_size=tokenizer.get("vocab_size"),
+            extra=items.get("extra") or {},
+            schema_version=int(items["schema_version"]),
+        )
+
+
+def _prefixed_items(raw: Mapping[bytes, bytes]) -> dict[str, Any]:
+    """``eagle_tui.*`` footer entries, decoded from JSON; undecodable ones skipped."""
+    items: dict[str, Any] = {}
+    prefix = METADATA_PREFIX.encode()
+    for key, value in raw.items():
+        if key.startswith(prefix):
+            try:
+                items[key[len(prefix) :].decode()] = json.loads(value)
+            except ValueError:
+                continue
+    return items
+
+
+def rows_to_table(rows: Sequence[ShardRow]) -> pa.Table:
+    """An arrow table of ``rows`` with exactly :data:`SHARD_SCHEMA` (no file metadata)."""
+    columns = {name: [getattr(row, name) for row in rows] for name in COLUMNS}
+    columns["input_ids"] = [list(ids) for ids in columns["input_ids"]]
+    columns["flags"] = [list(flags) for flags in columns["flags"]]
+    return pa.Table.from_pydict(columns, schema=SHARD_SCHEMA)
+
+
+def estimated_bytes(row: ShardRow) -> int:
+    """Rough uncompressed arrow size of one row (for sizing row groups)."""
+    text = len(row.sample_id) + len(row.endpoint) + len(row.rid) + len(row.finish_reason)
+    return 4 * len(row.input_ids) + sum(len(f) + 4 for f in row.flags) + text + 64

@@ -1,0 +1,94 @@
+"""``eagle-tui stats DIR [--json]``: rows per flag and finish reason, length percentiles.
+
+Exit status: 0 printed, 2 bad path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from core.errors import EagleError
+from core.shards.inspect_cli import make_console
+from core.shards.reader import ShardReader
+from core.shards.stats import BatchStats, Distribution, compute_stats
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``stats`` verb's arguments."""
+    parser.add_argument("path", type=Path, help="batch directory, shards directory or shard")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
+
+
+def run(args: argparse.Namespace, console: Console | None = None) -> int:
+    """Print the statistics of the shards under ``args.path``."""
+    out = console or make_console()
+    try:
+        stats = compute_stats(ShardReader(args.path))
+    except EagleError as e:
+        print(f"eagle-tui stats: {e}", file=sys.stderr)
+        return 2
+    if args.json:
+        out.print(json.dumps(stats.to_json(), indent=1), soft_wrap=True)
+        return 0
+    for renderable in summary_tables(stats):
+        out.print(renderable)
+    for ignored in stats.ignored:
+        out.print(f"ignored: {ignored}", style="yellow")
+    return 0
+
+
+def summary_tables(stats: BatchStats) -> list[Table]:
+    """Overview, flags, finish reasons and lengths, as tables."""
+    return [overview(stats), count_table("flag", stats.flags, stats.rows, stats.clean),
+            count_table("finish reason", stats.finish_reasons, stats.rows, None),
+            length_table(stats)]
+
+
+def overview(stats: BatchStats) -> Table:
+    """Rows, shards and the manifest's counts."""
+    table = Table(title="batch", show_header=False)
+    table.add_row("rows in shards", str(stats.rows))
+    table.add_row("shards", str(stats.shards))
+    for name, value in (stats.manifest_counts or {}).items():
+        table.add_row(f"manifest: {name}", str(value))
+    return table
+
+
+def count_table(what: str, counts: dict[str, int], rows: int, clean: int | None) -> Table:
+    """One row per value with its count and share of all rows."""
+    table = Table(title=f"rows per {what}")
+    table.add_column(what)
+    table.add_column("rows", justify="right")
+    table.add_column("%", justify="right")
+    entries = list(counts.items()) + ([("(clean)", clean)] if clean is not None else [])
+    for name, count in entries:
+        table.add_row(name, str(count), f"{100 * count / rows:.1f}" if rows else "-")
+    return table
+
+
+def length_table(stats: BatchStats) -> Table:
+    """Token-length and latency distributions."""
+    table = Table(title="lengths (tokens) and latency")
+    for column in ("", "n", "mean", "p50", "p90", "p99", "max"):
+        table.add_column(column, justify="left" if not column else "right")
+    rows: list[tuple[str, Distribution]] = [
+        ("prompt", stats.prompt_tokens), ("output", stats.output_tokens),
+        ("reasoning", stats.reasoning_tokens), ("latency s", stats.latency_s),
+    ]
+    for name, dist in rows:
+        values = (dist.mean, dist.p50, dist.p90, dist.p99, dist.max)
+        table.add_row(name, str(dist.count), *(_number(v) for v in values))
+    return table
+
+
+def _number(value: float | None) -> str:
+    """A compact number, '-' when absent."""
+    if value is None:
+        return "-"
+    return f"{value:.0f}" if float(value).is_integer() else f"{value:.2f}"

@@ -1,0 +1,181 @@
+"""Validation of one captured generation, from token ids only (never from text).
+
+Inputs: the prompt ids as sent, the output ids as received, SGLang's finish reason and
+token counts, the boundary ids of the tokenizer and the vocabulary bound. Terms used below:
+
+- *think*, *think_end*: ``boundary.think`` (``<think>``, 163606) and ``boundary.think_end``
+  (``</think>``, 163607); *stop*: any id in ``boundary.stop``; *tool-call id*: any id in
+  ``boundary.tool_call`` (163595–163599).
+- *reasoning open*: ``boundary.think`` is known and the prompt's last id is think (the
+  thinking-mode generation prompt); the output then starts inside reasoning.
+- *answer*: the output ids after the first think_end, or the whole output when reasoning is
+  not open; trailing stop ids are not part of it. With reasoning open and no think_end there
+  is no answer at all (that is ``no_think_end``, not ``empty_answer``).
+
+Flags (a row's ``flags`` lists those raised, in this order; empty means clean):
+
+``prompt_no_think``
+    ``boundary.think`` is known and the prompt does not end with it (the template did not
+    open reasoning: thinking disabled, or a different template).
+``no_think_end``
+    reasoning is open and no think_end id appears in the output.
+``truncated``
+    ``finish_kind == "length"`` (hit ``max_new_tokens``).
+``aborted``
+    ``finish_kind == "abort"``.
+``tool_call``
+    the output holds at least one tool-call id (informational, not an error).
+``tool_call_before_think_end``
+    reasoning is open and a tool-call id appears in the output before the first think_end,
+    or with no think_end at all (Kimi sometimes opens a tool section without closing
+    reasoning).
+``empty_answer``
+    an answer exists (see above) and holds no ids.
+``think_start_in_output``
+    a think id appears in the output (a second reasoning block, or a confused model).
+``count_mismatch``
+    ``completion_tokens`` is missing or differs from ``len(output_ids)``.
+``prompt_count_mismatch``
+    ``prompt_tokens`` is missing or differs from ``len(prompt_ids)`` (the server did not
+    see exactly the prompt we sent: truncation, a different tokenization path). Kept apart
+    from ``count_mismatch`` because the cause and the fix differ.
+``bad_token_id``
+    an id in the prompt or the output is negative or ``>= vocab_size``.
+``no_stop_token``
+    ``finish_kind == "stop"`` but the output is empty or its last id is not a stop id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+FLAGS: tuple[str, ...] = (
+    "prompt_no_think",
+    "no_think_end",
+    "truncated",
+    "aborted",
+    "tool_call",
+    "tool_call_before_think_end",
+    "empty_answer",
+    "think_start_in_output",
+    "count_mismatch",
+    "prompt_count_mismatch",
+    "bad_token_id",
+    "no_stop_token",
+)
+"""Every flag, in the order rows list them."""
+
+
+class Boundaries(Protocol):
+    """The boundary ids validation needs (``core.tokenizer.BoundaryIds`` has them)."""
+
+    @property
+    def think(self) -> int | None: ...
+    @property
+    def think_end(self) -> int | None: ...
+    @property
+    def stop(self) -> tuple[int, ...]: ...
+    @property
+    def tool_call(self) -> frozenset[int]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Validation:
+    """Flags raised (in :data:`FLAGS` order) and the index of the first generated
+    think_end in ``prompt_ids + output_ids`` (-1 if none)."""
+
+    flags: tuple[str, ...]
+    think_end: int
+
+    @property
+    def clean(self) -> bool:
+        """True when no flag was raised."""
+        return not self.flags
+
+
+def validate_sample(
+    prompt_ids: Sequence[int],
+    output_ids: Sequence[int],
+    *,
+    finish_kind: str,
+    completion_tokens: int | None,
+    prompt_tokens: int | None,
+    boundary: Boundaries,
+    vocab_size: int,
+) -> Validation:
+    """Validate one generation; see the module docstring for every flag's definition."""
+    reasoning_open = boundary.think is not None and bool(prompt_ids) and (
+        prompt_ids[-1] == boundary.think
+    )
+    end_at = _first_index(output_ids, boundary.think_end)
+    tool_at = _first_of(output_ids, boundary.tool_call)
+    raised = {
+        "prompt_no_think": boundary.think is not None and not reasoning_open,
+        "no_think_end": reasoning_open and end_at is None,
+        "truncated": finish_kind == "length",
+        "aborted": finish_kind == "abort",
+        "tool_call": tool_at is not None,
+        "tool_call_before_think_end": reasoning_open and tool_at is not None
+        and (end_at is None or tool_at < end_at),
+        "empty_answer": _answer_is_empty(output_ids, end_at, reasoning_open, boundary.stop),
+        "think_start_in_output": _first_index(output_ids, boundary.think) is not None,
+        "count_mismatch": completion_tokens != len(output_ids),
+        "prompt_count_mismatch": prompt_tokens != len(prompt_ids),
+        "bad_token_id": not _in_vocab(prompt_ids, vocab_size)
+        or not _in_vocab(output_ids, vocab_size),
+        "no_stop_token": finish_kind == "stop"
+        and (not output_ids or output_ids[-1] not in boundary.stop),
+    }
+    think_end = -1 if end_at is None else len(prompt_ids) + end_at
+    return Validation(tuple(flag for flag in FLAGS if raised[flag]), think_end)
+
+
+def check_prompt_ids(ids: Sequence[int], vocab_size: int) -> int | None:
+    """Index of the first id outside ``0 .. vocab_size-1``, or None when all are valid.
+
+    Run before sending: SGLang answers an out-of-vocabulary id with a CUDA fault or garbage,
+    not a clean error.
+    """
+    if _in_vocab(ids, vocab_size):
+        return None
+    return next(i for i, tid in enumerate(ids) if not 0 <= tid < vocab_size)
+
+
+def _in_vocab(ids: Sequence[int], vocab_size: int) -> bool:
+    """True when every id is in ``0 .. vocab_size-1`` (min/max run in C)."""
+    return not ids or (min(ids) >= 0 and max(ids) < vocab_size)
+
+
+def _first_index(ids: Sequence[int], token: int | None) -> int | None:
+    """Position of the first ``token`` in ``ids``; None when absent or token unknown."""
+    if token is None:
+        return None
+    try:
+        return ids.index(token)
+    except ValueError:
+        return None
+
+
+def _first_of(ids: Sequence[int], tokens: frozenset[int]) -> int | None:
+    """Position of the first id that is in ``tokens``."""
+    if not tokens:
+        return None
+    return next((i for i, tid in enumerate(ids) if tid in tokens), None)
+
+
+def _answer_is_empty(
+    output_ids: Sequence[int], end_at: int | None, reasoning_open: bool, stop: tuple[int, ...]
+) -> bool:
+    """True when an answer exists and holds no ids (trailing stop ids excluded)."""
+    if end_at is not None:
+        start = end_at + 1
+    elif not reasoning_open:
+        start = 0
+    else:
+        return False
+    end = len(output_ids)
+    while end > start and output_ids[end - 1] in stop:
+        end -= 1
+    return end <= start

@@ -1,0 +1,28 @@
+"""A shard loads with Hugging Face ``datasets`` (skipped when it is not installed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from shard_helpers import META, make_row
+
+from core.shards.writer import ShardWriter
+
+datasets = pytest.importorskip("datasets")
+
+
+def test_load_dataset_parquet_reads_a_shard(batch_dir: Path, tmp_path: Path) -> None:
+    rows = [make_row(i, flags=["tool_call"] if i == 1 else []) for i in range(6)]
+    with ShardWriter(batch_dir, metadata=META, max_rows=4) as writer:
+        for row in rows:
+            writer.add(row)
+    files = sorted(str(p) for p in (batch_dir / "shards").glob("*.parquet"))
+    loaded = datasets.load_dataset("parquet", data_files=files, split="train",
+                                   cache_dir=str(tmp_path / "hf-cache"))
+    assert loaded.num_rows == 6
+    assert loaded["sample_id"] == [r.sample_id for r in rows]
+    assert loaded[1]["input_ids"] == list(rows[1].input_ids)
+    assert loaded[1]["flags"] == ["tool_call"]
+    assert loaded[4]["matched_stop"] is None
+    assert loaded.features["input_ids"].feature.dtype == "int32"
