@@ -1,0 +1,150 @@
+"""The info endpoints' bodies and the ``server_args=`` start-up line.
+
+Shapes come from the recording (``recorded.py``): every key in SGLang's order,
+with the values this sim knows put in place (paths, port, parallelism, limits).
+Secrets are never echoed: ``api_key`` reads null, as SGLang's own dump does not
+help anyone either.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from core.sim.capacity import CHUNKED_PREFILL_SIZE, MAX_PREFILL_TOKENS, Capacity
+from core.sim.config import SimConfig
+from core.sim.modeldir import ModelDir
+from core.sim.recorded import (
+    RECORDED_HICACHE_LAYOUT,
+    RECORDED_MODEL_EMBEDDING,
+    RECORDED_SERVER_ARGS,
+)
+
+VERSION = "0.5.23"
+
+
+def served_name(config: SimConfig) -> str:
+    """``--served-model-name``, else the model path (SGLang's default)."""
+    return config.served_model_name or config.model_path
+
+
+def server_args(config: SimConfig, capacity: Capacity) -> dict[str, Any]:
+    """The resolved server arguments, recorded key order, this run's values."""
+    overrides: dict[str, Any] = {
+        "model_path": config.model_path,
+        "tokenizer_path": config.model_path,
+        "trust_remote_code": True,
+        "context_length": config.context_length,
+        "dtype": "auto",
+        "mem_fraction_static": 0.88,
+        "max_running_requests": config.max_running_requests,
+        "max_total_tokens": None,
+        "chunked_prefill_size": CHUNKED_PREFILL_SIZE,
+        "max_prefill_tokens": MAX_PREFILL_TOKENS,
+        "disable_overlap_schedule": False,
+        "tp_size": config.tp_size,
+        "device": "cuda",
+        "random_seed": 1000 + config.port,
+        "sleep_on_idle": False,
+        "host": config.host,
+        "port": config.port,
+        "api_key": None,
+        "served_model_name": served_name(config),
+        "incremental_streaming_output": config.incremental_streaming_output,
+        "enable_metrics": config.enable_metrics,
+        "attention_backend": "fa3",
+        "sampling_backend": "flashinfer",
+    }
+    args = dict(RECORDED_SERVER_ARGS)
+    args.update({key: value for key, value in overrides.items() if key in args})
+    return args
+
+
+def launch_command(config: SimConfig) -> str:
+    """The flags a real launch of this server would have used."""
+    parts = [f"--model-path {config.model_path}", f"--tp-size {config.tp_size}",
+             "--trust-remote-code", f"--host {config.host}", f"--port {config.port}"]
+    if config.context_length:
+        parts.append(f"--context-length {config.context_length}")
+    if config.incremental_streaming_output:
+        parts.append("--incremental-streaming-output")
+    if config.enable_metrics:
+        parts.append("--enable-metrics")
+    return " ".join(parts)
+
+
+def server_info(config: SimConfig, capacity: Capacity, *, ready: bool,
+                startup_seconds: dict[str, float], gen_throughput: float) -> dict[str, Any]:
+    """The ``/server_info`` body."""
+    args = server_args(config, capacity)
+    internal = dict(args)
+    internal.update({
+        "world_size": config.tp_size,
+        "effective_max_running_requests_per_dp": capacity.max_running_requests,
+        "last_gen_throughput": gen_throughput,
+        "memory_usage": {
+            "weight": 72.87, "kvcache": 61.25, "startup_available": 139.12,
+            "token_capacity": capacity.max_total_num_tokens, "token_capacity_swa": None,
+            "graph": {"prefill": 0.0, "decode": 1.21, "target_verify": 0.0,
+                      "draft_prefill": 0.0, "draft_decode": 0.0, "draft_extend": 0.0},
+        },
+        "decode_cuda_graph_bs": list(capacity.capture_bs),
+        "decode_cuda_graph_memory_gb": 1.21,
+    })
+    return {
+        **args,
+        "launch_command": launch_command(config),
+        "status": "ready" if ready else "starting",
+        "max_total_num_tokens": capacity.max_total_num_tokens,
+        "max_req_input_len": capacity.max_req_input_len,
+        "startup_time": _startup_time(startup_seconds),
+        "hicache_object_layout": RECORDED_HICACHE_LAYOUT,
+        "kv_events": None,
+        "internal_states": [internal],
+        "version": VERSION,
+        "frontend": "python",
+    }
+
+
+def model_info(config: SimConfig, model_dir: ModelDir) -> dict[str, Any]:
+    """The ``/model_info`` body (same for ``/get_model_info``)."""
+    return {
+        "model_path": config.model_path,
+        "served_model_name": served_name(config),
+        "tokenizer_path": config.model_path,
+        "is_generation": True,
+        "preferred_sampling_params": None,
+        "weight_version": "default",
+        "load_format": "auto",
+        "reasoning_parser": None,
+        "tool_call_parser": None,
+        "disaggregation_mode": "null",
+        "has_image_understanding": "vision_config" in model_dir.config,
+        "has_audio_understanding": False,
+        "model_type": model_dir.model_type,
+        "architectures": model_dir.architectures,
+        "embedding": RECORDED_MODEL_EMBEDDING,
+    }
+
+
+def models_list(config: SimConfig, capacity: Capacity) -> dict[str, Any]:
+    """The ``/v1/models`` body."""
+    name = served_name(config)
+    return {"object": "list", "data": [{
+        "id": name, "object": "model", "created": int(time.time()), "owned_by": "sglang",
+        "root": name, "parent": None, "max_model_len": capacity.context_len,
+    }]}
+
+
+def _startup_time(seconds: dict[str, float]) -> dict[str, Any]:
+    scheduler = sum(seconds.get(p, 0.0) for p in
+                    ("launching", "loading_weights", "allocating_kv", "capturing_graphs"))
+    return {
+        "load_weight": seconds.get("loading_weights", 0.0),
+        "kv_cache_allocation": seconds.get("allocating_kv", 0.0),
+        "scheduler_e2e": scheduler,
+        "cuda_graph": {"prefill": 0.0, "decode": seconds.get("capturing_graphs", 0.0),
+                       "target_verify": 0.0, "draft_prefill": 0.0, "draft_decode": 0.0,
+                       "draft_extend": 0.0},
+        "tokenizer_e2e": scheduler + seconds.get("warming_up", 0.0),
+    }

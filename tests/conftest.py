@@ -1,0 +1,51 @@
+"""Shared fixtures: the simulated SGLang server as a separate process on a free port.
+
+``sim_server`` is one fast sim per test module (no start-up delays, generation as
+fast as the HTTP stack allows); tests must not break it (no crash faults, no
+SIGTERM). ``start_sim`` starts a private sim for tests that do: its fast flags
+come first, so a test's own flags override them (argparse keeps the last value).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from core.sim.launcher import SimProcess
+
+FAST_SIM_ARGS = ("--time-scale", "0", "--tokens-per-s", "0", "--ttft", "0")
+
+StartSim = Callable[..., SimProcess]
+
+
+@pytest.fixture(scope="module")
+def sim_server() -> Iterator[SimProcess]:
+    """A ready, fast sim shared by the tests of one module."""
+    with SimProcess(FAST_SIM_ARGS) as sim:
+        sim.wait_ready(timeout=60)
+        yield sim
+
+
+@pytest.fixture
+def start_sim() -> Iterator[StartSim]:
+    """``start_sim(*extra_args, wait="ready"|"bound"|None, timeout=60)`` -> a SimProcess.
+
+    Every process started here is killed when the test ends.
+    """
+    started: list[SimProcess] = []
+
+    def start(*extra_args: str, wait: str | None = "ready", timeout: float = 60.0) -> SimProcess:
+        sim = SimProcess([*FAST_SIM_ARGS, *extra_args]).start()
+        started.append(sim)
+        if wait == "ready":
+            sim.wait_ready(timeout)
+        elif wait == "bound":
+            sim.wait_bound(timeout)
+        elif wait is not None:
+            raise ValueError(f"wait must be 'ready', 'bound' or None, not {wait!r}")
+        return sim
+
+    yield start
+    for sim in started:
+        sim.close()
