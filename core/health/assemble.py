@@ -1,0 +1,120 @@
+"""Build a ``Watcher`` from what the user gave: a URL, maybe a log, a PID, a launched server."""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import httpx
+
+from core.clock import Clock, SystemClock
+from core.health.history import StartupHistory
+from core.health.poller import HealthPoller
+from core.health.settings import WatchSettings
+from core.health.state import WatchState
+from core.health.watcher import Watcher
+from core.proc.gpu import read_gpus
+from core.proc.launcher import ManagedServer
+from core.proc.probe import ProcessProbe
+from core.serverlog.follower import LogFollower
+from core.sglang.client import SGLangClient
+from core.sglang.types import HealthResult
+
+_LOOPBACK = {"127.0.0.1", "localhost", "::1", "0.0.0.0", "::"}
+
+
+@dataclass(frozen=True)
+class WatchOptions:
+    """What to watch and how. ``process_access=False`` forces URL-only mode."""
+
+    url: str
+    log_path: Path | None = None
+    pid: int | None = None
+    settings: WatchSettings = field(default_factory=WatchSettings)
+    history_path: Path | None = None
+    use_history: bool = True
+    signature: str | None = None
+    process_access: bool = True
+    gpu: bool = True
+    api_key: str | None = None
+
+
+def url_port(url: str) -> int:
+    """The TCP port of ``url`` (80/443 when it names none)."""
+    parts = urlsplit(url)
+    if parts.port is not None:
+        return parts.port
+    return 443 if parts.scheme == "https" else 80
+
+
+def is_local(url: str) -> bool:
+    """True when ``url`` points at this machine, so its port can be probed."""
+    host = urlsplit(url).hostname or ""
+    if host in _LOOPBACK:
+        return True
+    try:
+        return host in (socket.gethostname(), socket.getfqdn())
+    except OSError:
+        return False
+
+
+def build_watcher(
+    options: WatchOptions,
+    *,
+    clock: Clock | None = None,
+    managed: ManagedServer | None = None,
+    launched_at: float | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> Watcher:
+    """A watcher over every source the options allow; ``managed`` is a server we started."""
+    clock = clock or SystemClock()
+    settings = options.settings
+    client = SGLangClient(options.url, api_key=options.api_key, transport=transport)
+
+    async def check(timeout: float) -> HealthResult:
+        return await client.health(timeout=timeout)
+
+    poller = HealthPoller(
+        check, clock=clock, interval_s=settings.poll_interval_s, timeout_s=settings.health_timeout_s
+    )
+    probe = _probe(options, managed)
+    log = None
+    if options.log_path is not None:
+        log = LogFollower(options.log_path, from_start=managed is not None)
+    history = None
+    if options.use_history:
+        history = StartupHistory(options.history_path)
+    state = WatchState(
+        settings,
+        has_log=log is not None,
+        has_process=probe is not None,
+        history=history,
+        signature=options.signature,
+        launched_at=launched_at,
+        date_backlog=managed is None,
+    )
+    return Watcher(
+        state,
+        clock=clock,
+        log=log,
+        probe=probe,
+        poller=poller,
+        gpu_reader=read_gpus if options.gpu and probe is not None else None,
+        on_close=client.aclose,
+    )
+
+
+def _probe(options: WatchOptions, managed: ManagedServer | None) -> ProcessProbe | None:
+    if not options.process_access:
+        return None
+    local = is_local(options.url)
+    port = url_port(options.url) if local else None
+    if managed is not None:
+        return ProcessProbe(managed.pid, port=port, exit_code=managed.exit_code)
+    if options.pid is not None:
+        return ProcessProbe(options.pid, port=port)
+    if local:
+        return ProcessProbe(port=port, discover=True)
+    return None

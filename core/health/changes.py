@@ -1,0 +1,112 @@
+"""What changed between two snapshots, as one-line events (for ``watch`` and logs).
+
+Phase changes, flags raised and cleared, new problems, and start-up progress in coarse
+steps (every 10 % of shards, every 25 % of a graph-capture pass), so a ten-minute start-up
+prints a screenful, not a scroll.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.health.fmt import clip, duration
+from core.health.phase import Phase
+from core.health.poller import HealthOutcome
+from core.health.snapshot import HealthSnapshot
+
+
+@dataclass(frozen=True)
+class Change:
+    """One event: ``kind`` (phase, flag, flag_cleared, progress, problem), text, JSON data."""
+
+    kind: str
+    text: str
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+
+def changes(before: HealthSnapshot | None, after: HealthSnapshot) -> list[Change]:
+    """The events that turn ``before`` into ``after`` (everything notable when None)."""
+    # Shards finish before the phase that follows them; graphs progress within theirs.
+    return [
+        *_shard_progress(before, after),
+        *_phase(before, after),
+        *_graph_progress(before, after),
+        *_flags(before, after),
+        *_problems(before, after),
+    ]
+
+
+def _phase(before: HealthSnapshot | None, after: HealthSnapshot) -> list[Change]:
+    if before is not None and before.phase == after.phase:
+        return []
+    detail = phase_detail(after)
+    text = f"phase {after.phase}" + (f" ({detail})" if detail else "")
+    data = {"phase": after.phase.value, "previous": before.phase.value if before else None}
+    return [Change("phase", text, {**data, "detail": detail})]
+
+
+def phase_detail(s: HealthSnapshot) -> str:
+    """A few words on where the phase stands (pid, expected window, figures)."""
+    p = s.progress
+    if s.phase == Phase.LAUNCHING and s.process is not None:
+        return f"PID {s.process.pid}; expected within {duration(s.expected.window_s)}"
+    if s.phase == Phase.ALLOCATING_KV and p.weights_gb is not None:
+        return f"weights {p.weights_gb:.1f} GB loaded"
+    if s.phase == Phase.CAPTURING_GRAPHS and p.kv_tokens is not None:
+        return f"KV cache {p.kv_tokens} tokens, {p.kv_size_gb or 0:.1f} GB"
+    if s.phase == Phase.READY:
+        ok = s.health is not None and s.health.outcome == HealthOutcome.OK
+        how = f"/health {s.health.describe()}" if ok and s.health is not None else "log"
+        return f"{how} after {duration(s.elapsed_s)}"
+    return ""
+
+
+def _bucket(percent: int | None, step: int) -> int | None:
+    return None if percent is None else percent // step
+
+
+def _shard_progress(before: HealthSnapshot | None, after: HealthSnapshot) -> list[Change]:
+    old = before.progress if before is not None else None
+    new = after.progress
+    step = _bucket(new.shards_percent, 10)
+    if step is None or (old is not None and _bucket(old.shards_percent, 10) == step):
+        return []
+    text = f"loading shards {new.shards_done}/{new.shards_total} ({new.shards_percent}%)"
+    data = {"shards_done": new.shards_done, "shards_total": new.shards_total}
+    return [Change("progress", text, {**data, "percent": new.shards_percent})]
+
+
+def _graph_progress(before: HealthSnapshot | None, after: HealthSnapshot) -> list[Change]:
+    old = before.progress if before is not None else None
+    new = after.progress
+    step = _bucket(new.graph_percent, 25)
+    if step is None or (old is not None and _bucket(old.graph_percent, 25) == step):
+        return []
+    text = f"capturing CUDA graphs {new.graph_percent}% (bs={new.graph_batch_size})"
+    data = {"graph_percent": new.graph_percent, "batch_size": new.graph_batch_size}
+    return [Change("progress", text, data)]
+
+
+def _flags(before: HealthSnapshot | None, after: HealthSnapshot) -> list[Change]:
+    old = {f.name for f in before.flags} if before is not None else set()
+    new = {f.name for f in after.flags}
+    found = [
+        Change("flag", f"flag {f.name}: {f.evidence}", {"flag": f.name, "evidence": f.evidence})
+        for f in after.flags
+        if f.name not in old
+    ]
+    found += [
+        Change("flag_cleared", f"flag {name} cleared", {"flag": name}) for name in sorted(old - new)
+    ]
+    return found
+
+
+def _problems(before: HealthSnapshot | None, after: HealthSnapshot) -> list[Change]:
+    old = set(before.problems) if before is not None else set()
+    return [
+        Change("problem", f"problem: {clip(p, 300)}", {"problem": p})
+        for p in dict.fromkeys(after.problems)
+        if p not in old
+    ]

@@ -1,0 +1,295 @@
+"""``eagle-tui watch``: watch a server start up; exit 0 when ready, non-zero with a diagnosis.
+
+    eagle-tui watch --url URL [--log FILE] [--pid PID | --launch -- CMD ...]
+                    [--timeout S] [--json] [--keep-watching] ...
+
+Prints one line per phase change, flag raised or cleared, progress step and problem (or
+one JSON object per line with ``--json``), then a final verdict line. Replaces a shell
+loop around ``curl /health``: it tells loading from crashed from hung from "the old
+server still holds the port", within a few poll intervals of the evidence.
+
+Exit codes:
+    0  ready (/health 200, or the log's "fired up and ready" line)
+    1  internal error in eagle-tui
+    2  usage error (bad arguments, a --launch command that cannot be executed)
+    3  crashed (a fatal log line, or the process exited: the diagnosis names which)
+    4  stalled (no log progress in a start-up phase for longer than its stall limit)
+    5  port conflict (another process holds the port, or a fatal "address in use")
+    6  timeout (--timeout passed before any verdict)
+    7  stopped (the server received SIGTERM / is draining or exited after it)
+  130  interrupted (Ctrl-C); a server started with --launch keeps running
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from core.clock import SystemClock
+from core.health.assemble import WatchOptions, build_watcher, is_local, url_port
+from core.health.changes import Change, changes
+from core.health.fmt import clip, duration, quote
+from core.health.output import Output
+from core.health.phase import STARTUP_PHASES
+from core.health.settings import WatchSettings
+from core.health.snapshot import HealthSnapshot, Outcome, Verdict
+from core.health.watcher import Watcher
+from core.paths import state_dir
+from core.proc.launcher import ManagedServer
+from core.proc.ports import port_status
+from core.proc.stop import StopTimeouts, stop_process_tree
+
+EXIT_CODES: dict[Outcome, int] = {
+    Outcome.READY: 0,
+    Outcome.CRASHED: 3,
+    Outcome.STALLED: 4,
+    Outcome.PORT_CONFLICT: 5,
+    Outcome.TIMEOUT: 6,
+    Outcome.STOPPED: 7,
+}
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+_EPILOG = """\
+exit codes: 0 ready, 1 internal error, 2 usage, 3 crashed, 4 stalled, 5 port conflict,
+6 timeout, 7 stopped (SIGTERM), 130 interrupted.
+examples:
+  eagle-tui watch --url http://127.0.0.1:30000 --log server.log --pid 12345
+  eagle-tui watch --url http://127.0.0.1:30000 --launch -- python -m sglang.launch_server \\
+      --model-path /models/Kimi-K2.5 --tp 8 --port 30000
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``watch`` verb's options."""
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = _EPILOG
+    parser.add_argument("--url", required=True, help="server base URL, e.g. http://127.0.0.1:30000")
+    parser.add_argument("--log", type=Path, help="the server's log file (followed like tail -F)")
+    who = parser.add_mutually_exclusive_group()
+    who.add_argument("--pid", type=int, help="PID of the server's main process")
+    who.add_argument(
+        "--launch",
+        action="store_true",
+        help="start the server command given after `--` (no shell), logging to --log",
+    )
+    parser.add_argument("--timeout", type=float, help="give up after S seconds (exit 6)")
+    parser.add_argument("--json", action="store_true", help="print JSON lines instead of text")
+    parser.add_argument(
+        "--keep-watching", action="store_true", help="do not stop at ready; exit when it dies"
+    )
+    parser.add_argument(
+        "--replace",
+        action="store_true",
+        help="with --launch: stop whatever holds the port (SIGTERM, then SIGKILL) first",
+    )
+    parser.add_argument("--interval", type=float, default=1.0, help="poll interval, s (1)")
+    parser.add_argument("--health-timeout", type=float, default=3.0, help="/health timeout, s (3)")
+    parser.add_argument(
+        "--expected", type=float, default=600.0, help="expected start-up with no history, s (600)"
+    )
+    parser.add_argument(
+        "--stall", type=float, help="stall limit for every phase, s (default 180-300)"
+    )
+    parser.add_argument(
+        "--port-grace", type=float, default=15.0, help="how long a port conflict may last, s (15)"
+    )
+    parser.add_argument("--signature", help="name this server's start-up history explicitly")
+    parser.add_argument("--no-history", action="store_true", help="neither read nor record history")
+    parser.add_argument("--history-file", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--url-only", action="store_true", help="no process or port access (remote server)"
+    )
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="with --launch: -- CMD ...")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the watch; returns the exit code (see the module docstring)."""
+    command = _command(args)
+    if args.launch and not command:
+        print("eagle-tui watch: --launch needs a command after `--`", file=sys.stderr)
+        return EXIT_USAGE
+    if command and not args.launch:
+        print("eagle-tui watch: a command was given without --launch", file=sys.stderr)
+        return EXIT_USAGE
+    out = Output(sys.stdout, as_json=args.json)
+    try:
+        return asyncio.run(_watch(args, command, out))
+    except KeyboardInterrupt:
+        out.final("interrupted", EXIT_INTERRUPTED, "interrupted by the user", None)
+        return EXIT_INTERRUPTED
+
+
+def _command(args: argparse.Namespace) -> list[str]:
+    command = list(args.command or [])
+    return command[1:] if command[:1] == ["--"] else command
+
+
+def settings_from(args: argparse.Namespace) -> WatchSettings:
+    """Watch settings from the command line."""
+    settings = WatchSettings(
+        poll_interval_s=args.interval,
+        health_timeout_s=args.health_timeout,
+        default_window_s=args.expected,
+        port_conflict_grace_s=args.port_grace,
+    )
+    if args.stall is not None:
+        limits = dict.fromkeys(STARTUP_PHASES, args.stall)
+        settings = replace(settings, stall_limits_s=limits, min_stall_s=min(args.stall, 30.0))
+    return settings
+
+
+async def _watch(args: argparse.Namespace, command: list[str], out: Output) -> int:
+    clock = SystemClock()
+    settings = settings_from(args)
+    managed = None
+    launched_at = None
+    log_path: Path | None = args.log
+    if args.launch:
+        code = await _clear_port(args, out)
+        if code is not None:
+            return code
+        log_path = log_path or _default_log_path()
+        managed = ManagedServer(command, log_path=log_path, port=url_port(args.url))
+        try:
+            managed.start()
+        except OSError as exc:
+            out.final("usage", EXIT_USAGE, f"cannot launch {command[0]!r}: {exc}", None)
+            return EXIT_USAGE
+        launched_at = clock.monotonic()
+    options = WatchOptions(
+        url=args.url,
+        log_path=log_path,
+        pid=args.pid,
+        settings=settings,
+        history_path=args.history_file,
+        use_history=not args.no_history,
+        signature=args.signature,
+        process_access=not args.url_only,
+    )
+    watcher = build_watcher(options, clock=clock, managed=managed, launched_at=launched_at)
+    _announce(out, options, managed)
+    try:
+        return await _loop(watcher, args, out, clock.monotonic())
+    finally:
+        await watcher.aclose()
+        if managed is not None and managed.exit_code() is None:
+            print(f"server PID {managed.pid} keeps running; log: {log_path}", file=sys.stderr)
+
+
+def _announce(out: Output, options: WatchOptions, managed: ManagedServer | None) -> None:
+    sources = [f"url {options.url}"]
+    if options.log_path is not None:
+        sources.append(f"log {options.log_path}")
+    if managed is not None:
+        sources.append(f"launched PID {managed.pid}")
+    elif options.pid is not None:
+        sources.append(f"PID {options.pid}")
+    out.say("watching " + ", ".join(sources))
+
+
+async def _loop(watcher: Watcher, args: argparse.Namespace, out: Output, started: float) -> int:
+    previous: HealthSnapshot | None = None
+    printed_problems: dict[str, float] = {}
+    deadline = started + args.timeout if args.timeout is not None else None
+    while True:
+        snapshot = await watcher.tick()
+        for change in changes(previous, snapshot):
+            if change.kind == "problem" and not _fresh(change.text, printed_problems):
+                continue
+            out.emit(change, snapshot)
+        previous = snapshot
+        verdict = _final_verdict(snapshot, keep_watching=args.keep_watching)
+        if verdict is None and deadline is not None and watcher.clock.monotonic() >= deadline:
+            verdict = _timeout_verdict(snapshot, args.timeout)
+        if verdict is not None:
+            code = EXIT_CODES[verdict.outcome]
+            out.final(verdict.outcome.value, code, verdict.diagnosis, snapshot)
+            return code
+        _heartbeat(out, snapshot)
+        await watcher.clock.sleep(watcher.settings.poll_interval_s)
+
+
+def _fresh(text: str, printed: dict[str, float]) -> bool:
+    """Print a recurring problem at most once a minute."""
+    now = time.monotonic()
+    if now - printed.get(text, float("-inf")) < 60.0:
+        return False
+    printed[text] = now
+    return True
+
+
+def _final_verdict(snapshot: HealthSnapshot, *, keep_watching: bool) -> Verdict | None:
+    verdict = snapshot.verdict
+    if verdict is None or (keep_watching and verdict.outcome == Outcome.READY):
+        return None
+    return verdict
+
+
+def _timeout_verdict(snapshot: HealthSnapshot, timeout: float) -> Verdict:
+    parts = [f"no verdict after {duration(timeout)}: still {snapshot.phase}"]
+    parts.append(f"{duration(snapshot.phase_s)} in phase")
+    if snapshot.last_log_line is not None:
+        age = duration(snapshot.last_log_age_s)
+        parts.append(f"last log line {age} ago: {quote(snapshot.last_log_line)}")
+    if snapshot.flags:
+        parts.append("flags: " + ", ".join(f.name for f in snapshot.flags))
+    return Verdict(Outcome.TIMEOUT, "; ".join(parts))
+
+
+def _heartbeat(out: Output, snapshot: HealthSnapshot) -> None:
+    if time.monotonic() - out.last_print < 60.0:
+        return
+    line = f"still {snapshot.phase} ({duration(snapshot.phase_s)} in phase"
+    if snapshot.last_log_age_s is not None:
+        age = duration(snapshot.last_log_age_s)
+        line += f"; last log line {age} ago: {clip(snapshot.last_log_line or '', 100)}"
+    out.emit(Change("heartbeat", line + ")", {"phase": snapshot.phase.value}), snapshot)
+
+
+async def _clear_port(args: argparse.Namespace, out: Output) -> int | None:
+    """Before launching: make sure nothing holds the port (the race of a quick restart)."""
+    if args.url_only or not is_local(args.url):
+        return None
+    port = url_port(args.url)
+    clock = SystemClock()
+    deadline = clock.monotonic() + args.port_grace
+    status = port_status(port)
+    if status.bound and args.replace and status.holder_pid is not None:
+        out.say(f"stopping {status.describe_holder()} which holds port {port}")
+        report = await stop_process_tree(status.holder_pid, port=port, timeouts=StopTimeouts())
+        for step in report.steps:
+            out.emit(Change("stop", step, {"step": step}), None)
+    while status.bound and clock.monotonic() < deadline:
+        await clock.sleep(0.25)
+        status = port_status(port)
+    if not status.bound:
+        return None
+    diagnosis = (
+        f"port {port} is held by {status.describe_holder()}; not launching a server that would "
+        "load every weight and then fail to bind (stop it, or pass --replace)"
+    )
+    out.final(Outcome.PORT_CONFLICT.value, EXIT_CODES[Outcome.PORT_CONFLICT], diagnosis, None)
+    return EXIT_CODES[Outcome.PORT_CONFLICT]
+
+
+def _default_log_path() -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return state_dir() / "logs" / f"server-{stamp}.log"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``watch`` on its own (``python -m core.health.cli``)."""
+    parser = argparse.ArgumentParser(prog="eagle-tui watch", description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,62 @@
+"""Everything the phase decision and the flags look at, for one tick."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from core.health.history import Expectations
+from core.health.logtrack import LogTracker
+from core.health.phase import Phase
+from core.health.poller import HealthProbe
+from core.health.settings import WatchSettings
+from core.proc.report import GpuReport, PortStatus, ProcessReport
+
+
+@dataclass(frozen=True)
+class HealthRun:
+    """The recent run of ``/health`` probes: how many failed in a row, since when."""
+
+    latest: HealthProbe | None = None
+    failures: int = 0
+    refusals: int = 0
+    failing_since: float | None = None
+    ever_ok: bool = False
+
+
+@dataclass(frozen=True)
+class TickContext:
+    """One tick's view. ``log`` is None without a log; ``has_process`` says whether the
+    process table is being watched at all (``process`` is None while not found yet)."""
+
+    now: float
+    settings: WatchSettings
+    expectations: Expectations
+    log: LogTracker | None
+    has_process: bool
+    process: ProcessReport | None
+    port: PortStatus | None
+    health: HealthRun
+    gpu: GpuReport | None
+    elapsed_s: float | None
+    watch_started: float
+    was_ready: bool
+    stop_requested: bool = False
+
+    def health_is_ours(self) -> bool:
+        """False when ``/health`` answers may come from another process on our port."""
+        if self.port is not None and self.port.held_by_server is False:
+            return False
+        return not self.foreign_answer_suspected()
+
+    def foreign_answer_suspected(self) -> bool:
+        """With no port holder known: an answer while the log says weights are loading.
+
+        SGLang keeps its port closed until weights, KV cache and graphs are ready, so an
+        HTTP answer during launching or loading_weights comes from some other server.
+        """
+        if self.port is not None and self.port.held_by_server is not None:
+            return False
+        latest = self.health.latest
+        if self.log is None or latest is None or not latest.answered:
+            return False
+        return self.log.phase in (Phase.LAUNCHING, Phase.LOADING_WEIGHTS)

@@ -1,0 +1,149 @@
+"""Start-up history: every completed start-up, and the expectations learned from it.
+
+Records are JSON lines in ``<state dir>/startup-history.jsonl``: signature, when it
+finished, total seconds, seconds per phase, and the longest log silence per phase. The
+expected window for a signature is the slowest of its recent start-ups times a margin;
+a phase's stall limit is its longest recent silence times a margin. With no history the
+configured defaults apply (600 s window).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core.health.phase import STARTUP_PHASES, Phase
+from core.health.settings import WatchSettings
+from core.health.snapshot import Expectation
+from core.paths import state_dir
+
+HISTORY_FILE = "startup-history.jsonl"
+_MAX_LINES = 2000  # beyond this the file is compacted to its newest half
+
+
+@dataclass(frozen=True)
+class StartupRecord:
+    """One completed start-up."""
+
+    signature: str
+    finished_at: float
+    total_s: float
+    phases: Mapping[str, float] = field(default_factory=dict)
+    max_gaps: Mapping[str, float] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object stored for this record."""
+        return {
+            "signature": self.signature,
+            "finished_at": self.finished_at,
+            "total_s": round(self.total_s, 3),
+            "phases": {k: round(v, 3) for k, v in self.phases.items()},
+            "max_gaps": {k: round(v, 3) for k, v in self.max_gaps.items()},
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> StartupRecord:
+        """A record from its JSON object; raises ``KeyError``/``TypeError``/``ValueError``."""
+        return cls(
+            signature=str(data["signature"]),
+            finished_at=float(data["finished_at"]),
+            total_s=float(data["total_s"]),
+            phases={str(k): float(v) for k, v in dict(data.get("phases", {})).items()},
+            max_gaps={str(k): float(v) for k, v in dict(data.get("max_gaps", {})).items()},
+        )
+
+
+@dataclass(frozen=True)
+class Expectations:
+    """What to expect of the next start-up of one signature."""
+
+    expectation: Expectation
+    stall_limits: Mapping[Phase, float]
+    stall_sources: Mapping[Phase, str]
+
+
+class StartupHistory:
+    """The history file; unreadable or corrupt lines are skipped, never fatal."""
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        self.path = Path(path) if path is not None else state_dir() / HISTORY_FILE
+        self.problem: str | None = None
+
+    def records(self, signature: str, *, limit: int = 10) -> list[StartupRecord]:
+        """The newest ``limit`` records of ``signature``, oldest first."""
+        found = [r for r in self._load() if r.signature == signature]
+        return found[-limit:]
+
+    def append(self, record: StartupRecord) -> None:
+        """Add a record; a write failure is remembered in ``problem``, not raised."""
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, "a", encoding="utf-8") as out:
+                out.write(json.dumps(record.to_json()) + "\n")
+            self._compact_if_large()
+        except OSError as exc:
+            self.problem = f"cannot write start-up history {self.path}: {exc}"
+
+    def expectations(self, signature: str | None, settings: WatchSettings) -> Expectations:
+        """Expected window and stall limits for ``signature`` (defaults without history)."""
+        recent = self.records(signature, limit=settings.history_size) if signature else []
+        return expectations_from(recent, settings)
+
+    def _load(self) -> list[StartupRecord]:
+        try:
+            text = self.path.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            self.problem = f"cannot read start-up history {self.path}: {exc}"
+            return []
+        records = []
+        for line in text.splitlines():
+            try:
+                records.append(StartupRecord.from_json(json.loads(line)))
+            except (ValueError, KeyError, TypeError, AttributeError):
+                continue
+        return records
+
+    def _compact_if_large(self) -> None:
+        lines = self.path.read_text(encoding="utf-8", errors="replace").splitlines()
+        if len(lines) <= _MAX_LINES:
+            return
+        temp = self.path.with_suffix(".tmp")
+        temp.write_text("\n".join(lines[-_MAX_LINES // 2 :]) + "\n", encoding="utf-8")
+        os.replace(temp, self.path)
+
+
+def expectations_from(recent: list[StartupRecord], settings: WatchSettings) -> Expectations:
+    """Expectations from records of one signature (empty: the defaults)."""
+    limits = {p: settings.stall_limit(p) for p in STARTUP_PHASES}
+    sources = dict.fromkeys(STARTUP_PHASES, "default")
+    if not recent:
+        default = Expectation(settings.default_window_s, "default (no earlier start-up)")
+        return Expectations(default, limits, sources)
+    slowest = max(r.total_s for r in recent)
+    for phase in STARTUP_PHASES:
+        gaps = [r.max_gaps[phase.value] for r in recent if phase.value in r.max_gaps]
+        if gaps:
+            limits[phase] = max(settings.min_stall_s, max(gaps) * settings.stall_margin)
+            sources[phase] = f"history ({len(gaps)} start-ups)"
+    expectation = Expectation(
+        window_s=slowest * settings.window_margin,
+        source=f"history: slowest of {len(recent)} start-ups was {slowest:.0f} s",
+        starts_recorded=len(recent),
+        typical_phase_s=_typical_phases(recent),
+    )
+    return Expectations(expectation, limits, sources)
+
+
+def _typical_phases(recent: list[StartupRecord]) -> tuple[tuple[Phase, float], ...]:
+    typical = []
+    for phase in STARTUP_PHASES:
+        values = sorted(r.phases[phase.value] for r in recent if phase.value in r.phases)
+        if values:
+            typical.append((phase, values[len(values) // 2]))
+    return tuple(typical)

@@ -1,0 +1,49 @@
+"""The phases a server goes through, as the watcher names them (DESIGN.md, "Server health")."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Phase(StrEnum):
+    """Where a server is. Start-up phases are listed in the order they happen."""
+
+    DOWN = "down"
+    LAUNCHING = "launching"
+    LOADING_WEIGHTS = "loading_weights"
+    ALLOCATING_KV = "allocating_kv"
+    CAPTURING_GRAPHS = "capturing_graphs"
+    WARMING_UP = "warming_up"
+    READY = "ready"
+    DEGRADED = "degraded"
+    STOPPING = "stopping"
+    CRASHED = "crashed"
+    UNREACHABLE = "unreachable"
+
+
+STARTUP_PHASES: tuple[Phase, ...] = (
+    Phase.LAUNCHING,
+    Phase.LOADING_WEIGHTS,
+    Phase.ALLOCATING_KV,
+    Phase.CAPTURING_GRAPHS,
+    Phase.WARMING_UP,
+)
+
+_ORDER = {phase: index for index, phase in enumerate((*STARTUP_PHASES, Phase.READY))}
+
+
+def startup_rank(phase: Phase) -> int:
+    """Position in the start-up order (launching = 0 … ready = 5); -1 for other phases."""
+    return _ORDER.get(phase, -1)
+
+
+def later(a: Phase | None, b: Phase) -> Phase:
+    """The further along of two start-up phases (``a`` may be ``None``)."""
+    if a is None or startup_rank(b) > startup_rank(a):
+        return b
+    return a
+
+
+def is_starting(phase: Phase) -> bool:
+    """True for the phases between launch and ready, where stalls are measured."""
+    return phase in STARTUP_PHASES

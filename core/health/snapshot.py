@@ -1,0 +1,136 @@
+"""Immutable results of the watcher: flags with evidence, start-up progress, snapshots.
+
+A ``HealthSnapshot`` is everything a screen or the ``watch`` verb shows about a server at
+one moment. Nothing in it changes after it is made; the watcher makes a new one each tick.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from core.health.phase import Phase
+from core.health.poller import HealthProbe
+from core.proc.report import GpuReport, PortStatus, ProcessReport
+
+
+@dataclass(frozen=True)
+class Flag:
+    """Something wrong or worth knowing, with the evidence that raised it.
+
+    ``name`` is one of ``slow_startup``, ``stalled``, ``port_conflict``, ``fatal:<kind>``,
+    ``gpu_memory_held``, ``degraded``, ``process_exited`` (the evidence of a crash or a
+    stop), ``rank_exited``; ``since_s`` is how long it has been up.
+    """
+
+    name: str
+    evidence: str
+    since_s: float = 0.0
+
+
+class Outcome(StrEnum):
+    """How a watch ends."""
+
+    READY = "ready"
+    CRASHED = "crashed"
+    STALLED = "stalled"
+    PORT_CONFLICT = "port_conflict"
+    STOPPED = "stopped"
+    TIMEOUT = "timeout"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A conclusion a watch can stop on, with a one-line diagnosis naming the evidence."""
+
+    outcome: Outcome
+    diagnosis: str
+
+
+@dataclass(frozen=True)
+class StartupProgress:
+    """What the log has said so far about loading, the KV cache, graphs and limits."""
+
+    shards_done: int | None = None
+    shards_total: int | None = None
+    shards_percent: int | None = None
+    weights_gb: float | None = None
+    kv_tokens: int | None = None
+    kv_size_gb: float | None = None
+    graph_percent: int | None = None
+    graph_batch_size: int | None = None
+    graph_stages_done: int = 0
+    graphs_disabled: bool = False
+    avail_gb: float | None = None
+    max_total_num_tokens: int | None = None
+    max_running_requests: int | None = None
+    context_len: int | None = None
+    warmup_done: bool = False
+
+
+@dataclass(frozen=True)
+class ServingLoad:
+    """The latest per-batch log line once serving: requests running and queued, tokens/s."""
+
+    kind: str
+    running: int
+    queued: int | None
+    throughput: float | None
+    token_usage: float | None
+    age_s: float
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """How long this server usually takes, and where that figure comes from."""
+
+    window_s: float
+    source: str
+    starts_recorded: int = 0
+    typical_phase_s: tuple[tuple[Phase, float], ...] = ()
+
+
+@dataclass(frozen=True)
+class HealthSnapshot:
+    """The server at one moment, from every source the watcher has.
+
+    Times are seconds. ``elapsed_s`` counts from the launch (the process start time when
+    known); ``window_fraction`` is ``elapsed_s / expected.window_s``. ``last_log_line`` is
+    the newest line (a live progress bar counts) and ``last_log_age_s`` how long ago it
+    arrived. ``problems`` are things that went wrong while looking (an unreadable log, a
+    garbage ``/health`` body, a probe error); ``notes`` explain what cannot be seen.
+    """
+
+    at: float
+    phase: Phase
+    phase_s: float
+    elapsed_s: float | None
+    expected: Expectation
+    window_fraction: float | None
+    flags: tuple[Flag, ...] = ()
+    verdict: Verdict | None = None
+    last_log_line: str | None = None
+    last_log_age_s: float | None = None
+    progress: StartupProgress = field(default_factory=StartupProgress)
+    load: ServingLoad | None = None
+    ranks: tuple[tuple[str, Phase], ...] = ()
+    phase_durations: tuple[tuple[Phase, float], ...] = ()
+    process: ProcessReport | None = None
+    port: PortStatus | None = None
+    health: HealthProbe | None = None
+    gpu: GpuReport | None = None
+    signature: str | None = None
+    problems: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def flag(self, name: str) -> Flag | None:
+        """The flag called ``name`` (or starting with ``name`` + ':'), if raised."""
+        for flag in self.flags:
+            if flag.name == name or flag.name.startswith(name + ":"):
+                return flag
+        return None
+
+    @property
+    def flag_names(self) -> tuple[str, ...]:
+        """Names of the raised flags."""
+        return tuple(f.name for f in self.flags)

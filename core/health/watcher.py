@@ -1,0 +1,180 @@
+"""The watcher loop: read the log, probe the process, poll ``/health``, make snapshots.
+
+Every source is read inside its own ``try``: a malformed line, a garbage ``/health`` body,
+a vanished process or an unreadable log becomes a problem in the snapshot, never an
+exception out of the loop. The ``/health`` poll runs in the background so a slow server
+does not delay reading the log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from typing import Any
+
+from core.clock import Clock
+from core.health.phase import Phase
+from core.health.poller import HealthPoller
+from core.health.settings import WatchSettings
+from core.health.snapshot import Expectation, HealthSnapshot
+from core.health.state import Observation, WatchState
+from core.proc.launcher import ManagedServer, RestartResult
+from core.proc.probe import ProcessProbe
+from core.proc.report import GpuReport, ProbeReport
+from core.proc.stop import StopTimeouts
+from core.serverlog.follower import LogChunk, LogFollower
+
+GpuReader = Callable[[], GpuReport]
+SnapshotCallback = Callable[[HealthSnapshot], None]
+
+
+class Watcher:
+    """Combines a log follower, a process probe and a ``/health`` poller (each optional)."""
+
+    def __init__(
+        self,
+        state: WatchState,
+        *,
+        clock: Clock,
+        log: LogFollower | None = None,
+        probe: ProcessProbe | None = None,
+        poller: HealthPoller | None = None,
+        gpu_reader: GpuReader | None = None,
+        on_close: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        self.state = state
+        self.clock = clock
+        self.log = log
+        self.probe = probe
+        self.poller = poller
+        self._gpu_reader = gpu_reader
+        self._gpu: GpuReport | None = None
+        self._gpu_due = float("-inf")
+        self._on_close = on_close
+        self.latest: HealthSnapshot | None = None
+
+    @property
+    def settings(self) -> WatchSettings:
+        """The settings the state judges by."""
+        return self.state.settings
+
+    async def tick(self, *, await_health: bool = False) -> HealthSnapshot:
+        """One round: start a due ``/health`` probe, read the other sources, fold them.
+
+        ``await_health`` probes now (unless a probe is in flight) and waits for the answer
+        first: tests use it to make a tick deterministic. The loop does not, so a slow
+        server cannot delay reading the log.
+        """
+        problems: list[str] = []
+        if self.poller is not None:
+            poller = self.poller
+            self._guard(lambda: poller.kick(force=await_health), problems, "/health poll")
+            if await_health:
+                await poller.wait_idle()
+        observation = Observation(
+            now=self.clock.monotonic(),
+            wall=self.clock.wall(),
+            log=self._guard(self._read_log, problems, "log"),
+            probe=self._guard(self._probe, problems, "process probe"),
+            health=self.poller.latest if self.poller is not None else None,
+            gpu=self._guard(self._read_gpu, problems, "GPU"),
+            problems=tuple(problems),
+        )
+        snapshot = self._fold(observation)
+        self._adopt_logged_pid()
+        self.latest = snapshot
+        return snapshot
+
+    async def run(
+        self,
+        on_snapshot: SnapshotCallback | None = None,
+        *,
+        until: Callable[[HealthSnapshot], bool] | None = None,
+        stop: asyncio.Event | None = None,
+    ) -> HealthSnapshot:
+        """Tick every poll interval until ``until(snapshot)`` is true or ``stop`` is set."""
+        while True:
+            snapshot = await self.tick()
+            if on_snapshot is not None:
+                on_snapshot(snapshot)
+            if (until is not None and until(snapshot)) or (stop is not None and stop.is_set()):
+                return snapshot
+            await self.clock.sleep(self.settings.poll_interval_s)
+
+    async def restart_managed(
+        self, server: ManagedServer, timeouts: StopTimeouts | None = None
+    ) -> RestartResult:
+        """Restart a server eagle-tui launched, and watch the new start from its first line.
+
+        The old server is stopped safely (see ``core.proc.stop``) and its log read to the
+        end before the new one starts, so the old drain is reported as a stop, not a
+        crash, and nothing of either log is lost across the rotation.
+        """
+        self.state.request_stop()
+        report = await server.stop(timeouts)
+        await self.tick()  # fold the old server's last lines and its exit
+        if report is not None and not report.clear:
+            reason = "; ".join(report.steps[-2:]) or "the old server did not stop"
+            return RestartResult(report, started=False, pid=None, reason=reason)
+        self.state.new_launch(self.clock.monotonic())
+        pid = server.start()
+        port = self.probe.port if self.probe is not None else None
+        self.probe = ProcessProbe(pid, port=port, exit_code=server.exit_code)
+        return RestartResult(report, started=True, pid=pid)
+
+    async def aclose(self) -> None:
+        """Stop the poller, close the log and whatever the builder handed over."""
+        if self.poller is not None:
+            await self.poller.aclose()
+        if self.log is not None:
+            self.log.close()
+        if self._on_close is not None:
+            await self._on_close()
+
+    @staticmethod
+    def _guard(step: Callable[[], Any], problems: list[str], what: str) -> Any:
+        try:
+            return step()
+        except Exception as exc:  # a source failing must never stop the watch
+            problems.append(f"{what} failed: {type(exc).__name__}: {exc}")
+            return None
+
+    def _read_log(self) -> LogChunk | None:
+        return self.log.read() if self.log is not None else None
+
+    def _probe(self) -> ProbeReport | None:
+        return self.probe.probe() if self.probe is not None else None
+
+    def _read_gpu(self) -> GpuReport | None:
+        if self._gpu_reader is None:
+            return None
+        now = self.clock.monotonic()
+        if now >= self._gpu_due:
+            self._gpu_due = now + self.settings.gpu_interval_s
+            self._gpu = self._gpu_reader()
+        return self._gpu
+
+    def _fold(self, observation: Observation) -> HealthSnapshot:
+        try:
+            return self.state.update(observation)
+        except Exception as exc:  # a bug in the state machine: report it, keep watching
+            problem = f"internal error while judging: {type(exc).__name__}: {exc}"
+            if self.latest is not None:
+                return replace(self.latest, problems=(*observation.problems, problem))
+            return HealthSnapshot(
+                at=observation.wall,
+                phase=Phase.DOWN,
+                phase_s=0.0,
+                elapsed_s=None,
+                expected=Expectation(self.settings.default_window_s, "default"),
+                window_fraction=None,
+                problems=(*observation.problems, problem),
+            )
+
+    def _adopt_logged_pid(self) -> None:
+        pid = self.state.pid_from_log
+        if self.probe is not None and self.probe.pid is None and pid is not None:
+            with contextlib.suppress(Exception):
+                self.probe.adopt(pid)

@@ -1,0 +1,112 @@
+"""Helpers for tests that need real processes: spawn port holders, wait for exits, clean up.
+
+Imported by the conftest files of tests/process and tests/health (the directory is put on
+``sys.path`` by pytest for tests here, and explicitly by tests/health/conftest.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+PORTHOLDER = Path(__file__).with_name("portholder.py")
+
+
+@dataclass
+class Holder:
+    """A spawned port holder: its Popen, the port it bound, its child PIDs."""
+
+    popen: subprocess.Popen[str]
+    port: int
+    children: list[int] = field(default_factory=list)
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+
+def spawn_holder(*args: str) -> Holder:
+    """Start ``portholder.py`` and wait (on its stdout, not a timer) until it listens."""
+    popen = subprocess.Popen(
+        [sys.executable, str(PORTHOLDER), *args],
+        stdout=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
+    assert popen.stdout is not None
+    line = popen.stdout.readline().split()
+    if not line or line[0] != "READY":
+        popen.kill()
+        popen.wait()
+        popen.stdout.close()
+        raise AssertionError(f"port holder failed to start: {line}")
+    return Holder(popen, int(line[1]), [int(p) for p in line[2:]])
+
+
+def wait_exit(pid: int, timeout: float = 10.0) -> bool:
+    """Block until ``pid`` terminates (its pidfd becomes readable), or the timeout passes."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        readable, _, _ = select.select([fd], [], [], timeout)
+        return bool(readable)
+    finally:
+        os.close(fd)
+
+
+def kill_tree(pids: list[int]) -> None:
+    """SIGKILL every PID (and its descendants) still alive; wait for them."""
+    procs = []
+    for pid in pids:
+        try:
+            proc = psutil.Process(pid)
+            procs += [proc, *proc.children(recursive=True)]
+        except psutil.Error:
+            continue
+    for proc in procs:
+        try:
+            proc.kill()
+        except psutil.Error:
+            continue
+    for proc in procs:
+        wait_exit(proc.pid, 5)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(proc.pid, os.WNOHANG)  # reap it if it was our child
+
+
+def reap(holder: Holder) -> None:
+    """Kill a holder's tree and release its Popen resources."""
+    kill_tree([holder.pid, *holder.children])
+    holder.popen.wait(timeout=5)
+    if holder.popen.stdout is not None:
+        holder.popen.stdout.close()
+
+
+def poll_until(condition: Callable[[], bool], timeout: float = 10.0) -> bool:
+    """Check ``condition`` every 10 ms until it holds or ``timeout`` passes.
+
+    For conditions with no event to wait on (a line appearing in a file another process
+    writes). It returns as soon as the condition holds: it never waits a fixed delay.
+    """
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def log_contains(path: Path, text: str) -> Callable[[], bool]:
+    """A condition: ``text`` occurs in the file at ``path``."""
+    return lambda: path.exists() and text in path.read_text(errors="replace")
