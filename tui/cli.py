@@ -14,9 +14,24 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
+from tui import dashboard
+
 # verb -> (module, one-line help). Order is the order `--help` lists them in.
 VERBS: dict[str, tuple[str, str]] = {
+    "demo": ("tui.demo", "simulated server + small capture batch + the dashboard on them"),
+    "status": ("core.status_cli", "one JSON snapshot of every known server and batch (scripts)"),
     "sim": ("core.sim.cli", "run the simulated SGLang server (for demos and tests)"),
+    "capture": ("core.capture.cli", "capture exact-token training rows from SGLang servers"),
+    "batches": ("core.batches.cli_batches", "list detached capture batches, or show one"),
+    "pause": ("core.batches.cli_pause", "pause a detached batch (in-flight requests finish)"),
+    "resume": ("core.batches.cli_resume", "resume a paused batch, or restart an interrupted one"),
+    "stop": ("core.batches.cli_stop", "stop a detached batch, draining in-flight requests"),
+    "inspect": ("core.shards.inspect_cli", "print one captured sample, decoded, with its flags"),
+    "stats": ("core.shards.stats_cli", "counts per flag and finish reason, length percentiles"),
+    "watch": (
+        "core.health.cli",
+        "watch a server start up; exit 0 when ready, non-zero with a diagnosis",
+    ),
 }
 
 
@@ -30,7 +45,10 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
         prog="eagle-tui",
         description="Capture exact-token EAGLE-3 training data from SGLang and watch it.",
     )
-    sub = parser.add_subparsers(dest="verb", metavar="VERB")
+    dashboard.add_arguments(parser)
+    sub = parser.add_subparsers(
+        dest="verb", metavar="VERB", help="with no verb, the dashboard opens"
+    )
     chosen = next((a for a in argv if not a.startswith("-")), None)
     for verb, (_, help_text) in VERBS.items():
         verb_parser = sub.add_parser(verb, help=help_text, description=help_text)
@@ -45,8 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser(args_list)
     args = parser.parse_args(args_list)
     if args.verb is None:
-        parser.print_help()
-        return 2
+        return dashboard.run(args)
     result: int = _load(args.verb).run(args)
     return result
 

@@ -8,11 +8,22 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 from typing import Any
+
+# Two threads importing transformers at once can see a half-initialised module (the UI
+# loads tokenizers in workers); functools.cache would then keep the broken module forever.
+_IMPORT_LOCK = threading.Lock()
+
+
+def transformers_module() -> Any:
+    """The ``transformers`` module, imported once under a lock (see ``_import_transformers``)."""
+    with _IMPORT_LOCK:
+        return _import_transformers()
 
 
 @functools.cache
-def transformers_module() -> Any:
+def _import_transformers() -> Any:
     """Import ``transformers`` offline, with its log records routed to stdlib ``logging``.
 
     Hub access is switched off (eagle-tui only reads local directories) unless the
@@ -27,4 +38,5 @@ def transformers_module() -> Any:
     hf_logging = transformers.utils.logging
     hf_logging.disable_default_handler()
     hf_logging.enable_propagation()
+    _ = transformers.AutoTokenizer  # resolve the lazy attribute while holding the lock
     return transformers

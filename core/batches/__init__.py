@@ -1,0 +1,11 @@
+"""Capture batches that outlive the terminal: detached workers and their control API.
+
+- ``detach``: start a batch as a detached worker (``capture --detach``), restart one;
+- ``worker`` / ``daemon``: the worker process (engine + control server, one event loop);
+- ``control_app`` / ``control_server``: HTTP over a private Unix socket (``sockpath``);
+- ``control_client``: ``BatchClient``, used by the TUI and the CLI verbs;
+- ``events`` / ``status`` / ``hub``: the JSON shapes and the bounded event fan-out;
+- ``registry`` / ``survey``: the records under the state dir and the derived live state;
+- ``lock``: one controller per output directory;
+- ``cli_*``: the ``batches``, ``pause``, ``resume`` and ``stop`` verbs.
+"""

@@ -1,0 +1,71 @@
+"""``eagle-tui batches [BATCH] [--json] [--forget]``: list detached batches, or show one.
+
+Without BATCH: one line per registered batch with its state (running, paused, stopping,
+done, stopped, failed, interrupted, ...), rows, failures, rates and ETA. With BATCH: that
+batch in detail (servers, recent errors by kind, shards). ``--json`` prints the same as
+JSON; ``--forget`` removes a finished batch's record (its directory stays). Exit status:
+see ``core.batches.cli_common``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from core.batches.cli_common import EXIT_OK, WrongState, run_verb
+from core.batches.cli_format import details, table
+from core.batches.registry import Registry
+from core.batches.survey import BatchView, survey, survey_all
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``batches`` verb's arguments."""
+    parser.add_argument("batch", metavar="BATCH", nargs="?",
+                        help="show this batch in detail (id, unique part of it, name or dir)")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.add_argument("--forget", action="store_true",
+                        help="remove BATCH's record (not while it runs; its files stay)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """List or show batches."""
+    return run_verb(lambda: _run(args))
+
+
+async def _run(args: argparse.Namespace) -> int:
+    registry = Registry()
+    if args.batch is None:
+        views = await survey_all(registry.all())
+        if args.json:
+            print(json.dumps([_view_json(v) for v in views], indent=1))
+        elif views:
+            print(table(views))
+        else:
+            print(f"no batches yet (registry {registry.root}); start one with "
+                  "`eagle-tui capture ... --detach`")
+        return EXIT_OK
+    view = await survey(registry.find(args.batch))
+    if args.forget:
+        return _forget(registry, view)
+    print(json.dumps(_view_json(view), indent=1) if args.json else details(view))
+    return EXIT_OK
+
+
+def _forget(registry: Registry, view: BatchView) -> int:
+    if view.live:
+        raise WrongState(f"batch {view.record.id} is {view.state}; stop it before forgetting it")
+    registry.forget(view.record.id)
+    print(f"forgot batch {view.record.id}; its files stay in {view.record.out_dir}",
+          file=sys.stdout)
+    return EXIT_OK
+
+
+def _view_json(view: BatchView) -> dict[str, Any]:
+    record = view.record.to_json()
+    record.pop("config", None)
+    return {"id": view.record.id, "name": view.record.name, "state": view.state,
+            "detail": view.detail, "counts": view.counts, "record": record,
+            "status": view.status}
+

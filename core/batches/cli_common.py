@@ -1,0 +1,73 @@
+"""What the ``batches``/``pause``/``resume``/``stop`` verbs share: finding a batch, exits.
+
+Exit status of the verbs: 0 done; 2 no such batch (or a bad argument); 3 the worker did
+not answer or could not be started; 4 another worker holds the output directory; 5 the
+batch is not in a state where that makes sense (pausing a finished batch, ...).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from core.batches.errors import (
+    BatchError,
+    BatchLocked,
+    WorkerStartFailed,
+    WorkerUnreachable,
+)
+from core.batches.registry import Registry
+from core.batches.survey import BatchView, survey
+from core.errors import EagleError
+
+EXIT_OK, EXIT_USAGE, EXIT_WORKER, EXIT_LOCKED, EXIT_STATE = 0, 2, 3, 4, 5
+
+
+class WrongState(BatchError):
+    """The batch is not in a state where the verb applies."""
+
+
+def add_batch_argument(parser: argparse.ArgumentParser) -> None:
+    """The positional BATCH argument."""
+    parser.add_argument("batch", metavar="BATCH",
+                        help="batch id (or a unique part of it), name, or output directory")
+
+
+async def find_view(ref: str, registry: Registry | None = None) -> BatchView:
+    """The batch ``ref`` names, surveyed now; BatchNotFound when none matches."""
+    return await survey((registry or Registry()).find(ref))
+
+
+def exit_code_for(error: EagleError) -> int:
+    """The exit status that reports ``error``."""
+    if isinstance(error, WrongState):
+        return EXIT_STATE
+    if isinstance(error, BatchLocked):
+        return EXIT_LOCKED
+    if isinstance(error, (WorkerUnreachable, WorkerStartFailed)):
+        return EXIT_WORKER
+    return EXIT_USAGE  # BatchNotFound, ControlRejected, ConfigError, ...
+
+
+def run_verb(action: Callable[[], Coroutine[Any, Any, int]], *, err: Any = None) -> int:
+    """Run an async verb body; report an EagleError as one line on stderr."""
+    try:
+        return asyncio.run(action())
+    except EagleError as e:
+        print(f"eagle-tui: {e}", file=err or sys.stderr)
+        return exit_code_for(e)
+    except KeyboardInterrupt:
+        return 130
+
+
+def not_running(view: BatchView, verb: str) -> WrongState:
+    """The error for a verb that needs a live worker."""
+    r = view.record
+    hint = {"interrupted": f"its worker died; `eagle-tui resume {r.id}` restarts it",
+            "stopped": f"`eagle-tui resume {r.id}` continues it",
+            "failed": f"{view.detail or 'see ' + r.log}; `eagle-tui resume {r.id}` retries it",
+            "done": "it has finished"}.get(view.state, f"see {r.log}")
+    return WrongState(f"cannot {verb} batch {r.id} ({r.name}): it is {view.state}; {hint}")

@@ -1,0 +1,34 @@
+"""``eagle-tui pause BATCH``: send no new requests; those in flight finish.
+
+The worker keeps running and its control socket answering; ``eagle-tui resume BATCH``
+continues. Exit status: see ``core.batches.cli_common``.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from core.batches.cli_common import EXIT_OK, add_batch_argument, find_view, not_running, run_verb
+from core.batches.control_client import BatchClient
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``pause`` verb's arguments."""
+    add_batch_argument(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Pause one batch."""
+    return run_verb(lambda: _pause(args.batch))
+
+
+async def _pause(ref: str) -> int:
+    view = await find_view(ref)
+    if not view.live:
+        raise not_running(view, "pause")
+    async with BatchClient(view.record.socket) as client:
+        answer = await client.pause()
+        in_flight = (await client.status())["progress"]["in_flight"]
+    print(f"batch {view.record.id} is {answer['state']}; {in_flight} requests in flight will "
+          f"finish. `eagle-tui resume {view.record.id}` continues it")
+    return EXIT_OK

@@ -1,0 +1,56 @@
+"""``eagle-tui stop BATCH [--grace S] [--abort] [--no-wait]``: stop a running batch.
+
+No new requests go out; those in flight may finish for the grace period (default: the
+batch's own, 30 s unless set), then they are aborted. ``--abort`` aborts them at once.
+Everything finished is written to complete shards and the manifest, so ``eagle-tui resume
+BATCH`` later continues exactly where it stopped. Waits for the worker to exit unless
+``--no-wait``. Exit status: see ``core.batches.cli_common``.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from core.batches.cli_common import EXIT_OK, add_batch_argument, find_view, not_running, run_verb
+from core.batches.cli_format import rows_done
+from core.batches.control_client import BatchClient
+from core.batches.events import END
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``stop`` verb's arguments."""
+    add_batch_argument(parser)
+    parser.add_argument("--grace", type=float, default=None, metavar="S",
+                        help="seconds in-flight requests may take to finish before abort")
+    parser.add_argument("--abort", action="store_true",
+                        help="abort in-flight requests at once (their rows are redone on resume)")
+    parser.add_argument("--no-wait", action="store_true",
+                        help="return once the worker accepted the stop")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Stop one batch."""
+    return run_verb(lambda: _stop(args.batch, args.grace, args.abort, not args.no_wait))
+
+
+async def _stop(ref: str, grace_s: float | None, abort: bool, wait: bool) -> int:
+    view = await find_view(ref)
+    if not view.live:
+        raise not_running(view, "stop")
+    batch_id = view.record.id
+    async with BatchClient(view.record.socket) as client:
+        events = client.events(reconnect_s=0)
+        await anext(events)  # subscribe before stopping so the end is not missed
+        await client.stop(grace_s, abort=abort)
+        print(f"batch {batch_id} is stopping" + ("" if wait else "; not waiting"))
+        if not wait:
+            await events.aclose()
+            return EXIT_OK
+        async for event in events:
+            if event.type == END:
+                data = event.data
+                print(f"batch {batch_id} {data['state']}: {rows_done(data['progress'])} rows "
+                      f"captured; `eagle-tui resume {batch_id}` continues it")
+                return EXIT_OK
+    print(f"batch {batch_id}'s worker exited; `eagle-tui batches {batch_id}` shows its state")
+    return EXIT_OK

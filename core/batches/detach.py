@@ -1,0 +1,231 @@
+"""Starting a capture batch as a detached worker, and ``capture --detach``.
+
+``launch_detached(config)`` registers the batch (or re-uses the record of the same output
+directory), starts ``python -m core.batches.daemon`` in a new session with stdin from
+``/dev/null`` and stdout/stderr appended to ``<out_dir>/worker.log``, and waits on a pipe
+until the worker reports that it is dispatching, that it cannot start (raised, with its
+reason), or dies (raised, with the log's tail). A worker still loading its tokenizer when
+``ready_timeout_s`` passes is left running and reported as starting.
+
+For the capture CLI (``core/capture/cli.py``)::
+
+    from core.batches.detach import add_detach_arguments, run_detached
+    add_detach_arguments(parser)            # --detach, --name
+    ...
+    if args.detach:
+        return run_detached(config, name=args.name)
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from core.batches.configjson import config_from_json, config_to_json
+from core.batches.errors import BatchLocked, WorkerStartFailed
+from core.batches.lock import holder_of
+from core.batches.ready import FAILED, STARTED
+from core.batches.registry import BatchRecord, Registry, new_batch_id
+from core.batches.secretenv import has_secrets, secrets_from_env, worker_env
+from core.batches.sockpath import control_socket_path
+from core.capture.config import CaptureConfig
+from core.errors import EagleError
+
+LOG_NAME = "worker.log"
+READY_TIMEOUT_S = 120.0
+_ROOT = Path(__file__).resolve().parent.parent.parent  # the directory holding ``core``
+
+EXIT_STARTED, EXIT_USAGE, EXIT_START_FAILED, EXIT_LOCKED = 0, 2, 3, 4
+
+
+@dataclass(frozen=True)
+class Launched:
+    """A detached batch that was started; ``started`` is False if it is still preparing."""
+
+    record: BatchRecord
+    started: bool
+
+
+def add_detach_arguments(parser: argparse._ActionsContainer) -> None:
+    """Add ``--detach`` and ``--name`` to the capture verb's parser (or one of its groups)."""
+    parser.add_argument(
+        "--detach", action="store_true",
+        help="run the batch in a background worker that outlives this terminal; follow and "
+        "control it with `eagle-tui batches|pause|resume|stop`")
+    parser.add_argument("--name", default=None,
+                        help="name of the detached batch (default: the output directory's)")
+
+
+def run_detached(config: CaptureConfig, *, name: str | None = None,
+                 registry: Registry | None = None, out: TextIO | None = None,
+                 err: TextIO | None = None) -> int:
+    """``capture --detach``: start the batch, print how to follow it; the exit status."""
+    out, err = out or sys.stdout, err or sys.stderr
+    try:
+        launched = launch_detached(config, name=name, registry=registry)
+    except BatchLocked as e:
+        print(f"eagle-tui: {e}", file=err)
+        return EXIT_LOCKED
+    except WorkerStartFailed as e:
+        print(f"eagle-tui: {e}", file=err)
+        return EXIT_START_FAILED
+    except EagleError as e:
+        print(f"eagle-tui: {e}", file=err)
+        return EXIT_USAGE
+    print(describe_launch(launched), file=out)
+    return EXIT_STARTED
+
+
+def describe_launch(launched: Launched) -> str:
+    """What the user needs after starting a batch: where it is and how to drive it."""
+    r = launched.record
+    verb = "started" if launched.started else "is starting (still loading)"
+    return (f"batch {r.id} ({r.name}) {verb}, worker pid {r.pid}\n"
+            f"  output   {r.out_dir}\n  log      {r.log}\n  control  {r.socket}\n"
+            f"  follow with `eagle-tui batches`; `eagle-tui pause|resume|stop {r.id}`")
+
+
+def launch_detached(config: CaptureConfig, *, name: str | None = None,
+                    registry: Registry | None = None,
+                    ready_timeout_s: float = READY_TIMEOUT_S) -> Launched:
+    """Register and start a detached worker for ``config`` (see the module docstring)."""
+    registry = registry or Registry()
+    config = _absolute(config)
+    holder = holder_of(config.out_dir)
+    if holder is not None:
+        raise BatchLocked(f"{config.out_dir} is already being captured by {holder.describe()}; "
+                          "stop that batch or choose another --out", holder_pid=holder.pid)
+    record = _register(registry, config, name)
+    read_fd, write_fd = os.pipe()
+    try:
+        _spawn(record, registry, config, write_fd)
+    finally:
+        os.close(write_fd)
+    try:
+        started = _await_start(read_fd, record, time.monotonic() + ready_timeout_s)
+    finally:
+        os.close(read_fd)
+    return Launched(registry.load(record.id), started)
+
+
+def relaunch(record: BatchRecord, registry: Registry, *,
+             servers: tuple[str, ...] | None = None,
+             ready_timeout_s: float = READY_TIMEOUT_S) -> Launched:
+    """Start a new worker for a batch whose worker ended (interrupted, stopped, failed).
+
+    Secrets come from our environment (``EAGLE_TUI_API_KEY``); ``servers`` replaces the
+    recorded server list (a moved server, or URLs that carry credentials).
+    """
+    api_key, env_servers = secrets_from_env()
+    config = config_from_json(record.config, api_key=api_key, servers=servers or env_servers,
+                              resume=True)
+    return launch_detached(config, name=record.name, registry=registry,
+                           ready_timeout_s=ready_timeout_s)
+
+
+def _absolute(config: CaptureConfig) -> CaptureConfig:
+    """Paths made absolute: the worker runs in another directory."""
+    tokenizer = config.tokenizer.resolve() if config.tokenizer.exists() else config.tokenizer
+    model_dir = config.model_dir.resolve() if config.model_dir else None
+    return dataclasses.replace(config, prompts=config.prompts.resolve(),
+                               out_dir=config.out_dir.resolve(), tokenizer=tokenizer,
+                               model_dir=model_dir)
+
+
+def _register(registry: Registry, config: CaptureConfig, name: str | None) -> BatchRecord:
+    out_dir = config.out_dir
+    now = time.time()
+    existing = registry.for_out_dir(out_dir)
+    batch_id = existing.id if existing else new_batch_id()
+    base = existing or BatchRecord(
+        id=batch_id, name=name or out_dir.name, out_dir=str(out_dir),
+        socket=str(control_socket_path(out_dir, batch_id)), log=str(out_dir / LOG_NAME),
+        config={}, created_at=now)
+    record = dataclasses.replace(
+        base, name=name or base.name, config=config_to_json(config), launched_at=now,
+        pid=None, pid_started=None, final_state=None, reason=None, exit_code=None,
+        ended_at=None, needs_secrets=has_secrets(config))
+    registry.save(record)
+    return record
+
+
+def _spawn(record: BatchRecord, registry: Registry, config: CaptureConfig, ready_fd: int) -> (
+    None
+):
+    out_dir = Path(record.out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    env = worker_env(config)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_ROOT), env.get("PYTHONPATH")]))
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    command = [sys.executable, "-m", "core.batches.daemon", "--batch", record.id,
+               "--registry", str(registry.root), "--ready-fd", str(ready_fd)]
+    with open(record.log, "ab") as log:
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+        log.write(f"\n=== {stamp} eagle-tui: starting batch {record.id} ===\n".encode())
+        log.flush()
+        first = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log,
+                                 stderr=subprocess.STDOUT, pass_fds=(ready_fd,),
+                                 start_new_session=True, cwd=out_dir, env=env)
+    code = first.wait(timeout=60)  # it forks the worker and exits at once
+    if code != 0:
+        raise WorkerStartFailed(f"the batch worker could not be started (exit {code}); "
+                                f"log {record.log}:\n{log_tail(Path(record.log))}")
+
+
+def _await_start(read_fd: int, record: BatchRecord, deadline: float) -> bool:
+    """True once the worker dispatches; False if it is still preparing at ``deadline``."""
+    buffer = b""
+    while (remaining := deadline - time.monotonic()) > 0:
+        readable, _, _ = select.select([read_fd], [], [], remaining)
+        if not readable:
+            break
+        chunk = os.read(read_fd, 65536)
+        if not chunk:
+            raise WorkerStartFailed(
+                f"batch {record.id}'s worker exited before it started capturing; log "
+                f"{record.log}:\n{log_tail(Path(record.log))}")
+        buffer += chunk
+        *lines, buffer = buffer.split(b"\n")
+        for line in lines:
+            if _final(_parse(line), record):
+                return True
+    return False
+
+
+def _final(message: dict[str, Any], record: BatchRecord) -> bool:
+    """True for ``started``; raises for ``failed``; False for anything else."""
+    event = message.get("event")
+    if event == STARTED:
+        return True
+    if event == FAILED:
+        text = str(message.get("message", "unknown reason"))
+        if message.get("kind") == "locked":
+            raise BatchLocked(text)
+        raise WorkerStartFailed(f"batch {record.id} could not start: {text} (log {record.log})")
+    return False
+
+
+def _parse(line: bytes) -> dict[str, Any]:
+    try:
+        data = json.loads(line)
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def log_tail(path: Path, lines: int = 20) -> str:
+    """The last ``lines`` lines of a log, for error messages."""
+    try:
+        text = path.read_bytes()[-16384:].decode("utf-8", errors="replace")
+    except OSError as e:
+        return f"(log unreadable: {e})"
+    return "\n".join(text.splitlines()[-lines:])

@@ -1,0 +1,159 @@
+"""One controller per batch directory: an exclusive ``flock`` on ``<out_dir>/.eagle-tui.lock``.
+
+The lock is held for the whole life of a worker (or a foreground capture) and released by
+the kernel when the process dies, however it dies, so a SIGKILLed worker never leaves a
+stale lock behind. The file itself stays (deleting a lock file races with the next taker);
+while held, it names its holder so a refusal can say who.
+
+``flock`` locks belong to an open file, not to a process: a second ``OutputLock`` on the
+same directory conflicts even inside the same process. Probing whether a directory is held
+(``is_held``) takes the lock for an instant, so ``acquire`` retries briefly before it
+concludes that someone else really holds it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+from core.batches.errors import BatchLocked
+
+LOCK_NAME = ".eagle-tui.lock"
+PROBE_RETRY_S = 1.0  # a probe holds the lock for microseconds; a real holder for hours
+
+
+@dataclass(frozen=True)
+class LockHolder:
+    """What the holder wrote into the lock file (fields may be missing)."""
+
+    pid: int | None
+    batch_id: str | None
+    host: str | None
+    since: float | None
+
+    def describe(self) -> str:
+        """``pid 123 (batch X) since 12:00:00`` with whatever is known."""
+        parts = [f"pid {self.pid}" if self.pid else "another process"]
+        if self.batch_id:
+            parts.append(f"(batch {self.batch_id})")
+        if self.host and self.host != socket.gethostname():
+            parts.append(f"on host {self.host}")
+        if self.since:
+            parts.append("since " + time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.since)))
+        return " ".join(parts)
+
+
+class OutputLock:
+    """The exclusive lock on one batch directory; use ``with OutputLock(d).acquire(): ...``."""
+
+    def __init__(self, out_dir: Path) -> None:
+        self.out_dir = out_dir
+        self.path = out_dir / LOCK_NAME
+        self._fd: int | None = None
+
+    @property
+    def held(self) -> bool:
+        """True while this object holds the lock."""
+        return self._fd is not None
+
+    def acquire(self, *, batch_id: str | None = None, retry_s: float = PROBE_RETRY_S) -> Self:
+        """Take the lock (creating the directory); BatchLocked when someone else holds it."""
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        deadline = time.monotonic() + retry_s
+        while not _try_flock(fd):
+            if time.monotonic() >= deadline:
+                holder = _read_holder(fd)
+                os.close(fd)
+                raise BatchLocked(
+                    f"{self.out_dir} is already being captured by {holder.describe()}; only "
+                    "one worker may write a batch directory. Stop that batch (eagle-tui stop "
+                    "BATCH), wait for it to finish, or choose another --out",
+                    holder_pid=holder.pid)
+            time.sleep(0.02)  # only ever reached while a probe or a real holder has it
+        self._fd = fd
+        _write_holder(fd, batch_id)
+        return self
+
+    def release(self) -> None:
+        """Give the lock up (closing the file releases the flock)."""
+        if self._fd is not None:
+            os.ftruncate(self._fd, 0)
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> Self:
+        if not self.held:
+            self.acquire()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self.release()
+
+
+def is_held(out_dir: Path) -> bool:
+    """True when some process holds ``out_dir``'s lock right now (a worker is alive)."""
+    try:
+        fd = os.open(out_dir / LOCK_NAME, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return False
+    try:
+        if _try_flock(fd, fcntl.LOCK_SH):
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return False
+        return True
+    finally:
+        os.close(fd)
+
+
+def holder_of(out_dir: Path) -> LockHolder | None:
+    """Who holds ``out_dir``'s lock, or None when it is free."""
+    if not is_held(out_dir):
+        return None
+    try:
+        fd = os.open(out_dir / LOCK_NAME, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    try:
+        return _read_holder(fd)
+    finally:
+        os.close(fd)
+
+
+def _try_flock(fd: int, mode: int = fcntl.LOCK_EX) -> bool:
+    try:
+        fcntl.flock(fd, mode | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _write_holder(fd: int, batch_id: str | None) -> None:
+    info = {"pid": os.getpid(), "batch_id": batch_id, "host": socket.gethostname(),
+            "since": time.time()}
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, json.dumps(info).encode(), 0)
+
+
+def _read_holder(fd: int) -> LockHolder:
+    try:
+        data: Any = json.loads(os.pread(fd, 4096, 0) or b"{}")
+    except (OSError, ValueError):
+        data = {}
+    if not isinstance(data, dict):
+        data = {}
+    pid, since = data.get("pid"), data.get("since")
+    return LockHolder(
+        pid=pid if isinstance(pid, int) else None,
+        batch_id=str(data["batch_id"]) if data.get("batch_id") else None,
+        host=str(data["host"]) if data.get("host") else None,
+        since=float(since) if isinstance(since, (int, float)) else None,
+    )

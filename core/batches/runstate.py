@@ -1,0 +1,46 @@
+"""How a worker's run of the engine ended, in the terms of the registry and ``end`` event."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from core.batches.events import progress_json, public_state
+from core.capture.engine import CaptureEngine, CaptureSummary
+from core.errors import EagleError
+
+log = logging.getLogger(__name__)
+
+EXIT_CANNOT_START = 2
+EXIT_INTERNAL = 3
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """``state`` is ``done``, ``stopped`` or ``failed``."""
+
+    state: str
+    reason: str | None
+    exit_code: int
+    progress: dict[str, Any]
+
+    def end_json(self) -> dict[str, Any]:
+        """The body of the ``end`` event."""
+        return {"state": self.state, "reason": self.reason, "exit_code": self.exit_code,
+                "progress": self.progress}
+
+
+async def outcome_of(run: asyncio.Task[CaptureSummary], engine: CaptureEngine) -> RunOutcome:
+    """Wait for ``run`` and describe how it ended (never raises for the run's errors)."""
+    try:
+        summary = await run
+    except EagleError as e:  # could not start: config, tokenizer, output directory
+        return RunOutcome("failed", str(e), EXIT_CANNOT_START, progress_json(engine.progress()))
+    except Exception as e:
+        log.exception("the capture engine failed")
+        reason = f"internal error: {type(e).__name__}: {e}; see the batch log"
+        return RunOutcome("failed", reason, EXIT_INTERNAL, progress_json(engine.progress()))
+    return RunOutcome(public_state(summary.state), summary.reason, summary.exit_code,
+                      progress_json(summary.progress))

@@ -1,0 +1,138 @@
+"""The ``GET /status`` snapshot of a running worker, and the bookkeeping behind it.
+
+Shape (every key always present)::
+
+    {"schema": 1, "at": <unix s>,
+     "batch": {"id", "name", "out_dir", "pid", "socket", "log", "started_at"},
+     "state": starting|running|paused|stopping|done|stopped|failed,
+     "progress": {total, already_done, done, written, failed, flagged, rejected, retrying,
+                  interrupted, in_flight, output_tokens, settled, remaining, elapsed_s,
+                  samples_per_s, tokens_per_s, eta_s},
+     "servers": [{url, state, reason, in_flight, limit, sent, succeeded, failed}],
+     "errors": {kind: failed attempts}, "failures": {kind: rows given up},
+     "flags": {flag: rows},
+     "recent_errors": {kind: [{at, sample_id, rid, endpoint, detail, final}]} (newest last),
+     "watch": {"requested": n, "started": n},
+     "shards": [{name, rows, bytes, flagged}], "manifest": {done, failed, flagged, rejected},
+     "events": {"clients": [{id, queued, max_queued, dropped, delivered, connected_at}]}}
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from core.batches.events import progress_json, public_state, server_json
+from core.batches.hub import EventHub
+from core.capture.events import CaptureEvent
+from core.capture.progress import CaptureProgress
+from core.errors import ConfigError
+from core.shards.manifest import MANIFEST_NAME, Manifest
+
+STATUS_SCHEMA = 1
+
+
+class RecentErrors:
+    """The last few errors of each kind (from ``retry``/``failed``/``rejected`` events)."""
+
+    def __init__(self, per_kind: int = 5, max_kinds: int = 32) -> None:
+        self._per_kind = per_kind
+        self._max_kinds = max_kinds
+        self._by_kind: OrderedDict[str, deque[dict[str, Any]]] = OrderedDict()
+
+    def note(self, event: CaptureEvent) -> None:
+        """Keep ``event`` if it reports an error."""
+        if event.kind not in ("retry", "failed", "rejected"):
+            return
+        kind = event.error_kind or event.kind
+        recent = self._by_kind.pop(kind, None) or deque(maxlen=self._per_kind)
+        recent.append({"at": event.at, "sample_id": event.sample_id, "rid": event.rid,
+                       "endpoint": event.endpoint, "detail": event.detail,
+                       "final": event.kind != "retry"})
+        self._by_kind[kind] = recent  # most recently seen kinds last
+        while len(self._by_kind) > self._max_kinds:
+            self._by_kind.popitem(last=False)
+
+    def to_json(self) -> dict[str, list[dict[str, Any]]]:
+        """Kind -> recent errors, oldest first."""
+        return {kind: list(items) for kind, items in self._by_kind.items()}
+
+
+class WatchTally:
+    """How many requests were asked to be watched, and how many have started streaming."""
+
+    def __init__(self) -> None:
+        self.requested = 0
+        self.started = 0
+
+    def note(self, event: CaptureEvent) -> None:
+        """Count watched attempts as they go out."""
+        if event.kind == "sent" and event.watched:
+            self.started += 1
+
+
+class ShardList:
+    """The shards listed in ``manifest.json``, re-read only when the file changed."""
+
+    def __init__(self, out_dir: Path) -> None:
+        self._path = out_dir / MANIFEST_NAME
+        self._seen: tuple[int, int] | None = None
+        self._shards: list[dict[str, Any]] = []
+        self._counts: dict[str, int] = {"done": 0, "failed": 0, "flagged": 0, "rejected": 0}
+
+    async def read(self) -> tuple[list[dict[str, Any]], dict[str, int]]:
+        """(shards, manifest counts) as of the manifest on disk now."""
+        try:
+            info = self._path.stat()
+        except FileNotFoundError:
+            return self._shards, self._counts
+        if (info.st_mtime_ns, info.st_size) != self._seen:
+            try:
+                manifest = await asyncio.to_thread(Manifest.load, self._path.parent)
+            except ConfigError:  # being replaced right now; keep the last good list
+                return self._shards, self._counts
+            self._seen = (info.st_mtime_ns, info.st_size)
+            self._shards = [{"name": s.name, "rows": s.rows, "bytes": s.bytes,
+                             "flagged": s.flagged} for s in manifest.shards]
+            c = manifest.counts
+            self._counts = {"done": c.done, "failed": c.failed, "flagged": c.flagged,
+                            "rejected": c.rejected}
+        return self._shards, self._counts
+
+
+class StatusBuilder:
+    """Assembles ``/status`` from the engine's snapshot and the worker's bookkeeping."""
+
+    def __init__(self, batch: dict[str, Any], progress: Callable[[], CaptureProgress],
+                 hub: EventHub, recent: RecentErrors, watch: WatchTally, out_dir: Path) -> None:
+        self.batch = batch
+        self._progress = progress
+        self._hub = hub
+        self._recent = recent
+        self._watch = watch
+        self._shards = ShardList(out_dir)
+
+    async def build(self) -> dict[str, Any]:
+        """The status document (see the module docstring)."""
+        progress = self._progress()
+        shards, counts = await self._shards.read()
+        return {
+            "schema": STATUS_SCHEMA,
+            "at": time.time(),
+            "batch": self.batch,
+            "state": public_state(progress.state),
+            "progress": progress_json(progress),
+            "servers": [server_json(s) for s in progress.servers],
+            "errors": dict(progress.errors),
+            "failures": dict(progress.failures),
+            "flags": dict(progress.flags),
+            "recent_errors": self._recent.to_json(),
+            "watch": {"requested": self._watch.requested, "started": self._watch.started},
+            "shards": shards,
+            "manifest": counts,
+            "events": {"clients": self._hub.stats()},
+        }

@@ -1,0 +1,251 @@
+"""``eagle-tui capture``: run a capture batch in the foreground, headless.
+
+A live panel when stderr is a terminal, a progress line every ``--log-every`` seconds
+otherwise, and a summary at the end. Ctrl-C (or SIGTERM) stops dispatching and lets
+in-flight requests finish for ``--grace`` seconds before aborting them; a second one aborts
+at once. Either way only complete shards are left and the manifest is updated.
+
+Exit status: 0 all rows captured (or stopped cleanly with none failed), 1 some rows failed
+permanently or prompts were rejected (see failures.jsonl / rejects.jsonl; ``--resume``
+retries the failures), 2 the batch could not start (bad flags, files, tokenizer, or a
+changed config on resume), 3 the run failed (no usable server, disk errors).
+
+The API key comes from ``$EAGLE_TUI_API_KEY`` or ``--api-key-file`` (never a flag: flags
+show up in ``ps``); it is sent to the servers and written nowhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from core.batches.detach import add_detach_arguments, run_detached
+from core.batches.lock import OutputLock
+from core.capture.config import (
+    CaptureConfig,
+    RetryPolicy,
+    SamplingPreset,
+    temperature_presets,
+)
+from core.capture.display import plain_progress, rich_progress
+from core.capture.engine import CaptureEngine, CaptureSummary
+from core.capture.report import summary_text
+from core.errors import EagleError
+from core.sglang import API_KEY_ENV
+
+log = logging.getLogger("core.capture")
+
+EXIT_START_FAILED = 2
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``capture`` verb's flags."""
+    need = parser.add_argument_group("what to capture")
+    need.add_argument("--prompts", type=Path, required=True,
+                      help="JSONL (or .jsonl.gz, parquet) of records with 'messages' "
+                           "or ShareGPT 'conversations', optional 'tools' and 'id'")
+    need.add_argument("--out", type=Path, required=True, help="batch directory (shards, "
+                      "manifest.json, failures.jsonl, rejects.jsonl)")
+    need.add_argument("--server", action="append", required=True, metavar="URL",
+                      help="SGLang server URL; repeat for several (least-loaded first)")
+    need.add_argument("--tokenizer", type=Path, required=True,
+                      help="the served model's tokenizer directory (local)")
+    need.add_argument("--model-dir", type=Path,
+                      help="model directory whose config.json gives the vocabulary size "
+                           "(default: the tokenizer directory, else the largest token id)")
+    need.add_argument("--trust-remote-code", action="store_true",
+                      help="allow the tokenizer's own code (Kimi's real tokenizer needs it)")
+    _sampling_arguments(parser.add_argument_group("sampling"))
+    _run_arguments(parser.add_argument_group("running"))
+    add_detach_arguments(parser.add_argument_group("detached batches"))
+
+
+def _sampling_arguments(group: argparse._ArgumentGroup) -> None:
+    group.add_argument("--max-new-tokens", type=int, default=4096)
+    group.add_argument("--temperature", type=float, action="append", metavar="T",
+                       help="repeat for one row per temperature (sample ids get #t<T>)")
+    group.add_argument("--top-p", type=float, default=1.0)
+    group.add_argument("--top-k", type=int, default=-1)
+    group.add_argument("--min-p", type=float, default=0.0)
+    group.add_argument("--seed", type=int, help="sampling_seed sent with every request")
+    group.add_argument("--sampling-param", action="append", default=[], metavar="KEY=JSON",
+                       help="extra SGLang sampling_params entry, e.g. repetition_penalty=1.05")
+    group.add_argument("--template-kwarg", action="append", default=[], metavar="KEY=JSON",
+                       help="chat-template keyword, e.g. thinking=false")
+    group.add_argument("--boundary", action="append", default=[], metavar="NAME=ID",
+                       help="override a boundary token id (think, think_end, stop, ...)")
+
+
+def _run_arguments(group: argparse._ArgumentGroup) -> None:
+    group.add_argument("--concurrency", type=int, default=64,
+                       help="requests in flight per server (default 64)")
+    group.add_argument("--timeout", type=float, default=1800.0,
+                       help="seconds per request before it is aborted and retried")
+    group.add_argument("--retries", type=int, default=6,
+                       help="attempts per row before it fails (transient errors only)")
+    group.add_argument("--shard-rows", type=int, default=2000)
+    group.add_argument("--grace", type=float, default=30.0,
+                       help="seconds in-flight requests get to finish after Ctrl-C")
+    group.add_argument("--health-interval", type=float, default=10.0)
+    group.add_argument("--server-down-limit", type=float, default=1800.0,
+                       help="give up when no server has been healthy this many seconds")
+    group.add_argument("--resume", action="store_true",
+                       help="continue the batch in --out (skip done rows, retry failures)")
+    group.add_argument("--force", action="store_true",
+                       help="with --resume: accept a changed prompt file/tokenizer/sampling")
+    group.add_argument("--api-key-file", type=Path,
+                       help=f"file holding the API key (default: ${API_KEY_ENV})")
+    group.add_argument("--display", choices=("auto", "rich", "plain"), default="auto",
+                       help="live panel or log lines (auto: panel on a terminal)")
+    group.add_argument("--log-every", type=float, default=30.0,
+                       help="seconds between plain progress lines")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the batch described by ``args``; the exit status (see the module docstring)."""
+    try:
+        config = config_from_args(args)
+    except (EagleError, ValueError, OSError) as e:
+        print(f"eagle-tui capture: {e}", file=sys.stderr)
+        return EXIT_START_FAILED
+    if args.detach:
+        return run_detached(config, name=args.name)
+    try:
+        lock = OutputLock(config.out_dir).acquire()
+    except EagleError as e:  # a detached worker or another capture writes there already
+        print(f"eagle-tui capture: {e}", file=sys.stderr)
+        return EXIT_START_FAILED
+    with lock:
+        return _run_in_foreground(config, args)
+
+
+def _run_in_foreground(config: CaptureConfig, args: argparse.Namespace) -> int:
+    handlers = _configure_logging(config.out_dir)
+    try:
+        summary = asyncio.run(_capture(config, args))
+    except EagleError as e:
+        print(f"eagle-tui capture: {e}", file=sys.stderr)
+        return EXIT_START_FAILED
+    finally:
+        for handler in handlers:
+            logging.getLogger().removeHandler(handler)
+            handler.close()
+    print(summary_text(summary), file=sys.stderr)
+    return summary.exit_code
+
+
+def config_from_args(args: argparse.Namespace) -> CaptureConfig:
+    """A checked CaptureConfig from parsed flags (ConfigError/ValueError when wrong)."""
+    common: dict[str, Any] = {"top_p": args.top_p, "top_k": args.top_k, "min_p": args.min_p,
+                              "seed": args.seed}
+    temperatures = tuple(args.temperature or [1.0])
+    presets: tuple[SamplingPreset, ...] = temperature_presets(temperatures, **common)
+    return CaptureConfig(
+        prompts=args.prompts, out_dir=args.out, servers=tuple(args.server),
+        tokenizer=args.tokenizer, model_dir=args.model_dir,
+        trust_remote_code=args.trust_remote_code, max_new_tokens=args.max_new_tokens,
+        presets=presets, extra_sampling=_pairs(args.sampling_param, "--sampling-param"),
+        template_kwargs=_pairs(args.template_kwarg, "--template-kwarg"),
+        boundary_overrides={k: int(v) for k, v in
+                            _pairs(args.boundary, "--boundary").items()},
+        concurrency=args.concurrency, request_timeout_s=args.timeout,
+        retry=RetryPolicy(max_attempts=args.retries), health_interval_s=args.health_interval,
+        server_down_limit_s=args.server_down_limit, stop_grace_s=args.grace,
+        shard_rows=args.shard_rows, resume=args.resume, force=args.force,
+        api_key=_api_key(args.api_key_file),
+    )
+
+
+def _pairs(items: list[str], flag: str) -> dict[str, Any]:
+    """``KEY=JSON`` items as a dict; a value that is not JSON is taken as a string."""
+    pairs: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"{flag} wants KEY=VALUE, got {item!r}")
+        try:
+            pairs[key] = json.loads(raw)
+        except ValueError:
+            pairs[key] = raw
+    return pairs
+
+
+def _api_key(path: Path | None) -> str | None:
+    if path is None:
+        return os.environ.get(API_KEY_ENV) or None
+    return path.read_text(encoding="utf-8").strip() or None
+
+
+def _configure_logging(out_dir: Path) -> list[logging.Handler]:
+    """Warnings to stderr; everything from INFO to ``<out>/capture.log``; the handlers."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    root = logging.getLogger()
+    root.setLevel(logging.INFO)
+    to_file = logging.FileHandler(out_dir / "capture.log", encoding="utf-8")
+    to_file.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    to_stderr = _StderrHandler()
+    to_stderr.setLevel(logging.WARNING)
+    to_stderr.setFormatter(logging.Formatter("%(levelname)s: %(message)s"))
+    root.addHandler(to_file)
+    root.addHandler(to_stderr)
+    for name in ("httpx", "httpcore"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    return [to_file, to_stderr]
+
+
+class _StderrHandler(logging.StreamHandler[TextIO]):
+    """Writes to whatever ``sys.stderr`` is at the time, so a live panel that redirects
+    stderr shows log lines above itself instead of being torn by them."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.stream = sys.stderr
+        super().emit(record)
+
+
+async def _capture(config: CaptureConfig, args: argparse.Namespace) -> CaptureSummary:
+    engine = CaptureEngine(config)
+    _install_signal_handlers(engine, config.stop_grace_s)
+    display = asyncio.ensure_future(_display(engine, args))
+    try:
+        return await engine.run()
+    finally:
+        display.cancel()
+        await asyncio.gather(display, return_exceptions=True)
+
+
+async def _display(engine: CaptureEngine, args: argparse.Namespace) -> None:
+    use_rich = args.display == "rich" or (args.display == "auto" and sys.stderr.isatty())
+    if use_rich:
+        from rich.console import Console
+
+        await rich_progress(engine.progress, Console(stderr=True))
+    else:
+        await plain_progress(engine.progress, args.log_every, sys.stderr)
+
+
+def _install_signal_handlers(engine: CaptureEngine, grace_s: float) -> None:
+    """First SIGINT/SIGTERM: drain for ``grace_s``; the second: abort now."""
+    loop = asyncio.get_running_loop()
+    received = 0
+
+    def on_signal(signum: int) -> None:
+        nonlocal received
+        received += 1
+        name = signal.Signals(signum).name
+        if received == 1:
+            log.warning("%s: stopping; in-flight requests get %gs to finish "
+                        "(send it again to abort them now)", name, grace_s)
+            engine.stop()
+        else:
+            log.warning("%s again: aborting in-flight requests now", name)
+            engine.stop(abort=True)
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, on_signal, signum)

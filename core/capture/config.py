@@ -1,0 +1,257 @@
+"""What a capture batch is: prompts, servers, tokenizer, sampling presets and limits.
+
+``CaptureConfig`` is frozen and validated on construction, so a running engine never meets
+a nonsensical value. ``batch_identity`` is the part of it that decides whether two runs
+produce the same data (resume refuses when it changes); everything else (servers,
+concurrency, timeouts) may change between a run and its resume.
+
+The API key is a field only so the engine can hand it to its clients: it is excluded from
+``repr``, from ``batch_identity`` and from everything the tool writes.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from core.capture.sample_id import variant_id
+from core.errors import ConfigError
+
+# A preset name becomes part of a sample id (``<id>#<name>``) and of file names in logs.
+_PRESET_NAME = re.compile(r"^[A-Za-z0-9_.+-]{0,32}$")
+
+
+@dataclass(frozen=True)
+class SamplingPreset:
+    """One way of sampling every prompt; several presets give one row each per prompt.
+
+    ``name`` is the sample-id suffix (``<sample_id>#<name>``); the empty name means no
+    suffix and is only allowed when it is the single preset.
+    """
+
+    name: str = ""
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = -1
+    min_p: float = 0.0
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if not _PRESET_NAME.match(self.name):
+            raise ConfigError(
+                f"sampling preset name {self.name!r} may use only letters, digits and _.+- "
+                "(at most 32); it becomes the sample-id suffix"
+            )
+        if not (math.isfinite(self.temperature) and self.temperature >= 0):
+            raise ConfigError(f"preset {self.name!r}: temperature must be >= 0")
+        if not 0 < self.top_p <= 1:
+            raise ConfigError(f"preset {self.name!r}: top_p must be in (0, 1]")
+        if not 0 <= self.min_p <= 1:
+            raise ConfigError(f"preset {self.name!r}: min_p must be in [0, 1]")
+        if self.top_k == 0 or self.top_k < -1:
+            raise ConfigError(f"preset {self.name!r}: top_k must be -1 (all) or >= 1")
+
+    def sample_id(self, base: str) -> str:
+        """The row's sample id for the prompt whose id is ``base`` (``<base>#<name>``)."""
+        return variant_id(base, preset=self.name or None)
+
+
+def temperature_presets(temperatures: tuple[float, ...], **common: Any) -> tuple[
+    SamplingPreset, ...
+]:
+    """Presets for ``--temperature`` values: one unnamed preset, or ``t<value>`` each."""
+    if len(temperatures) == 1:
+        return (SamplingPreset("", temperature=temperatures[0], **common),)
+    if len(set(temperatures)) != len(temperatures):
+        raise ConfigError(f"--temperature values repeat: {temperatures}; give each once")
+    return tuple(SamplingPreset(f"t{t:g}", temperature=t, **common) for t in temperatures)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how patiently a sample is retried after transient errors.
+
+    ``max_attempts`` is the per-sample budget: attempts that reached a server and failed
+    transiently. Refused connections do not count (the server is paused instead), so a
+    server restart costs a sample at most the attempt that was in flight when it went down.
+    """
+
+    max_attempts: int = 6
+    base_delay_s: float = 0.5
+    max_delay_s: float = 30.0
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ConfigError("retry budget (max_attempts) must be at least 1")
+        if not 0 <= self.base_delay_s <= self.max_delay_s:
+            raise ConfigError("retry delays need 0 <= base_delay_s <= max_delay_s")
+
+    def delay(self, failed_attempts: int, rng: random.Random) -> float:
+        """Seconds to wait before the next attempt: doubling backoff with "equal jitter".
+
+        Half of the step is fixed and half random, so retries of many samples that failed
+        together (a server restart) spread out instead of arriving as one wave.
+        """
+        step = min(self.max_delay_s, self.base_delay_s * 2.0 ** max(0, failed_attempts - 1))
+        return step / 2 + rng.uniform(0, step / 2)
+
+
+@dataclass(frozen=True, repr=False)
+class CaptureConfig:
+    """Everything one capture batch needs. Validated on construction (ConfigError).
+
+    ``repr`` shows server URLs without credentials and never the API key.
+    """
+
+    prompts: Path
+    out_dir: Path
+    servers: tuple[str, ...]
+    tokenizer: Path
+    model_dir: Path | None = None
+    trust_remote_code: bool = False
+    max_new_tokens: int = 4096
+    presets: tuple[SamplingPreset, ...] = (SamplingPreset(),)
+    extra_sampling: Mapping[str, Any] = field(default_factory=dict)
+    template_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    boundary_overrides: Mapping[str, int] = field(default_factory=dict)
+    concurrency: int = 64
+    request_timeout_s: float = 1800.0
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    health_interval_s: float = 10.0
+    health_retry_s: float = 1.0
+    server_down_limit_s: float = 1800.0
+    stop_grace_s: float = 30.0
+    shard_rows: int = 2000
+    shard_max_age_s: float = 120.0
+    resume: bool = False
+    force: bool = False
+    render_chunk: int = 32
+    api_key: str | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._check_servers()
+        self._check_presets()
+        positive = {
+            "max_new_tokens": self.max_new_tokens,
+            "concurrency": self.concurrency,
+            "request_timeout_s": self.request_timeout_s,
+            "health_interval_s": self.health_interval_s,
+            "health_retry_s": self.health_retry_s,
+            "server_down_limit_s": self.server_down_limit_s,
+            "shard_rows": self.shard_rows,
+            "shard_max_age_s": self.shard_max_age_s,
+            "render_chunk": self.render_chunk,
+        }
+        for name, value in positive.items():
+            if not value > 0:
+                raise ConfigError(f"capture setting {name} must be > 0, got {value!r}")
+        if self.stop_grace_s < 0:
+            raise ConfigError("stop grace period must be >= 0 seconds")
+
+    def _check_servers(self) -> None:
+        if not self.servers:
+            raise ConfigError("no server given; pass --server URL (repeat it for several)")
+        for url in self.servers:
+            if not url.startswith(("http://", "https://")):
+                raise ConfigError(f"server {url!r} is not an http(s) URL, e.g. http://host:30000")
+        if len(set(self.servers)) != len(self.servers):
+            raise ConfigError(f"a server is listed twice in {list(self.servers)}")
+
+    def _check_presets(self) -> None:
+        names = [p.name for p in self.presets]
+        if not names:
+            raise ConfigError("at least one sampling preset is needed")
+        if len(set(names)) != len(names):
+            raise ConfigError(f"sampling preset names repeat: {names}")
+        if len(names) > 1 and "" in names:
+            raise ConfigError("with several sampling presets every one needs a name")
+
+    def __repr__(self) -> str:
+        shown = []
+        for item in fields(self):
+            if item.name == "api_key":
+                continue
+            value = getattr(self, item.name)
+            if item.name == "servers":
+                value = tuple(public_url(url) for url in value)
+            shown.append(f"{item.name}={value!r}")
+        return f"CaptureConfig({', '.join(shown)})"
+
+    @property
+    def total_concurrency(self) -> int:
+        """Requests in flight at most, over all servers."""
+        return self.concurrency * len(self.servers)
+
+
+def sampling_identity(config: CaptureConfig) -> dict[str, Any]:
+    """The sampling part of the batch identity (what changes the generated rows)."""
+    return {
+        "max_new_tokens": config.max_new_tokens,
+        "presets": [asdict(p) for p in config.presets],
+        "extra": dict(sorted(config.extra_sampling.items())),
+    }
+
+
+def batch_identity(
+    config: CaptureConfig, *, prompt_hash: str, tokenizer_hash: str, template_hash: str,
+    boundaries: Mapping[str, Any],
+) -> dict[str, Any]:
+    """The fields resume compares: if any differs, the old shards are a different dataset."""
+    return {
+        "prompt_file": str(config.prompts),
+        "prompt_hash": prompt_hash,
+        "tokenizer_hash": tokenizer_hash,
+        "template_hash": template_hash,
+        "template_kwargs": dict(sorted(config.template_kwargs.items())),
+        "boundaries": dict(boundaries),
+        "sampling": sampling_identity(config),
+    }
+
+
+def identity_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """Names of the identity fields that differ; ``prompt_file`` (a path) is not compared
+    because moving the file does not change the data its hash describes."""
+    keys = (set(old) | set(new)) - {"prompt_file"}
+    return sorted(k for k in keys if old.get(k) != new.get(k))
+
+
+def public_url(url: str) -> str:
+    """``url`` without user info, query or fragment: safe to write into files and logs.
+
+    A server URL may carry credentials (``http://user:key@host``, ``?api_key=...``); the
+    files a batch writes must never contain them.
+    """
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"  # IPv6 literal
+    netloc = f"{host}:{parts.port}" if parts.port is not None else host
+    return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
+
+
+class Redactor:
+    """Scrubs credentials out of text before it is written anywhere.
+
+    Error messages quote the URL they failed on; a URL given with user info or a query
+    would carry a secret into ``failures.jsonl`` or a log. The API key itself is replaced
+    too, wherever it might appear.
+    """
+
+    def __init__(self, config: CaptureConfig) -> None:
+        self._pairs = [(url.rstrip("/"), public_url(url)) for url in config.servers]
+        self._pairs = [(raw, clean) for raw, clean in self._pairs if raw != clean]
+        self._key = config.api_key
+
+    def clean(self, text: str) -> str:
+        """``text`` with every raw server URL made public and the API key masked."""
+        for raw, clean in self._pairs:
+            text = text.replace(raw, clean)
+        if self._key:
+            text = text.replace(self._key, "***")
+        return text

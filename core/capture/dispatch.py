@@ -1,0 +1,269 @@
+"""The pool of SGLang servers a batch sends to: bounded in flight, least-loaded first.
+
+Each server takes at most ``limit`` requests at once. ``acquire`` hands out the ready server
+with the fewest requests in flight and waits (without polling) when all are full or paused.
+A server is paused when a failure suggests it is down (or too many errors come in a row) and
+re-admitted by the health monitor (``core.capture.healthloop``) once ``/health`` answers 200;
+a server that refuses our credentials is taken out for the rest of the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Protocol
+
+from core.capture.config import public_url
+from core.clock import Clock
+from core.sglang.types import (
+    GenerateRequest,
+    GenerateResult,
+    HealthResult,
+    ModelInfo,
+    ServerInfo,
+    TokenDelta,
+)
+
+
+class ServerClient(Protocol):
+    """The slice of ``SGLangClient`` that dispatch uses (tests may pass a fake)."""
+
+    base_url: str
+
+    async def generate(
+        self, request: GenerateRequest, *, timeout: float | None = None
+    ) -> GenerateResult: ...
+
+    async def generate_streaming(
+        self,
+        request: GenerateRequest,
+        on_delta: Callable[[TokenDelta], None] | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> GenerateResult: ...
+
+    async def health(self, *, generate: bool = False, timeout: float | None = None) -> (
+        HealthResult
+    ): ...
+
+    async def abort(self, rid: str) -> None: ...
+
+    async def model_info(self) -> ModelInfo: ...
+
+    async def server_info(self) -> ServerInfo: ...
+
+    async def aclose(self) -> None: ...
+
+
+class ServerState(Enum):
+    """Whether a server takes new requests."""
+
+    READY = "ready"
+    PAUSED = "paused"
+    REFUSED = "refused"
+
+
+class NoServerLeft(Exception):
+    """Every server refused us (e.g. all want an API key we do not have)."""
+
+
+class PoolClosed(Exception):
+    """The pool was closed (the batch is stopping); no more requests go out."""
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    """An immutable view of one server for progress snapshots."""
+
+    url: str
+    state: str
+    reason: str
+    in_flight: int
+    limit: int
+    sent: int
+    succeeded: int
+    failed: int
+
+
+class Server:
+    """One server of the pool and its live counters (mutated on the event loop only)."""
+
+    def __init__(self, client: ServerClient, limit: int) -> None:
+        self.client = client
+        self.url = public_url(client.base_url)  # for logs, rows and snapshots
+        self.limit = limit
+        self.state = ServerState.READY
+        self.reason = ""
+        self.in_flight = 0
+        self.error_streak = 0
+        self.sent = 0
+        self.succeeded = 0
+        self.failed = 0
+        self.paused_at: float | None = None
+        # Set when the server is paused, so its health monitor re-checks it at once.
+        self.paused_signal = asyncio.Event()
+
+    def status(self) -> ServerStatus:
+        """A snapshot of this server."""
+        return ServerStatus(
+            self.url, self.state.value, self.reason, self.in_flight, self.limit,
+            self.sent, self.succeeded, self.failed,
+        )
+
+    def __repr__(self) -> str:
+        return f"Server({self.url!r}, {self.state.value}, {self.in_flight}/{self.limit})"
+
+
+class ServerPool:
+    """Least-in-flight choice over ready servers, with pausing and re-admission."""
+
+    def __init__(
+        self,
+        servers: Sequence[Server],
+        clock: Clock,
+        *,
+        error_streak_limit: int = 8,
+        start_paused: bool = False,
+    ) -> None:
+        """``start_paused`` leaves every server out until its first passing health check."""
+        if not servers:
+            raise ValueError("a server pool needs at least one server")
+        self.servers = tuple(servers)
+        self._clock = clock
+        self._error_streak_limit = error_streak_limit
+        self._waiters: deque[asyncio.Future[None]] = deque()
+        self._closed = False
+        self._down_since: float | None = None
+        if start_paused:
+            for server in self.servers:
+                self.pause(server, "waiting for the first health check")
+
+    # -- taking and returning slots ---------------------------------------------------
+
+    async def acquire(self, avoid: Server | None = None) -> Server:
+        """A ready server with room, the least loaded one; waits while there is none.
+
+        ``avoid`` (the server a retry just failed on) is used only when no other server is
+        ready: a server that resets connections may still pass its health checks.
+        Raises PoolClosed once ``close`` was called and NoServerLeft when every server
+        refused us.
+        """
+        while True:
+            self._check_open()
+            server = self._least_loaded(avoid)
+            if server is not None:
+                server.in_flight += 1
+                server.sent += 1
+                return server
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            try:
+                await waiter
+            except asyncio.CancelledError:
+                if waiter.done() and not waiter.cancelled():
+                    self._wake(1)  # we were woken and then cancelled: pass the wake on
+                raise
+
+    def release(self, server: Server, *, ok: bool) -> None:
+        """Return ``server``'s slot; ``ok`` says whether the request succeeded."""
+        server.in_flight -= 1
+        if ok:
+            server.succeeded += 1
+            server.error_streak = 0
+        else:
+            server.failed += 1
+        self._wake(1)
+
+    def _least_loaded(self, avoid: Server | None) -> Server | None:
+        ready = [s for s in self.servers if s.state is ServerState.READY]
+        if avoid is not None and any(s is not avoid for s in ready):
+            ready = [s for s in ready if s is not avoid]
+        best: Server | None = None
+        for server in ready:
+            if server.in_flight < server.limit and (
+                best is None or server.in_flight < best.in_flight
+            ):
+                best = server
+        return best
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise PoolClosed("the server pool is closed")
+        if all(s.state is ServerState.REFUSED for s in self.servers):
+            reasons = "; ".join(f"{s.url}: {s.reason}" for s in self.servers)
+            raise NoServerLeft(f"every server refused the capture ({reasons})")
+
+    def _wake(self, count: int) -> None:
+        while count > 0 and self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                count -= 1
+
+    def _wake_all(self) -> None:
+        self._wake(len(self._waiters))
+
+    # -- server states ---------------------------------------------------------------
+
+    def note_error(self, server: Server) -> None:
+        """Count a failed request; a long run of them pauses the server (circuit breaker)."""
+        server.error_streak += 1
+        if server.error_streak >= self._error_streak_limit:
+            self.pause(server, f"{server.error_streak} failed requests in a row")
+
+    def pause(self, server: Server, reason: str) -> None:
+        """Stop sending to ``server`` until the health monitor re-admits it."""
+        if server.state is not ServerState.READY:
+            return
+        server.state = ServerState.PAUSED
+        server.reason = reason
+        server.paused_at = self._clock.monotonic()
+        server.paused_signal.set()
+        self._update_down_since()
+
+    def refuse(self, server: Server, reason: str) -> None:
+        """Take ``server`` out for the rest of the run (it will not accept our requests)."""
+        server.state = ServerState.REFUSED
+        server.reason = reason
+        self._update_down_since()
+        self._wake_all()  # waiters must learn if no server is left
+
+    def readmit(self, server: Server) -> None:
+        """Send to a paused ``server`` again (its health check passed)."""
+        if server.state is not ServerState.PAUSED:
+            return
+        server.state = ServerState.READY
+        server.reason = ""
+        server.error_streak = 0
+        server.paused_at = None
+        self._update_down_since()
+        self._wake(server.limit)
+
+    def _update_down_since(self) -> None:
+        if any(s.state is ServerState.READY for s in self.servers):
+            self._down_since = None
+        elif self._down_since is None:
+            self._down_since = self._clock.monotonic()
+
+    def down_for(self) -> float:
+        """Seconds since no server was ready (0 while one is)."""
+        if self._down_since is None:
+            return 0.0
+        return self._clock.monotonic() - self._down_since
+
+    def close(self) -> None:
+        """Refuse further ``acquire`` calls and wake everyone waiting in one."""
+        self._closed = True
+        self._wake_all()
+
+    @property
+    def in_flight(self) -> int:
+        """Requests in flight over all servers."""
+        return sum(s.in_flight for s in self.servers)
+
+    def statuses(self) -> tuple[ServerStatus, ...]:
+        """Snapshots of every server."""
+        return tuple(s.status() for s in self.servers)

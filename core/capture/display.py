@@ -1,0 +1,74 @@
+"""Showing a running batch: a live rich panel on a terminal, periodic log lines otherwise.
+
+Both read ``engine.progress()`` snapshots on a timer; neither touches the engine's state.
+All server-provided text (URLs, reasons) is rendered literally, never as markup.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from core.capture.progress import CaptureProgress
+from core.capture.report import counts_text, duration, progress_line
+
+Snapshot = Callable[[], CaptureProgress]
+
+
+async def plain_progress(snapshot: Snapshot, interval_s: float, stream: TextIO) -> None:
+    """Write a progress line every ``interval_s`` until cancelled."""
+    while True:
+        await asyncio.sleep(interval_s)
+        stream.write(progress_line(snapshot()) + "\n")
+        stream.flush()
+
+
+async def rich_progress(snapshot: Snapshot, console: Any, refresh_s: float = 0.5) -> None:
+    """A live panel on ``console`` (a ``rich.console.Console``) until cancelled."""
+    from rich.live import Live
+
+    with Live(panel(snapshot()), console=console, auto_refresh=False, transient=False) as live:
+        try:
+            while True:
+                await asyncio.sleep(refresh_s)
+                live.update(panel(snapshot()), refresh=True)
+        finally:
+            live.update(panel(snapshot()), refresh=True)
+
+
+def panel(p: CaptureProgress) -> Any:
+    """The rich renderable of one snapshot: bar, counts, rates, servers, errors."""
+    from rich.console import Group
+    from rich.progress_bar import ProgressBar
+    from rich.table import Table
+    from rich.text import Text
+
+    total = p.total or 0
+    bar = ProgressBar(total=max(total, 1), completed=min(p.settled, max(total, 1)), width=50)
+    head = Text(f" {p.settled}/{p.total if p.total is not None else '?'} rows  "
+                f"ETA {duration(p.eta_s)}  [{p.state}]")
+    counts = Table.grid(padding=(0, 2))
+    for _ in range(6):
+        counts.add_column(justify="right")
+    counts.add_row("done", str(p.done), "failed", str(p.failed), "in flight", str(p.in_flight))
+    counts.add_row("saved", str(p.written), "flagged", str(p.flagged), "retrying",
+                   str(p.retrying))
+    counts.add_row("earlier", str(p.already_done), "rejected", str(p.rejected), "samples/s",
+                   f"{p.samples_per_s:.1f}")
+    counts.add_row("", "", "", "", "tokens/s", f"{p.tokens_per_s:,.0f}")
+    servers = Table("server", "state", "in flight", "sent", "ok", "errors", "reason",
+                    box=None, pad_edge=False)
+    for s in p.servers:
+        servers.add_row(Text(s.url), s.state, f"{s.in_flight}/{s.limit}", str(s.sent),
+                        str(s.succeeded), str(s.failed), Text(s.reason))
+    errors = Text(f"errors: {counts_text(p.errors)}   flags: {counts_text(p.flags)}")
+    return Group(_row(bar, head), counts, servers, errors)
+
+
+def _row(*cells: Any) -> Any:
+    from rich.table import Table
+
+    grid = Table.grid()
+    grid.add_row(*cells)
+    return grid

@@ -1,0 +1,90 @@
+"""Stopping a running batch: drain in flight for a grace period, then abort on the servers.
+
+Order: no new jobs (the feeder stops and the pool closes, so workers waiting for a server
+leave), wait up to ``grace_s`` for in-flight requests (an abort request cuts the wait),
+abort this run's requests on every server with one prefix call each (their rids share the
+run prefix and nobody else's do), wait ``ABORT_WAIT_S`` for the aborted answers, and only
+then cancel what is left (a server that died never answers; cancelling closes the
+connections, which SGLang also treats as an abort).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+
+from core.capture.dispatch import ServerPool
+from core.clock import Clock
+
+log = logging.getLogger(__name__)
+
+ABORT_WAIT_S = 10.0
+"""After aborting in-flight requests, how long to wait for their answers before cutting."""
+
+
+class Drainer:
+    """Runs the stop sequence for one batch's ``workers``."""
+
+    def __init__(
+        self,
+        *,
+        workers: Sequence[asyncio.Task[None]],
+        pool: ServerPool,
+        run_prefix: str,
+        clock: Clock,
+        abort: asyncio.Event,
+        stop_feeding: Callable[[], None],
+        redact: Callable[[str], str],
+    ) -> None:
+        self._workers = workers
+        self._pool = pool
+        self._run_prefix = run_prefix
+        self._clock = clock
+        self._abort = abort
+        self._stop_feeding = stop_feeding
+        self._redact = redact
+
+    async def drain(self, grace_s: float) -> None:
+        """Stop the batch; returns when every worker has ended."""
+        self._stop_feeding()
+        self._pool.close()  # workers waiting for a server leave; in-flight ones go on
+        if await self._workers_done_within(grace_s):
+            return
+        await self._abort_in_flight()
+        if await self._workers_done_within(ABORT_WAIT_S, abortable=False):
+            return
+        log.warning("in-flight requests did not answer the abort; cutting them")
+        for worker in self._workers:
+            worker.cancel()
+
+    async def _workers_done_within(self, seconds: float, *, abortable: bool = True) -> bool:
+        """True when every worker ended within ``seconds`` (or before an abort request)."""
+        workers = asyncio.gather(*self._workers, return_exceptions=True)
+        waits: list[asyncio.Future[object]] = [
+            asyncio.ensure_future(_completion(workers)),
+            asyncio.ensure_future(self._clock.sleep(seconds)),
+        ]
+        if abortable:
+            waits.append(asyncio.ensure_future(self._abort.wait()))
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        for wait in waits:
+            wait.cancel()
+        return workers.done()
+
+    async def _abort_in_flight(self) -> None:
+        """Abort this run's requests on every server that has some (one call each)."""
+        pool = self._pool
+        if not pool.in_flight:
+            return
+        log.info("aborting %d in-flight requests (rid prefix %s)", pool.in_flight,
+                 self._run_prefix)
+        calls = [s.client.abort(self._run_prefix) for s in pool.servers if s.in_flight]
+        for outcome in await asyncio.gather(*calls, return_exceptions=True):
+            if isinstance(outcome, Exception):
+                log.warning("abort failed: %s", self._redact(str(outcome)))
+
+
+async def _completion(future: Awaitable[object]) -> object:
+    """Await ``future`` through a shield, so cancelling the wait leaves it running."""
+    return await asyncio.shield(future)

@@ -1,0 +1,354 @@
+"""The capture engine: prompts in, validated exact-token rows out, as a library.
+
+``CaptureEngine(config).run()`` runs one batch to its end and returns a
+``CaptureSummary``. While it runs, from the same event loop:
+
+- ``progress()`` returns an immutable ``CaptureProgress`` snapshot (never blocks);
+- ``pause()`` / ``resume()`` hold and release new requests (in-flight ones finish);
+- ``stop(grace_s, abort=False)`` stops dispatching, lets in-flight requests finish for up
+  to ``grace_s``, then aborts the rest on the servers; ``abort=True`` (or a second call
+  with it) skips the grace period. Either way everything finished is flushed into complete
+  shards and the manifest is updated;
+- ``watch(n)`` streams the next ``n`` requests and reports their token deltas to the
+  event sink.
+
+The parts: ``batch`` (open prompts, tokenizer and output dir), ``render`` (prompt ids in a
+thread, bounded queue), ``sender`` + ``dispatch`` + ``healthloop`` (requests, retries,
+server pool), ``rows`` + ``sink`` (validated rows to shards in a thread), ``progress``,
+``failures``. A fixed set of worker tasks (the total concurrency) pulls jobs from the
+queue, so memory does not grow with the number of prompts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from pathlib import Path
+
+from core.capture.batch import PreparedBatch, prepare_batch
+from core.capture.config import CaptureConfig, Redactor, public_url
+from core.capture.control import RunControl
+from core.capture.dispatch import ServerClient, ServerPool
+from core.capture.drain import Drainer
+from core.capture.events import EventSink
+from core.capture.failures import FailureLog
+from core.capture.healthloop import HealthMonitor
+from core.capture.progress import CaptureProgress, ProgressTracker
+from core.capture.prompts import RejectLog
+from core.capture.render import Job, Renderer, RenderPipeline
+from core.capture.rids import RidAllocator
+from core.capture.rows import RowBuilder
+from core.capture.sender import Sender, sampling_params
+from core.capture.servers import open_pool, shard_metadata
+from core.capture.settle import Settler
+from core.capture.sink import ShardSink
+from core.clock import Clock, SystemClock
+from core.shards.manifest import ShardInfo
+from core.shards.writer import ShardWriter
+from core.tokenizer import LoadedTokenizer
+
+log = logging.getLogger(__name__)
+
+WATCHDOG_TICK_S = 1.0
+
+ClientFactory = Callable[[str], ServerClient]
+
+
+@dataclass(frozen=True)
+class CaptureSummary:
+    """How a batch run ended. ``state``: ``finished``, ``stopped`` or ``failed``."""
+
+    state: str
+    reason: str | None
+    progress: CaptureProgress
+    out_dir: Path
+    prompts_without_think: int
+    notes: tuple[str, ...] = ()
+
+    @property
+    def exit_code(self) -> int:
+        """0 clean; 1 some rows failed or prompts were rejected; 3 the run itself failed."""
+        if self.state == "failed":
+            return 3
+        if self.progress.failed or self.progress.rejected:
+            return 1
+        return 0
+
+
+@dataclass(frozen=True)
+class _Parts:
+    """What one run is made of, assembled once the batch is prepared."""
+
+    batch: PreparedBatch
+    pool: ServerPool
+    writer: ShardWriter
+    sink: ShardSink
+    sender: Sender
+    settler: Settler
+    feeder: RenderPipeline
+    renderer: Renderer
+    failures: FailureLog
+    rejects: RejectLog
+
+
+class CaptureEngine:
+    """Runs one capture batch; see the module docstring for the control surface."""
+
+    def __init__(
+        self,
+        config: CaptureConfig,
+        *,
+        clock: Clock | None = None,
+        event_sink: EventSink | None = None,
+        tokenizer: LoadedTokenizer | None = None,
+        client_factory: ClientFactory | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.config = config
+        self._clock: Clock = clock or SystemClock()
+        self._events = event_sink
+        self._tokenizer = tokenizer
+        self._client_factory = client_factory
+        self._rng = rng or random.Random()
+        self._redact = Redactor(config)
+        self._rids = RidAllocator()
+        self.control = RunControl()
+        self.tracker = ProgressTracker(self._clock)
+        self._pool: ServerPool | None = None
+        self._workers: list[asyncio.Task[None]] = []
+        self._feeder: asyncio.Task[None] | None = None
+        self._queue: asyncio.Queue[Job | None] | None = None
+        self._stopper: asyncio.Task[None] | None = None
+        self._abort = asyncio.Event()
+        self._fatal: str | None = None
+        self._grace_s = config.stop_grace_s
+        self._started = False
+        self._finished = False
+
+    # -- control surface ------------------------------------------------------------------
+
+    def progress(self) -> CaptureProgress:
+        """An immutable snapshot of the batch now."""
+        pool = self._pool
+        if pool is None:
+            return self.tracker.snapshot()
+        return self.tracker.snapshot(in_flight=pool.in_flight, servers=pool.statuses())
+
+    def pause(self) -> None:
+        """Send no new requests until ``resume`` (in-flight requests finish)."""
+        self.control.pause()
+        if self.tracker.state == "running":
+            self.tracker.state = "paused"
+
+    def resume(self) -> None:
+        """Undo ``pause``."""
+        self.control.resume()
+        if self.tracker.state == "paused":
+            self.tracker.state = "running"
+
+    def watch(self, count: int) -> None:
+        """Stream the next ``count`` requests and report their token deltas as events."""
+        self.control.watch(count)
+
+    def stop(self, grace_s: float | None = None, *, abort: bool = False) -> None:
+        """Stop the batch: drain in-flight requests for ``grace_s`` (default from the config),
+        then abort the rest. ``abort=True`` aborts at once, also when a stop is under way."""
+        if abort:
+            self._abort.set()
+        if grace_s is not None:
+            self._grace_s = grace_s
+        self.control.request_stop()
+        if self._workers and self._stopper is None and not self._finished:
+            self._stopper = asyncio.ensure_future(self._drain(self._grace_s))
+
+    # -- the run --------------------------------------------------------------------------
+
+    async def run(self) -> CaptureSummary:
+        """Run the batch to its end (or to a stop); raises ConfigError/TokenizerError before
+        sending anything when the batch cannot start."""
+        if self._started:
+            raise RuntimeError("a CaptureEngine runs once; make a new one to resume")
+        self._started = True
+        batch = await asyncio.to_thread(prepare_batch, self.config, self._tokenizer)
+        for note in batch.notes:
+            log.warning("%s", note)
+        async with AsyncExitStack() as stack:
+            pool = await stack.enter_async_context(
+                open_pool(self.config, self._clock, self._client_factory))
+            self._pool = pool
+            parts = await self._assemble(batch, pool, stack)
+            await self._execute(parts)
+            await self._finish_manifest(parts)
+        return self._summary(parts)
+
+    async def _assemble(
+        self, batch: PreparedBatch, pool: ServerPool, stack: AsyncExitStack
+    ) -> _Parts:
+        """Build the run's parts; files opened here are closed by ``stack``."""
+        config = self.config
+        metadata = await shard_metadata(config, batch, pool)
+        failures = FailureLog(config.out_dir)
+        stack.callback(failures.close)
+        rejects = stack.enter_context(RejectLog(config.out_dir / "rejects.jsonl"))
+        writer = ShardWriter(config.out_dir, metadata=metadata, manifest=batch.manifest,
+                             max_rows=config.shard_rows)
+        sink = ShardSink(writer, self._clock, max_age_s=config.shard_max_age_s,
+                         counts=lambda: (failures.count, rejects.count),
+                         on_commit=self._committed, on_fatal=lambda e: self._fail(str(e)))
+        settler = Settler(rows=RowBuilder(batch.boundaries, batch.vocab_size), sink=sink,
+                          failures=failures, rejects=rejects, progress=self.tracker,
+                          clock=self._clock, presets=len(config.presets),
+                          redact=self._redact.clean, events=self._events)
+        renderer = Renderer(batch.tokenizer, vocab_size=batch.vocab_size,
+                            think_id=batch.boundaries.think,
+                            template_kwargs=config.template_kwargs)
+        feeder = RenderPipeline(
+            batch.source, renderer, config.presets,
+            pending_presets=lambda sid: tuple(
+                p for p in config.presets if p.sample_id(sid) not in batch.done_ids),
+            on_reject=settler.rejected, on_skip=settler.skipped, chunk=config.render_chunk)
+        return _Parts(batch, pool, writer, sink, self._sender(batch, pool), settler, feeder,
+                      renderer, failures, rejects)
+
+    def _sender(self, batch: PreparedBatch, pool: ServerPool) -> Sender:
+        config = self.config
+        sampling = {
+            p.name: sampling_params(p, max_new_tokens=config.max_new_tokens,
+                                    stop_token_ids=batch.boundaries.stop,
+                                    extra=config.extra_sampling)
+            for p in config.presets
+        }
+        return Sender(pool, sampling=sampling, retry=config.retry,
+                      timeout_s=config.request_timeout_s, control=self.control,
+                      progress=self.tracker, clock=self._clock, rng=self._rng,
+                      rids=self._rids, sink=self._events, on_fatal=self._fail,
+                      redact=self._redact.clean)
+
+    async def _execute(self, parts: _Parts) -> None:
+        """Workers, feeder, writer and watchers, until every worker has ended."""
+        config = self.config
+        self._queue = asyncio.Queue(maxsize=2 * config.total_concurrency)
+        self.tracker.state = "paused" if self.control.paused else "running"
+        monitor = HealthMonitor(parts.pool, self._clock, interval_s=config.health_interval_s,
+                                paused_interval_s=config.health_retry_s)
+        async with asyncio.TaskGroup() as group:
+            writing = group.create_task(parts.sink.run())
+            watchers = [group.create_task(monitor.run()),
+                        group.create_task(self._watch_servers(parts.pool)),
+                        group.create_task(self._count_total(parts.batch))]
+            self._feeder = group.create_task(parts.feeder.run(self._queue))
+            self._workers = [group.create_task(self._work(parts))
+                             for _ in range(config.total_concurrency)]
+            if self.control.stopping:  # stop() came while the batch was being prepared
+                self.stop()
+            await asyncio.gather(*self._workers, return_exceptions=True)
+            self._finished = True
+            if self._stopper is not None:
+                await self._stopper
+            self._stop_feeding()
+            await parts.sink.close()
+            await writing
+            for task in watchers:
+                task.cancel()
+            await parts.sender.drain_background()
+
+    async def _work(self, parts: _Parts) -> None:
+        """One worker: take a job, send it until it ends, settle it; repeat."""
+        queue = self._queue
+        assert queue is not None
+        while not self.control.stopping:
+            job = await queue.get()
+            if job is None:
+                queue.put_nowait(None)  # pass the end marker on to the next worker
+                return
+            outcome = await parts.sender.send(job)
+            await parts.settler.settle(job, outcome)
+
+    def _committed(self, info: ShardInfo) -> None:
+        self.tracker.written += info.rows
+
+    # -- background duties ----------------------------------------------------------------
+
+    async def _count_total(self, batch: PreparedBatch) -> None:
+        try:
+            records = await asyncio.to_thread(batch.source.count)
+        except (OSError, ValueError) as e:  # only the ETA suffers
+            log.warning("could not count the prompts (no ETA): %s", e)
+            return
+        self.tracker.total = records * len(self.config.presets)
+
+    async def _watch_servers(self, pool: ServerPool) -> None:
+        """Fail the run when no server has been usable for ``server_down_limit_s``."""
+        limit = self.config.server_down_limit_s
+        while True:
+            await self._clock.sleep(WATCHDOG_TICK_S)
+            if pool.down_for() >= limit:
+                reasons = "; ".join(f"{s.url}: {s.reason}" for s in pool.statuses())
+                self._fail(f"no server has been healthy for {limit:g} s ({reasons}); "
+                           "start or fix a server and resume the batch")
+                return
+
+    def _fail(self, reason: str) -> None:
+        """End the run as failed: stop at once, keeping what is complete."""
+        if self._fatal is None:
+            self._fatal = self._redact.clean(reason)
+            log.error("capture stopping: %s", self._fatal)
+        self.stop(abort=True)
+
+    # -- stopping -------------------------------------------------------------------------
+
+    def _stop_feeding(self) -> None:
+        """No more jobs: stop rendering, drop queued jobs (resume redoes them), end marker."""
+        if self._feeder is not None:
+            self._feeder.cancel()
+        queue = self._queue
+        if queue is None:
+            return
+        while not queue.empty():
+            queue.get_nowait()
+        queue.put_nowait(None)
+
+    async def _drain(self, grace_s: float) -> None:
+        self.tracker.state = "stopping"
+        assert self._pool is not None
+        drainer = Drainer(workers=self._workers, pool=self._pool,
+                          run_prefix=self._rids.run_prefix, clock=self._clock,
+                          abort=self._abort, stop_feeding=self._stop_feeding,
+                          redact=self._redact.clean)
+        await drainer.drain(grace_s)
+
+    # -- the end --------------------------------------------------------------------------
+
+    async def _finish_manifest(self, parts: _Parts) -> None:
+        """Final counts and state into the manifest (the writer thread is idle now)."""
+        manifest = parts.writer.manifest
+        manifest.counts.failed = parts.failures.count
+        manifest.counts.rejected = parts.rejects.count
+        manifest.extra["state"] = self._final_state()
+        manifest.extra["servers"] = [public_url(u) for u in self.config.servers]
+        manifest.extra["presets"] = [p.name for p in self.config.presets]
+        try:
+            await asyncio.to_thread(manifest.save_atomic)
+        except OSError as e:  # the shards are safe; only the final counts are stale
+            log.error("could not update %s: %s", manifest.path, e)
+
+    def _final_state(self) -> str:
+        if self._fatal is not None:
+            return "failed"
+        return "stopped" if self.control.stopping else "finished"
+
+    def _summary(self, parts: _Parts) -> CaptureSummary:
+        self.tracker.state = self._final_state()
+        return CaptureSummary(
+            state=self.tracker.state,
+            reason=self._fatal,
+            progress=self.progress(),
+            out_dir=self.config.out_dir,
+            prompts_without_think=parts.renderer.without_think,
+            notes=parts.batch.notes,
+        )
+

@@ -1,0 +1,163 @@
+"""Progress of a batch: live counters on the event loop, immutable snapshots for readers.
+
+``ProgressTracker`` is updated only from the event loop (no locks); ``snapshot()`` copies
+it into a frozen ``CaptureProgress`` that a display, a control API or another thread can
+keep as long as it likes. Rates are measured over a sliding window so they follow the
+batch's current speed rather than its average since start.
+
+Counting unit: a *row* is one (prompt, sampling preset) pair. A prompt rejected before
+sending counts as one rejected row per preset.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+
+from core.capture.dispatch import ServerStatus
+from core.clock import Clock
+
+RATE_WINDOW_S = 30.0
+
+
+@dataclass(frozen=True)
+class CaptureProgress:
+    """A point-in-time view of a batch. ``total`` is None until the prompts are counted."""
+
+    state: str
+    total: int | None
+    already_done: int
+    done: int
+    written: int
+    failed: int
+    flagged: int
+    rejected: int
+    retrying: int
+    interrupted: int
+    in_flight: int
+    output_tokens: int
+    elapsed_s: float
+    samples_per_s: float
+    tokens_per_s: float
+    eta_s: float | None
+    servers: tuple[ServerStatus, ...] = ()
+    errors: Mapping[str, int] = field(default_factory=dict)
+    failures: Mapping[str, int] = field(default_factory=dict)
+    flags: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def settled(self) -> int:
+        """Rows that need no more work this run (done, failed, rejected, or done before)."""
+        return self.already_done + self.done + self.failed + self.rejected
+
+    @property
+    def remaining(self) -> int | None:
+        """Rows still to do, when the total is known."""
+        return None if self.total is None else max(0, self.total - self.settled)
+
+
+class ProgressTracker:
+    """Mutable counters behind ``CaptureProgress``."""
+
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+        self._started = clock.monotonic()
+        self.state = "starting"
+        self.total: int | None = None
+        self.already_done = 0
+        self.done = 0
+        self.written = 0
+        self.failed = 0
+        self.flagged = 0
+        self.rejected = 0
+        self.retrying = 0
+        self.interrupted = 0
+        self.output_tokens = 0
+        self.errors: Counter[str] = Counter()
+        self.failures: Counter[str] = Counter()
+        self.flags: Counter[str] = Counter()
+        self._window: deque[tuple[float, int, int]] = deque()
+
+    # -- updates -----------------------------------------------------------------------
+
+    def row_done(self, output_tokens: int, flags: tuple[str, ...]) -> None:
+        """A row was generated and validated (it may still sit in the shard buffer)."""
+        self.done += 1
+        self.output_tokens += output_tokens
+        if flags:
+            self.flagged += 1
+            self.flags.update(flags)
+        self._sample_rate()
+
+    def row_failed(self, kind: str) -> None:
+        """A row failed permanently (it goes to failures.jsonl)."""
+        self.failed += 1
+        self.failures[kind] += 1
+
+    def attempt_failed(self, kind: str) -> None:
+        """One attempt failed (retried or not); feeds the errors-by-kind table."""
+        self.errors[kind] += 1
+
+    # -- reading -----------------------------------------------------------------------
+
+    def snapshot(
+        self, *, in_flight: int = 0, servers: tuple[ServerStatus, ...] = ()
+    ) -> CaptureProgress:
+        """A frozen copy of the counters, with rates and ETA computed now."""
+        samples_per_s, tokens_per_s = self._rates()
+        progress = CaptureProgress(
+            state=self.state,
+            total=self.total,
+            already_done=self.already_done,
+            done=self.done,
+            written=self.written,
+            failed=self.failed,
+            flagged=self.flagged,
+            rejected=self.rejected,
+            retrying=self.retrying,
+            interrupted=self.interrupted,
+            in_flight=in_flight,
+            output_tokens=self.output_tokens,
+            elapsed_s=self._clock.monotonic() - self._started,
+            samples_per_s=samples_per_s,
+            tokens_per_s=tokens_per_s,
+            eta_s=None,
+            servers=servers,
+            errors=MappingProxyType(dict(self.errors)),
+            failures=MappingProxyType(dict(self.failures)),
+            flags=MappingProxyType(dict(self.flags)),
+        )
+        return _with_eta(progress)
+
+    def _sample_rate(self) -> None:
+        now = self._clock.monotonic()
+        window = self._window
+        # One point per 0.25 s is plenty for a 30 s window and keeps this O(1) per row.
+        if window and now - window[-1][0] < 0.25:
+            window[-1] = (window[-1][0], self.done, self.output_tokens)
+        else:
+            window.append((now, self.done, self.output_tokens))
+        while len(window) > 2 and now - window[1][0] > RATE_WINDOW_S:
+            window.popleft()
+
+    def _rates(self) -> tuple[float, float]:
+        if not self._window:
+            return 0.0, 0.0
+        start_t, start_done, start_tokens = self._window[0]
+        if len(self._window) == 1:
+            start_t, start_done, start_tokens = self._started, 0, 0
+        span = self._clock.monotonic() - start_t
+        if span <= 0:
+            return 0.0, 0.0
+        return (self.done - start_done) / span, (self.output_tokens - start_tokens) / span
+
+
+def _with_eta(progress: CaptureProgress) -> CaptureProgress:
+    remaining = progress.remaining
+    if remaining is None or progress.samples_per_s <= 0:
+        eta = 0.0 if remaining == 0 else None
+    else:
+        eta = remaining / progress.samples_per_s
+    return replace(progress, eta_s=eta)

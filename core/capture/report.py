@@ -1,0 +1,79 @@
+"""Text for people: one-line progress, the end-of-run summary (no terminal handling here)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from core.capture.engine import CaptureSummary
+from core.capture.progress import CaptureProgress
+
+
+def duration(seconds: float | None) -> str:
+    """``1h02m``, ``3m05s``, ``12s``; ``?`` when unknown."""
+    if seconds is None:
+        return "?"
+    whole = round(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    if minutes:
+        return f"{minutes}m{secs:02d}s"
+    return f"{secs}s"
+
+
+def counts_text(kinds: Mapping[str, int]) -> str:
+    """``busy 3, timeout 1`` (largest first), or ``none``."""
+    if not kinds:
+        return "none"
+    return ", ".join(f"{k} {v}" for k, v in sorted(kinds.items(), key=lambda kv: -kv[1]))
+
+
+def progress_line(p: CaptureProgress) -> str:
+    """One log line: counts, load, rates and ETA."""
+    total = "?" if p.total is None else str(p.total)
+    servers = " ".join(f"{s.url}={s.state}:{s.in_flight}" for s in p.servers)
+    return (
+        f"[{p.state}] {p.settled}/{total} rows: {p.done} done ({p.written} saved), "
+        f"{p.already_done} done before, {p.failed} failed, {p.flagged} flagged, "
+        f"{p.rejected} rejected | {p.in_flight} in flight, {p.retrying} retrying | "
+        f"{p.samples_per_s:.1f} samples/s, {p.tokens_per_s:,.0f} tok/s | "
+        f"ETA {duration(p.eta_s)} | errors: {counts_text(p.errors)} | {servers}"
+    )
+
+
+def summary_text(summary: CaptureSummary) -> str:
+    """The end-of-run report: outcome, counts, errors by kind, where things are."""
+    p = summary.progress
+    out = summary.out_dir
+    lines = [
+        f"capture {summary.state} after {duration(p.elapsed_s)}"
+        + (f": {summary.reason}" if summary.reason else ""),
+        f"  rows saved this run   {p.done}  ({p.output_tokens:,} output tokens, "
+        f"{p.samples_per_s:.1f} samples/s at the end)",
+        f"  done in earlier runs  {p.already_done}",
+        f"  failed permanently    {p.failed}  ({counts_text(p.failures)})",
+        f"  prompts rejected      {p.rejected}",
+        f"  flagged rows          {p.flagged}  ({counts_text(p.flags)})",
+        f"  left for a resume     {_left(p)}",
+        f"  attempt errors        {counts_text(p.errors)}",
+        f"  shards                {out / 'shards'} (manifest: {out / 'manifest.json'})",
+    ]
+    if p.failed:
+        lines.append(f"  failures              {out / 'failures.jsonl'} "
+                     "(retried by the next --resume)")
+    if p.rejected:
+        lines.append(f"  rejects               {out / 'rejects.jsonl'}")
+    if summary.prompts_without_think:
+        lines.append(f"  note: {summary.prompts_without_think} prompts did not end with the "
+                     "think token (rows flagged prompt_no_think)")
+    lines.extend(f"  note: {note}" for note in summary.notes)
+    return "\n".join(lines)
+
+
+def _left(p: CaptureProgress) -> str:
+    """Rows a resume would still send: never settled, plus the failed ones (retried)."""
+    if p.remaining is None:
+        return "unknown"
+    left = p.remaining + p.failed
+    return f"{left}" + (" (continue with --resume)" if left else "")

@@ -1,0 +1,134 @@
+"""``eagle-tui status``: one snapshot of every known server and batch, for scripts and cron.
+
+Known servers are the ``--url`` arguments plus every server a registered batch captures
+from; known batches are the registry's. Each server gets one watcher tick (``/health``
+awaited, its log read when ``--log`` names one), each batch one survey (its worker is
+asked when it runs).
+
+Exit codes: 0 every server ready and unflagged and no batch failed or interrupted;
+3 a server is not ready or carries a flag; 4 a batch failed or was interrupted (3 wins
+when both hold); 2 usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import enum
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from core.batches.registry import Registry
+from core.batches.survey import BatchView, survey_all
+from core.health.assemble import WatchOptions, build_watcher
+from core.health.phase import Phase
+from core.health.snapshot import HealthSnapshot
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+EXIT_SERVER_UNHEALTHY = 3
+EXIT_BATCH_BROKEN = 4
+BROKEN_BATCH_STATES = frozenset({"failed", "interrupted"})
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``status`` options."""
+    parser.add_argument("--url", action="append", default=[], metavar="URL",
+                        help="an SGLang server to include (repeat for several)")
+    parser.add_argument("--log", action="append", default=[], type=Path, metavar="FILE",
+                        help="log file of the --url in the same position")
+    parser.add_argument("--once", action="store_true",
+                        help="one snapshot and exit (the default; kept for scripts)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.epilog = (f"exit codes: {EXIT_OK} healthy, {EXIT_SERVER_UNHEALTHY} a server not "
+                     f"ready or flagged, {EXIT_BATCH_BROKEN} a batch failed or interrupted, "
+                     f"{EXIT_USAGE} usage")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Take the snapshot, print it, exit by health."""
+    if len(args.log) > len(args.url):
+        print("eagle-tui status: more --log than --url; pair each log with its server",
+              file=sys.stderr)
+        return EXIT_USAGE
+    report = asyncio.run(collect(args.url, args.log))
+    print(json.dumps(report, default=str) if args.json else render_text(report))
+    return int(report["exit_code"])
+
+
+async def collect(urls: list[str], logs: list[Path]) -> dict[str, Any]:
+    """Every known server and batch, as one JSON-ready object."""
+    records = Registry().all()
+    views = await survey_all(records)
+    servers = _known_servers(urls, views)
+    log_of = dict(zip(urls, logs, strict=False))
+    snapshots = await asyncio.gather(*(server_snapshot(u, log_of.get(u)) for u in servers))
+    server_json = [{"url": url, **to_jsonable(snap)} for url, snap in zip(servers, snapshots,
+                                                                         strict=True)]
+    batch_json = [_batch_json(view) for view in views]
+    return {"servers": server_json, "batches": batch_json,
+            "exit_code": _exit_code(list(snapshots), views)}
+
+
+async def server_snapshot(url: str, log: Path | None) -> HealthSnapshot:
+    """One watcher tick against ``url`` (URL-only unless a log is given)."""
+    options = WatchOptions(url=url, log_path=log, use_history=False, gpu=False)
+    watcher = build_watcher(options)
+    try:
+        return await watcher.tick(await_health=True)
+    finally:
+        await watcher.aclose()
+
+
+def _known_servers(urls: list[str], views: list[BatchView]) -> list[str]:
+    known = list(urls)
+    for view in views:
+        for url in view.record.config.get("servers", []) or []:
+            if isinstance(url, str) and url not in known:
+                known.append(url)
+    return known
+
+
+def _batch_json(view: BatchView) -> dict[str, Any]:
+    return {"id": view.record.id, "name": view.record.name, "state": view.state,
+            "out_dir": view.record.out_dir, "counts": view.counts, "detail": view.detail}
+
+
+def _exit_code(snapshots: list[HealthSnapshot], views: list[BatchView]) -> int:
+    if any(s.phase != Phase.READY or s.flags for s in snapshots):
+        return EXIT_SERVER_UNHEALTHY
+    if any(view.state in BROKEN_BATCH_STATES for view in views):
+        return EXIT_BATCH_BROKEN
+    return EXIT_OK
+
+
+def render_text(report: dict[str, Any]) -> str:
+    """A few human lines: one per server, one per batch."""
+    lines = []
+    for server in report["servers"]:
+        flags = ", ".join(f["name"] for f in server.get("flags", [])) or "no flags"
+        lines.append(f"server {server['url']}: {server['phase']} ({flags})")
+    for batch in report["batches"]:
+        lines.append(f"batch {batch['id']} {batch['name'] or ''}: {batch['state']} "
+                     f"{json.dumps(batch['counts'])}")
+    if not lines:
+        lines.append("no servers or batches known (pass --url, or start a batch)")
+    return "\n".join(lines)
+
+
+def to_jsonable(value: Any) -> Any:
+    """Dataclasses, enums, tuples and paths as plain JSON values."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    return value

@@ -1,0 +1,82 @@
+"""The capture engine against a real SGLang server (opt-in).
+
+Skipped unless ``EAGLE_REAL_SGLANG_URL`` names a running server, e.g. one started with
+shared/tools/realsrv in ``--mode script``; ``EAGLE_REAL_SGLANG_MODEL`` is its model
+directory (default /work/realsrv/model: tokenizer, vocab 1024, eos 2, <think>=1020,
+</think>=1021). After a prompt ending in "\\n" that model answers exactly
+``<think>Hmm.</think> Hi!<|im_end|>`` greedily.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_engine_fakes import rows_of
+
+from core.capture.config import CaptureConfig, RetryPolicy, SamplingPreset
+from core.capture.engine import CaptureEngine
+from core.capture.prompts import PromptRecord, open_prompts
+from core.sglang import GenerateRequest, SamplingParams, SGLangClient
+from core.tokenizer import load_tokenizer
+
+REAL_URL = os.environ.get("EAGLE_REAL_SGLANG_URL")
+MODEL_DIR = Path(os.environ.get("EAGLE_REAL_SGLANG_MODEL", "/work/realsrv/model"))
+SCRIPT = [1020, 42, 496, 16, 1021, 435, 75, 3, 2]
+
+pytestmark = [
+    pytest.mark.realsglang,
+    pytest.mark.skipif(not REAL_URL, reason="set EAGLE_REAL_SGLANG_URL to a real SGLang server"),
+]
+
+
+def write_prompts(path: Path) -> None:
+    records: list[Any] = []
+    for i in range(12):
+        messages = [{"role": "user", "content": f"Hello number {i}"}]
+        if i % 3 == 1:
+            messages.insert(0, {"role": "system", "content": "Be brief."})
+        if i % 3 == 2:
+            messages = [{"role": "user", "content": "Hi"},
+                        {"role": "assistant", "content": "Yo"}, *messages]
+        records.append(json.dumps({"id": f"r{i:02d}", "messages": messages}))
+    records.insert(5, '{"id": "broken", "messages": [')
+    path.write_text("\n".join(records) + "\n")
+
+
+async def test_capture_stores_exactly_what_the_real_server_returned(tmp_path: Path) -> None:
+    assert REAL_URL is not None
+    prompts = tmp_path / "prompts.jsonl"
+    write_prompts(prompts)
+    presets = (SamplingPreset("greedy", temperature=0.0), SamplingPreset("t1", temperature=1.0))
+    config = CaptureConfig(prompts=prompts, out_dir=tmp_path / "out", servers=(REAL_URL,),
+                           tokenizer=MODEL_DIR, max_new_tokens=32, presets=presets,
+                           concurrency=4, retry=RetryPolicy(max_attempts=2), shard_rows=10)
+    tokenizer = load_tokenizer(MODEL_DIR)
+    summary = await CaptureEngine(config, tokenizer=tokenizer).run()
+    assert summary.state == "finished" and summary.progress.done == 24
+    assert summary.progress.rejected == 2 and summary.progress.failed == 0  # 1 line x 2 presets
+
+    records = {r.sample_id: r for r in open_prompts(prompts) if isinstance(r, PromptRecord)}
+    rows = rows_of(config.out_dir)
+    assert sorted(r["sample_id"] for r in rows) == sorted(
+        f"{sid}#{p.name}" for sid in records for p in presets)
+    async with SGLangClient(REAL_URL) as client:
+        for row in rows:
+            sample_id, preset = row["sample_id"].split("#")
+            record = records[sample_id]
+            prompt = tokenizer.render(record.messages, record.tools)
+            assert row["input_ids"][: row["prompt_len"]] == prompt
+            output = row["input_ids"][row["prompt_len"]:]
+            assert output == SCRIPT, row["sample_id"]
+            if preset == "greedy":  # the server, asked again, says the same
+                again = await client.generate(GenerateRequest(prompt, SamplingParams(
+                    max_new_tokens=32, temperature=0.0, stop_token_ids=(2,))))
+                assert list(again.output_ids) == output
+            assert row["finish_reason"] == "stop" and row["matched_stop"] == 2
+            assert row["think_end"] == row["prompt_len"] + 4
+            assert set(row["flags"]) == {"prompt_no_think", "think_start_in_output"}
+            assert row["endpoint"] == REAL_URL.rstrip("/")

@@ -1,0 +1,39 @@
+"""``eagle-tui status --once --json`` in a fresh interpreter: JSON out, exit code by health."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from core.sim.launcher import SimProcess, free_port
+
+
+def status(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {"EAGLE_TUI_STATE_DIR": str(tmp_path / "state"), "PATH": "/usr/bin:/bin"}
+    return subprocess.run([sys.executable, "-m", "tui.cli", "status", "--once", *args],
+                          capture_output=True, text=True, timeout=60, env=env,
+                          cwd=Path(__file__).resolve().parent.parent)
+
+
+def test_ready_server_exits_0_with_its_snapshot(sim_server: SimProcess, tmp_path: Path) -> None:
+    done = status(tmp_path, "--json", "--url", sim_server.url, "--log", str(sim_server.log_path))
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    (server,) = report["servers"]
+    assert server["url"] == sim_server.url and server["phase"] == "ready"
+    assert server["progress"]["shards_done"] == server["progress"]["shards_total"]
+    assert report["batches"] == [] and report["exit_code"] == 0
+
+
+def test_unreachable_server_exits_3(tmp_path: Path) -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    done = status(tmp_path, "--url", url)
+    assert done.returncode == 3
+    assert url in done.stdout
+
+
+def test_log_without_url_is_a_usage_error(tmp_path: Path) -> None:
+    done = status(tmp_path, "--log", "/nonexistent.log")
+    assert done.returncode == 2 and "--log" in done.stderr

@@ -1,0 +1,172 @@
+"""Capture view: batch table and detail, the new-batch form, pause/resume/stop, greying,
+and one batch started from the form against the real simulated server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from textual.widgets import DataTable, Input
+from tui_fakes import FakeCapture, batch, progress, wait_for
+
+from core.tokenizer import bundled_tokenizer_path
+from tui.app import EagleApp
+from tui.options import DashboardOptions, ServerTarget
+from tui.screens.batch_forms import NewBatchScreen, StopBatchScreen
+from tui.screens.capture import CaptureScreen
+from tui.sources import Sources
+from tui.sources.capture import InProcessCapture
+from tui.sources.tokenizers import TokenizerCache
+from tui.widgets.batch_detail import BatchDetail
+
+
+def capture_app(control: object, **options: object) -> EagleApp:
+    return EagleApp(
+        DashboardOptions(start_view="capture", **options),  # type: ignore[arg-type]
+        sources=Sources(capture=control, tokenizers=TokenizerCache()),
+    )  # type: ignore[arg-type]
+
+
+def screen_of(app: EagleApp) -> CaptureScreen:
+    assert isinstance(app.screen, CaptureScreen)
+    return app.screen
+
+
+def prompts_file(path: Path, count: int) -> Path:
+    lines = [
+        {"id": f"p{i}", "messages": [{"role": "user", "content": f"Q{i} [INST] [/] [bold"}]}
+        for i in range(count)
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+async def test_table_and_detail_show_the_batches() -> None:
+    control = FakeCapture(
+        [
+            batch("b1-old", "finished", progress=progress(97, 100, state="finished")),
+            batch("b2-live", "running"),
+        ]
+    )
+    app = capture_app(control)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = screen_of(app)
+        table = screen.query_one("#batch-table", DataTable)
+        await wait_for(pilot, lambda: table.row_count == 2, what="rows")
+        row = [str(cell) for cell in table.get_row("b2-live")]
+        assert row[:4] == ["b2-live", "running", "43%", "43/100"]  # settled: done+failed+rejected
+        detail = screen.query_one(BatchDetail)
+        assert "b1-old" in str(detail.query_one(".batch-title").render())
+        await pilot.press("down")
+        await pilot.pause()
+        counts = str(detail.query_one(".batch-counts").render())
+        assert "done 40" in counts and "in flight 8" in counts
+        assert "timeout 2" in str(detail.query_one(".batch-failures").render())
+        assert "tool_call 4" in str(detail.query_one(".batch-flags").render())
+
+
+async def test_actions_grey_out_when_they_do_not_apply() -> None:
+    control = FakeCapture([batch("b1-done", "finished")])
+    app = capture_app(control)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = screen_of(app)
+        await wait_for(pilot, lambda: screen.selected() is not None)
+        for action in ("pause_resume", "stop_batch", "watch"):
+            assert screen.check_action(action, ()) is None
+        assert screen.check_action("new_batch", ()) is True
+        control.snapshots = [batch("b1-done", "running")]
+        screen.refresh_batches()
+        assert screen.check_action("stop_batch", ()) is True
+
+
+async def test_pause_resume_and_stop_with_confirmation() -> None:
+    control = FakeCapture([batch("b1", "running")])
+    app = capture_app(control)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = screen_of(app)
+        await wait_for(pilot, lambda: screen.selected() is not None)
+        await pilot.press("space")
+        assert control.calls[-1] == ("pause", "b1")
+        control.snapshots = [batch("b1", "paused")]
+        screen.refresh_batches()
+        await pilot.press("space")
+        assert control.calls[-1] == ("resume", "b1")
+        await pilot.press("s")
+        await pilot.pause()
+        assert isinstance(app.screen, StopBatchScreen)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not any(call[0] == "stop" for call in control.calls)
+        await pilot.press("s")
+        await pilot.pause()
+        await pilot.press("d")
+        await pilot.pause()
+        assert control.calls[-1] == ("stop", "b1", "drain")
+        await pilot.press("s")
+        await pilot.pause()
+        await pilot.press("a")
+        await pilot.pause()
+        assert control.calls[-1] == ("stop", "b1", "abort")
+
+
+async def test_form_validates_before_starting(tmp_path: Path) -> None:
+    control = FakeCapture()
+    app = capture_app(control, tokenizer=bundled_tokenizer_path())
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("n")
+        await pilot.pause()
+        form = app.screen
+        assert isinstance(form, NewBatchScreen)
+        form.query_one("#form-prompts", Input).value = str(tmp_path / "missing.jsonl")
+        form.query_one("#form-out_dir", Input).value = str(tmp_path / "out")
+        form.query_one("#form-servers", Input).value = "http://127.0.0.1:30000"
+        await pilot.press("ctrl+s")
+        error = form.query_one("#form-error")
+        await wait_for(pilot, lambda: "missing.jsonl" in str(error.render()), what="error")
+        assert control.started == []
+        form.query_one("#form-servers", Input).value = "not-a-url"
+        form.query_one("#form-prompts", Input).value = str(prompts_file(tmp_path / "p.jsonl", 3))
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: "not-a-url" in str(error.render()), what="url error")
+        form.query_one("#form-servers", Input).value = "http://127.0.0.1:30000"
+        form.query_one("#form-concurrency", Input).value = "0"
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: "concurrency" in str(error.render()), what="bad number")
+        form.query_one("#form-concurrency", Input).value = "4"
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: len(control.started) == 1, what="start")
+        assert control.started[0].concurrency == 4
+        assert isinstance(app.screen, CaptureScreen)
+
+
+async def test_starts_and_stops_a_real_batch_against_the_sim(tmp_path: Path, sim_server) -> None:  # type: ignore[no-untyped-def]
+    control = InProcessCapture()
+    target = ServerTarget(sim_server.url, name="sim")
+    app = EagleApp(
+        DashboardOptions(
+            start_view="capture", servers=(target,), tokenizer=bundled_tokenizer_path()
+        ),
+        sources=Sources(capture=control, tokenizers=TokenizerCache()),
+    )
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("n")
+        await pilot.pause()
+        form = app.screen
+        form.query_one("#form-prompts", Input).value = str(prompts_file(tmp_path / "p.jsonl", 30))
+        form.query_one("#form-out_dir", Input).value = str(tmp_path / "out")
+        form.query_one("#form-max_new_tokens", Input).value = "64"
+        form.query_one("#form-servers", Input).value = sim_server.url
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: isinstance(app.screen, CaptureScreen), 60, "form closed")
+        screen = screen_of(app)
+        await wait_for(
+            pilot,
+            lambda: screen.selected() is not None and screen.selected().state == "finished",
+            120,
+            "batch finished",
+        )
+        finished = screen.selected()
+        assert finished is not None and finished.progress is not None
+        assert finished.progress.done == 30
+        assert (tmp_path / "out" / "manifest.json").exists()
+        assert screen.check_action("stop_batch", ()) is None

@@ -1,0 +1,157 @@
+"""Server view with fake feeds: cards, flags toasts, the log pane, managed actions."""
+
+from __future__ import annotations
+
+from tui_fakes import FakeCapture, FakeServerFeed, health, ready_health, wait_for
+
+from core.health.phase import Phase
+from core.health.snapshot import Flag
+from tui.app import EagleApp
+from tui.options import DashboardOptions, ServerTarget
+from tui.screens.confirm import ConfirmScreen
+from tui.screens.server import ServerScreen
+from tui.sources import Sources
+from tui.sources.server import LogBatch
+from tui.widgets.log_pane import LogPane, ServerLog
+from tui.widgets.server_card import ServerCard
+
+TARGET = ServerTarget("http://127.0.0.1:30000", name="kimi-0", log_file=None)
+SLOW = Flag("slow_startup", "elapsed 700 s > expected 600 s [bold] (3 earlier starts)")
+
+
+def app_with(*feeds: FakeServerFeed, readonly: bool = False) -> EagleApp:
+    return EagleApp(
+        DashboardOptions(readonly=readonly), sources=Sources(servers=feeds, capture=FakeCapture())
+    )
+
+
+def card_text(app: EagleApp, index: int = 0) -> str:
+    card = app.screen.query_one(f"#server-card-{index}", ServerCard)
+    return "\n".join(
+        line.text
+        for widget in card.query("*")
+        if widget.display and widget.size.height
+        for line in widget.render_lines(widget.region.reset_offset)
+    )
+
+
+async def test_card_shows_phase_window_shards_and_process() -> None:
+    feed = FakeServerFeed(TARGET, [health()])
+    app = app_with(feed)
+    async with app.run_test(size=(120, 40)) as pilot:
+        card = app.screen.query_one(ServerCard)
+        await wait_for(pilot, lambda: card.snapshot is not None, what="first snapshot")
+        await pilot.pause()
+        text = card_text(app)
+        assert "loading_weights" in text and "42 s in phase" in text
+        assert "│" in text and "window" in text
+        assert "shards 29/64 (45%)" in text
+        assert "PID 4242 running" in text and "port 30000 closed" in text
+        assert "weights 42 s (50 s)" in text  # timeline with last start-up's duration
+
+
+async def test_new_flag_toasts_once_with_literal_evidence() -> None:
+    feed = FakeServerFeed(TARGET, [health()])
+    app = app_with(feed)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await feed_ready(pilot, feed)
+        feed.push(health(flags=[SLOW], seq=2))
+        await wait_for(
+            pilot,
+            lambda: any("slow_startup" in (n.title or "") for n in app._notifications),
+            what="toast",
+        )
+        feed.push(health(flags=[SLOW], seq=3))
+        await pilot.pause(0.1)
+        toasts = [n for n in app._notifications if "slow_startup" in (n.title or "")]
+        assert len(toasts) == 1 and "[bold]" in toasts[0].message
+        assert "[bold] (3 earlier starts)" in card_text(app)
+
+
+async def feed_ready(pilot, feed: FakeServerFeed) -> None:  # type: ignore[no-untyped-def]
+    await wait_for(pilot, feed.running.is_set, what="feed running")
+
+
+async def test_ready_server_shows_load_and_latency() -> None:
+    feed = FakeServerFeed(TARGET, [ready_health(seq=i, latency_s=0.01 * i) for i in range(1, 6)])
+    app = app_with(feed)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, ServerScreen)
+        await wait_for(pilot, lambda: len(screen.histories[0].latencies_ms) == 5, what="latency")
+        await pilot.pause()
+        text = card_text(app)
+        assert "ready" in text and "running 12 · queued 3 · 1520 tok/s" in text
+        assert "/health 200 in 0.05 s" in text
+
+
+async def test_log_batches_reach_the_pane_and_errors_show() -> None:
+    feed = FakeServerFeed(TARGET)
+    app = app_with(feed)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await feed_ready(pilot, feed)
+        feed.push(LogBatch(("[2026] TP0 Load weight begin", "a [/] b [INST]"), partial="45%|##"))
+        pane = app.screen.query_one(LogPane)
+        await wait_for(pilot, lambda: len(pane.buffer) == 2, what="log lines")
+        assert list(pane.query_one(ServerLog).lines) == [
+            "[2026] TP0 Load weight begin",
+            "a [/] b [INST]",
+        ]
+        feed.push(LogBatch(error="log file /x/server.log does not exist (yet)"))
+        await wait_for(
+            pilot,
+            lambda: "does not exist" in str(pane.query_one(".log-pane--status").render()),
+            what="log problem",
+        )
+
+
+async def test_several_servers_select_whose_log_is_shown() -> None:
+    first = FakeServerFeed(TARGET, [health(), LogBatch(("first server line",))])
+    second = FakeServerFeed(
+        ServerTarget("http://127.0.0.1:30001", name="kimi-1"),
+        [health(Phase.READY), LogBatch(("second server line",))],
+    )
+    app = app_with(first, second)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, ServerScreen)
+        await wait_for(pilot, lambda: len(screen.buffers[1]) == 1, what="second log")
+        log = screen.query_one(ServerLog)
+        assert list(log.lines) == ["first server line"]
+        await pilot.press("bracketright")
+        await pilot.pause()
+        assert screen.selected == 1 and list(log.lines) == ["second server line"]
+        assert screen.query_one("#server-card-1").has_class("-selected")
+
+
+async def test_managed_restart_asks_first_and_readonly_hides_it() -> None:
+    feed = FakeServerFeed(TARGET, [health()], managed=True)
+    app = app_with(feed)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await feed_ready(pilot, feed)
+        await pilot.press("r")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("n")
+        await pilot.pause()
+        assert feed.requests == []
+        await pilot.press("r")
+        await pilot.pause()
+        await pilot.press("y")
+        await wait_for(pilot, lambda: feed.requests == ["restart"], what="restart request")
+        await wait_for(pilot, lambda: any("restart done" in n.message for n in app._notifications))
+    unmanaged = FakeServerFeed(TARGET, [health()])
+    app = app_with(unmanaged)
+    async with app.run_test(size=(100, 30)):
+        assert app.screen.check_action("restart_server", ()) is False
+    app = app_with(FakeServerFeed(TARGET, [health()], managed=True), readonly=True)
+    async with app.run_test(size=(100, 30)):
+        assert app.screen.check_action("stop_server", ()) is False
+
+
+async def test_no_servers_says_how_to_add_one() -> None:
+    app = app_with()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        placeholder = app.screen.query_one(".placeholder")
+        assert "--url" in str(placeholder.render())

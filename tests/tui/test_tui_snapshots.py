@@ -1,0 +1,211 @@
+"""SVG snapshots of each view at 80×24 and 120×40, in eagle-dark and eagle-light.
+
+Deterministic on purpose: fake sources with fixed figures (no clock reaches the screen),
+no cursor blink, toasts cleared, relative paths. A changed rendering fails the test; after
+looking at the new pictures, regenerate them with ``EAGLE_UPDATE_SNAPSHOTS=1``. Snapshots
+are made with one Textual version (8.2.8): a Textual upgrade may need a deliberate refresh.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from tui_fakes import FakeCapture, FakeServerFeed, batch, health, progress, wait_for
+from tui_shards import make_row, synthetic_rows, write_shards
+
+from core import kimi
+from core.capture.events import CaptureEvent
+from core.health.snapshot import Flag
+from core.tokenizer import bundled_tokenizer_path, load_tokenizer
+from tui.app import EagleApp
+from tui.options import DashboardOptions, ServerTarget
+from tui.screens.inspect import InspectScreen
+from tui.screens.sample import SampleScreen
+from tui.screens.server import ServerScreen
+from tui.screens.streams import StreamsScreen
+from tui.sources import Sources
+from tui.sources.server import LogBatch
+from tui.sources.tokenizers import TokenizerCache
+from tui.widgets.server_card import ServerCard
+from tui.widgets.token_view import TokenView
+
+SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"
+UPDATE = os.environ.get("EAGLE_UPDATE_SNAPSHOTS") == "1"
+LOG_LINES = (
+    "[2026-01-02 03:04:05] server_args=ServerArgs(model_path='/models/Kimi-K2.5', tp_size=8)",
+    "[2026-01-02 03:04:09 TP0] Load weight begin. avail mem=139.12 GB",
+    "[2026-01-02 03:04:10 TP3] WARNING: [INST] literal text, a [/] b, [bold not bold",
+    "[2026-01-02 03:04:11 TP5] ERROR: RuntimeError: NCCL timeout (shown as an error line)",
+)
+SLOW = Flag("slow_startup", "elapsed 2m10s > expected window 2m00s (3 earlier starts)")
+
+
+def check(app: EagleApp, name: str) -> None:
+    """Compare the app's screen with ``snapshots/<name>.svg`` (write it when updating)."""
+    app.clear_notifications()
+    svg = app.export_screenshot(title="eagle-tui")
+    path = SNAPSHOTS / f"{name}.svg"
+    if UPDATE or not path.exists():
+        SNAPSHOTS.mkdir(exist_ok=True)
+        path.write_text(svg, encoding="utf-8")
+        if not UPDATE:
+            pytest.fail(f"new snapshot {path.name} written; look at it, then run again")
+    assert svg == path.read_text(encoding="utf-8"), (
+        f"{name} changed; look at the new rendering and rerun with EAGLE_UPDATE_SNAPSHOTS=1"
+    )
+
+
+def server_app(theme: str) -> tuple[EagleApp, FakeServerFeed]:
+    target = ServerTarget("http://127.0.0.1:30000", name="kimi-k2.5")
+    items = [health(seq=i, elapsed_s=130.0, flags=[SLOW]) for i in range(3)]
+    feed = FakeServerFeed(target, [*items, LogBatch(LOG_LINES, partial="Loading 45%|####")])
+    app = EagleApp(
+        DashboardOptions(theme=theme, servers=(target,)),
+        sources=Sources(servers=(feed,), capture=FakeCapture()),
+    )
+    return app, feed
+
+
+@pytest.mark.parametrize(("size", "theme"), [((80, 24), "eagle-dark"), ((120, 40), "eagle-light")])
+async def test_server_view(size: tuple[int, int], theme: str, no_blink: None) -> None:
+    app, _ = server_app(theme)
+    async with app.run_test(size=size) as pilot:
+        screen = app.screen
+        assert isinstance(screen, ServerScreen)
+        await wait_for(pilot, lambda: len(screen.buffers[0]) == len(LOG_LINES), what="log")
+        await wait_for(pilot, lambda: screen.query_one(ServerCard).snapshot is not None)
+        await pilot.pause()
+        check(app, f"server_{size[0]}x{size[1]}_{theme}")
+
+
+@pytest.mark.parametrize(("size", "theme"), [((120, 40), "eagle-dark"), ((80, 24), "eagle-light")])
+async def test_capture_view(size: tuple[int, int], theme: str, no_blink: None) -> None:
+    control = FakeCapture(
+        [
+            batch(
+                "b1-kimi-en", "finished", progress=progress(97, 100, state="finished", in_flight=0)
+            ),
+            batch("b2-kimi-zh", "running"),
+        ]
+    )
+    app = EagleApp(
+        DashboardOptions(theme=theme, start_view="capture"), sources=Sources(capture=control)
+    )
+    async with app.run_test(size=size) as pilot:
+        await pilot.press("down")
+        await pilot.pause()
+        check(app, f"capture_{size[0]}x{size[1]}_{theme}")
+
+
+def shard_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``batch/`` under a temporary working directory (so the shown path never changes)."""
+    tokenizer = load_tokenizer(bundled_tokenizer_path())
+    prompt = tokenizer.render([{"role": "user", "content": "What is [INST]? Explain a [/] b."}])
+    reasoning = tokenizer.hf.encode("The user asks about [bold markup.", add_special_tokens=False)
+    answer = tokenizer.hf.encode("It is literal text.", add_special_tokens=False)
+    call = tokenizer.hf.encode("functions.lookup:0", add_special_tokens=False)
+    output = [
+        *reasoning,
+        kimi.THINK_END,
+        *answer,
+        kimi.TOOL_CALLS_SECTION_BEGIN,
+        kimi.TOOL_CALL_BEGIN,
+        *call,
+        kimi.TOOL_CALL_END,
+        kimi.TOOL_CALLS_SECTION_END,
+        kimi.IM_END,
+    ]
+    rows = [make_row(0, prompt, output, ("tool_call",)), *synthetic_rows(60)[1:]]
+    monkeypatch.chdir(tmp_path)
+    write_shards(tmp_path / "batch", rows)
+    return Path("batch")
+
+
+def inspect_app(directory: Path, theme: str) -> EagleApp:
+    return EagleApp(
+        DashboardOptions(theme=theme, start_view="inspect", shard_dirs=(directory,)),
+        sources=Sources(
+            capture=FakeCapture(), tokenizers=TokenizerCache(), shard_dirs=(str(directory),)
+        ),
+    )
+
+
+async def test_inspect_view(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_blink: None
+) -> None:
+    app = inspect_app(shard_dir(tmp_path, monkeypatch), "eagle-light")
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, InspectScreen)
+        await wait_for(pilot, lambda: screen.page is not None, what="first page")
+        await pilot.pause()
+        check(app, "inspect_120x40_eagle-light")
+
+
+@pytest.mark.parametrize(("size", "theme"), [((80, 24), "eagle-dark"), ((120, 40), "eagle-light")])
+async def test_sample_screen(
+    size: tuple[int, int],
+    theme: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    no_blink: None,
+) -> None:
+    app = inspect_app(shard_dir(tmp_path, monkeypatch), theme)
+    async with app.run_test(size=size) as pilot:
+        screen = app.screen
+        assert isinstance(screen, InspectScreen)
+        await wait_for(pilot, lambda: screen.page is not None, what="first page")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, SampleScreen), what="sample")
+        view = app.screen.query_one(TokenView)
+        await wait_for(pilot, lambda: view.document.decoded, 60, "decoded")
+        await pilot.pause()
+        check(app, f"sample_{size[0]}x{size[1]}_{theme}")
+
+
+def stream_events() -> list[CaptureEvent]:
+    tokenizer = load_tokenizer(bundled_tokenizer_path())
+
+    def ids(text: str) -> tuple[int, ...]:
+        return tuple(tokenizer.hf.encode(text, add_special_tokens=False))
+
+    events: list[CaptureEvent] = []
+    for n, (think, answer) in enumerate(
+        [("Check [INST] first.", "Done [/] ok."), ("Need a tool [bold here.", "")]
+    ):
+        sid = f"p{n}"
+        events.append(CaptureEvent("sent", sid, 0.0, rid=f"cap-{n:04d}", watched=True))
+        events.append(CaptureEvent("delta", sid, 0.0, new_ids=(*ids(think), kimi.THINK_END)))
+        if answer:
+            events.append(CaptureEvent("delta", sid, 0.0, new_ids=(*ids(answer), kimi.IM_END)))
+            events.append(CaptureEvent("finished", sid, 0.0))
+        else:
+            call = (
+                kimi.TOOL_CALLS_SECTION_BEGIN,
+                kimi.TOOL_CALL_BEGIN,
+                *ids("f:0"),
+                kimi.TOOL_CALL_ARGUMENT_BEGIN,
+                *ids('{"q": 1}'),
+            )
+            events.append(CaptureEvent("delta", sid, 0.0, new_ids=call))
+    return events
+
+
+@pytest.mark.parametrize(("size", "theme"), [((120, 40), "eagle-dark"), ((80, 24), "ansi-dark")])
+async def test_streams_view(size: tuple[int, int], theme: str, no_blink: None) -> None:
+    control = FakeCapture([batch("b1", "running", tokenizer=bundled_tokenizer_path())])
+    app = EagleApp(
+        DashboardOptions(theme=theme, start_view="streams"),
+        sources=Sources(capture=control, tokenizers=TokenizerCache()),
+    )
+    app.watching = "b1"
+    async with app.run_test(size=size) as pilot:
+        screen = app.screen
+        assert isinstance(screen, StreamsScreen)
+        await wait_for(pilot, lambda: "decoded" in screen._note, 60, "tokenizer")
+        control.add_events("b1", stream_events())
+        await wait_for(pilot, lambda: len(screen.boxes) == 2, what="streams")
+        await pilot.pause()
+        check(app, f"streams_{size[0]}x{size[1]}_{theme}")

@@ -1,0 +1,154 @@
+"""Streams: the board folds watched-request events off the UI thread; the view shows them
+coalesced, highlighted, literal; raw-ids toggle; and live streams from a real batch."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tui_fakes import FakeCapture, batch, wait_for
+
+from core import kimi
+from core.capture.events import CaptureEvent
+from core.tokenizer import bundled_tokenizer_path
+from tui.app import EagleApp
+from tui.options import DashboardOptions
+from tui.screens.streams import StreamsScreen
+from tui.sources import Sources
+from tui.sources.capture import BatchRequest, InProcessCapture
+from tui.sources.documents import KIMI_BOUNDARIES
+from tui.sources.streams import StreamBoard
+from tui.sources.tokenizers import TokenizerCache
+from tui.widgets.stream_box import StreamBox
+from tui.widgets.token_view import TokenView
+
+
+def sent(sample_id: str, attempt: int = 1) -> CaptureEvent:
+    return CaptureEvent(
+        "sent",
+        sample_id,
+        0.0,
+        rid=f"r-{sample_id}",
+        attempt=attempt,
+        watched=True,
+        endpoint="http://127.0.0.1:30000",
+    )
+
+
+def delta(sample_id: str, *ids: int) -> CaptureEvent:
+    return CaptureEvent("delta", sample_id, 0.0, new_ids=ids, total=0)
+
+
+def finished(sample_id: str) -> CaptureEvent:
+    return CaptureEvent("finished", sample_id, 0.0, flags=("tool_call",))
+
+
+def test_board_segments_incrementally_and_reports_only_changes() -> None:
+    board = StreamBoard(KIMI_BOUNDARIES)
+    views = board.apply([sent("a"), delta("a", 10, 11), sent("b")])
+    assert [v.sample_id for v in views] == ["a", "b"]
+    assert [p.kind for p in views[0].document.pieces] == ["reasoning"]
+    views = board.apply([delta("a", 12, kimi.THINK_END, 20, kimi.IM_END), finished("a")])
+    assert [v.sample_id for v in views] == ["a"]
+    view = views[0]
+    assert view.state == "finished" and view.total_ids == 6 and view.flags == ("tool_call",)
+    assert [p.kind for p in view.document.pieces] == ["reasoning", "think_end", "answer", "stop"]
+    assert view.document.pieces[0].ids == (10, 11, 12)
+
+
+def test_board_restarts_a_retried_request_and_keeps_the_newest() -> None:
+    board = StreamBoard(KIMI_BOUNDARIES, keep=2)
+    board.apply([sent("a"), delta("a", 1, 2, 3)])
+    (view,) = board.apply([sent("a", attempt=2), delta("a", 4)])
+    assert view.total_ids == 1
+    board.apply([sent("b"), sent("c")])
+    assert [v.sample_id for v in board.views()] == ["b", "c"]
+
+
+def test_board_shows_only_the_tail_of_long_streams() -> None:
+    board = StreamBoard(KIMI_BOUNDARIES, tail_ids=100)
+    (view,) = board.apply([sent("a"), delta("a", *range(1, 1001))])
+    assert view.total_ids == 1000
+    assert view.document.total_ids == 100
+
+
+async def test_view_shows_streams_coalesced_and_toggles_ids() -> None:
+    control = FakeCapture([batch("b1", "running", tokenizer=None)])
+    app = EagleApp(
+        DashboardOptions(start_view="streams"),
+        sources=Sources(capture=control, tokenizers=TokenizerCache()),
+    )
+    app.watching = "b1"
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, StreamsScreen)
+        events = [sent("s1"), sent("s2")]
+        events += [delta("s1", i) for i in range(1, 500)]
+        events += [delta("s1", kimi.THINK_END, 7, kimi.IM_END), finished("s1")]
+        control.add_events("b1", events)
+        await wait_for(pilot, lambda: len(screen.boxes) == 2, what="two streams")
+        await wait_for(
+            pilot,
+            lambda: screen.boxes["s1"].query_one(TokenView).document.total_ids == 502,
+            what="all tokens of s1",
+        )
+        box = screen.boxes["s1"]
+        assert box.has_class("-done")
+        title = box.border_title or ""
+        assert "s1" in title and "502 ids" in title and "finished" in title
+        await pilot.press("t")
+        await pilot.pause()
+        view = box.query_one(TokenView)
+        assert view.mode == "ids" and f"‹/think›{kimi.THINK_END}" in view.render().plain
+        assert control.take_events("b1") == []
+        await pilot.press("w")
+        assert control.calls[-1] == ("watch", "b1", "8")
+
+
+async def test_live_streams_from_a_real_batch(tmp_path: Path, sim_server) -> None:  # type: ignore[no-untyped-def]
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text(
+        "".join(
+            json.dumps({"id": f"p{i}", "messages": [{"role": "user", "content": f"Q{i} [/]"}]})
+            + "\n"
+            for i in range(12)
+        )
+    )
+    control = InProcessCapture()
+    app = EagleApp(
+        DashboardOptions(start_view="streams"),
+        sources=Sources(capture=control, tokenizers=TokenizerCache()),
+    )
+    async with app.run_test(size=(120, 40)) as pilot:
+        control.watch("none", 1)  # unknown batch: ignored
+        batch_id = control.start(
+            BatchRequest(
+                prompts,
+                tmp_path / "out",
+                (sim_server.url,),
+                bundled_tokenizer_path(),
+                concurrency=2,
+                max_new_tokens=1024,
+            )
+        )
+        app.watching = batch_id
+        control.watch(batch_id, 4)
+        screen = app.screen
+        assert isinstance(screen, StreamsScreen)
+        await wait_for(pilot, lambda: len(screen.boxes) >= 1, 60, "a live stream")
+        await wait_for(
+            pilot,
+            lambda: any(b.has_class("-done") for b in screen.query(StreamBox)),
+            60,
+            "a finished stream",
+        )
+        done = next(b for b in screen.query(StreamBox) if b.has_class("-done"))
+        await wait_for(
+            pilot,
+            lambda: done.query_one(TokenView).document.decoded,
+            60,
+            f"decoded ({screen._note})",
+        )
+        plain = done.query_one(TokenView).render().plain
+        assert "‹/think›" in plain and plain.rstrip().endswith("‹stop›")
+        await wait_for(pilot, lambda: not control.batches()[0].live, 60, "batch end")

@@ -1,0 +1,223 @@
+"""Fakes for the TUI's sources: a server feed that replays snapshots, a capture control
+that records calls, snapshot builders, and a wait helper built on pilot pauses."""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from textual.pilot import Pilot
+
+from core.capture.dispatch import ServerStatus
+from core.capture.events import CaptureEvent
+from core.capture.progress import CaptureProgress
+from core.health.phase import Phase
+from core.health.poller import HealthOutcome, HealthProbe
+from core.health.snapshot import Expectation, Flag, HealthSnapshot, ServingLoad, StartupProgress
+from core.proc.report import GpuReport, PortStatus, ProcessReport
+from tui.options import ServerTarget
+from tui.sources.capture import BatchRequest, BatchSnapshot
+from tui.sources.server import Emit, ServerAction
+
+if TYPE_CHECKING:
+    from tui.sources.server import FeedItem
+
+WAIT_S = 30.0
+
+
+async def wait_for(
+    pilot: Pilot[object],
+    condition: Callable[[], bool],
+    timeout: float = WAIT_S,
+    what: str = "condition",
+) -> None:
+    """Pump the app (pilot pauses) until ``condition()`` holds; AssertionError on timeout."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        await pilot.pause(0.02)
+
+
+def health(
+    phase: Phase = Phase.LOADING_WEIGHTS,
+    *,
+    phase_s: float = 42.0,
+    elapsed_s: float | None = 65.0,
+    window_s: float = 120.0,
+    flags: Sequence[Flag] = (),
+    last_log_line: str | None = "Loading safetensors checkpoint shards:  45% Completed | 29/64",
+    seq: int = 1,
+    latency_s: float | None = None,
+    **extra: object,
+) -> HealthSnapshot:
+    """A plausible snapshot with every field filled, fixed values (no clock involved)."""
+    probe = (
+        HealthProbe(HealthOutcome.OK, 200, latency_s, "200", 1000.0, seq)
+        if latency_s is not None
+        else HealthProbe(HealthOutcome.REFUSED, None, None, "connection refused", 1000.0, seq)
+    )
+    snapshot = HealthSnapshot(
+        at=1_800_000_000.0,
+        phase=phase,
+        phase_s=phase_s,
+        elapsed_s=elapsed_s,
+        expected=Expectation(
+            window_s,
+            "history",
+            starts_recorded=3,
+            typical_phase_s=((Phase.LAUNCHING, 9.0), (Phase.LOADING_WEIGHTS, 50.0)),
+        ),
+        window_fraction=(elapsed_s / window_s) if elapsed_s else None,
+        flags=tuple(flags),
+        last_log_line=last_log_line,
+        last_log_age_s=1.0,
+        progress=StartupProgress(shards_done=29, shards_total=64, shards_percent=45),
+        phase_durations=((Phase.LAUNCHING, 8.0), (Phase.LOADING_WEIGHTS, phase_s)),
+        process=ProcessReport(pid=4242, alive=True, status="running", cpu_percent=97.0),
+        port=PortStatus(port=30000, bound=False),
+        health=probe,
+        gpu=GpuReport(available=False, reason="no GPU information"),
+    )
+    return replace(snapshot, **extra)  # type: ignore[arg-type]
+
+
+def ready_health(seq: int = 9, latency_s: float = 0.012) -> HealthSnapshot:
+    """A ready, serving server."""
+    return health(
+        Phase.READY,
+        phase_s=30.0,
+        elapsed_s=100.0,
+        seq=seq,
+        latency_s=latency_s,
+        load=ServingLoad(
+            "decode", running=12, queued=3, throughput=1520.0, token_usage=0.31, age_s=1.0
+        ),
+        port=PortStatus(port=30000, bound=True, holder_pid=4242, held_by_server=True),
+        last_log_line="Decode batch, #running-req: 12, gen throughput (token/s): 1520",
+    )
+
+
+class FakeServerFeed:
+    """Emits ``items`` then whatever the test ``push``es; records control requests."""
+
+    def __init__(
+        self, target: ServerTarget, items: Sequence[FeedItem] = (), *, managed: bool = False
+    ) -> None:
+        self.target = target
+        self.items = list(items)
+        self.can_control = managed
+        self.requests: list[ServerAction] = []
+        self._queue: queue.Queue[FeedItem] = queue.Queue()
+        self.running = threading.Event()
+
+    def push(self, item: FeedItem) -> None:
+        """Emit ``item`` from the feed's thread."""
+        self._queue.put(item)
+
+    def run(self, stop: threading.Event, emit: Emit) -> None:
+        for item in self.items:
+            emit(item)
+        self.running.set()
+        while not stop.wait(0.01):
+            while not self._queue.empty():
+                emit(self._queue.get())
+
+    def request(self, action: ServerAction) -> Future[str]:
+        self.requests.append(action)
+        future: Future[str] = Future()
+        future.set_result(f"{action} done")
+        return future
+
+
+def progress(done: int = 40, total: int | None = 100, **extra: object) -> CaptureProgress:
+    """A batch progress snapshot with fixed figures."""
+    base = CaptureProgress(
+        state="running",
+        total=total,
+        already_done=0,
+        done=done,
+        written=done - 8,
+        failed=2,
+        flagged=5,
+        rejected=1,
+        retrying=0,
+        interrupted=0,
+        in_flight=8,
+        output_tokens=done * 250,
+        elapsed_s=60.0,
+        samples_per_s=4.0,
+        tokens_per_s=1000.0,
+        eta_s=14.0,
+        servers=(ServerStatus("http://127.0.0.1:30000", "ready", "", 8, 8, 50, 40, 2),),
+        failures={"timeout": 2},
+        flags={"tool_call": 4, "truncated": 1},
+    )
+    return replace(base, **extra)  # type: ignore[arg-type]
+
+
+def batch(batch_id: str = "b1-demo", state: str = "running", **extra: object) -> BatchSnapshot:
+    """A batch snapshot."""
+    snap = BatchSnapshot(
+        batch_id,
+        Path("/data/out/demo"),
+        Path("/data/prompts.jsonl"),
+        ("http://127.0.0.1:30000",),
+        state,
+        progress=progress(state=state),
+    )
+    return replace(snap, **extra)  # type: ignore[arg-type]
+
+
+class FakeCapture:
+    """A ``CaptureControl`` that serves fixed snapshots and records every call."""
+
+    def __init__(self, snapshots: Sequence[BatchSnapshot] = ()) -> None:
+        self.snapshots = list(snapshots)
+        self.calls: list[tuple[str, ...]] = []
+        self.started: list[BatchRequest] = []
+        self.events: dict[str, list[CaptureEvent]] = {}
+        self._lock = threading.Lock()
+
+    def batches(self) -> tuple[BatchSnapshot, ...]:
+        return tuple(self.snapshots)
+
+    def start(self, request: BatchRequest) -> str:
+        self.started.append(request)
+        batch_id = f"b{len(self.snapshots) + 1}-{request.out_dir.name}"
+        self.snapshots.append(
+            BatchSnapshot(batch_id, request.out_dir, request.prompts, request.servers, "starting")
+        )
+        return batch_id
+
+    def pause(self, batch_id: str) -> None:
+        self.calls.append(("pause", batch_id))
+
+    def resume(self, batch_id: str) -> None:
+        self.calls.append(("resume", batch_id))
+
+    def stop(self, batch_id: str, *, abort: bool) -> None:
+        self.calls.append(("stop", batch_id, "abort" if abort else "drain"))
+
+    def watch(self, batch_id: str, count: int) -> None:
+        self.calls.append(("watch", batch_id, str(count)))
+
+    def add_events(self, batch_id: str, events: Sequence[CaptureEvent]) -> None:
+        """Queue events for ``take_events``."""
+        with self._lock:
+            self.events.setdefault(batch_id, []).extend(events)
+
+    def take_events(self, batch_id: str, limit: int = 10_000) -> list[CaptureEvent]:
+        with self._lock:
+            taken = self.events.get(batch_id, [])[:limit]
+            self.events[batch_id] = self.events.get(batch_id, [])[limit:]
+            return taken
+
+    def close(self) -> None:
+        self.calls.append(("close",))

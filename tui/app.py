@@ -1,0 +1,137 @@
+"""The Textual app: one mode per view, app-wide keys, help, palette commands and themes.
+
+Thin on purpose: views live in ``tui.screens``, data comes from ``tui.sources`` (workers
+over ``core`` clients), and this file only wires them together.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from functools import partial
+from pathlib import Path, PurePath
+from typing import ClassVar
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+
+from core.clock import Clock, SystemClock
+from tui.options import VIEW_TITLES, VIEWS, DashboardOptions
+from tui.screens.base import ViewScreen
+from tui.sources import Sources, default_sources
+from tui.themes import DEFAULT_THEME, load_themes, theme_dirs
+
+log = logging.getLogger(__name__)
+
+STYLES = Path(__file__).resolve().parent / "styles"
+
+
+class EagleApp(App[int]):
+    """The eagle-tui dashboard."""
+
+    TITLE = "eagle-tui"
+    CSS_PATH: ClassVar[list[str | PurePath]] = [
+        STYLES / "app.tcss",
+        STYLES / "server.tcss",
+        STYLES / "inspect.tcss",
+        STYLES / "capture.tcss",
+        STYLES / "tokens.tcss",
+    ]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        *(
+            Binding(str(n), f"view('{view}')", VIEW_TITLES[view], show=False, id=f"view.{view}")
+            for n, view in enumerate(VIEWS, start=1)
+        ),
+        Binding("question_mark,f1", "help", "Help", id="app.help"),
+        Binding("q", "quit", "Quit", id="app.quit"),
+    ]
+
+    def __init__(
+        self,
+        options: DashboardOptions | None = None,
+        *,
+        sources: Sources | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        super().__init__()
+        self.options = options or DashboardOptions()
+        self.clock: Clock = clock or SystemClock()
+        self.sources = sources or default_sources(self.options, self.clock)
+        self.watching: str | None = None
+        """Id of the batch whose watched requests the Streams view shows."""
+        self.auto_watch = False
+        """Keep the Streams view's eight boxes streaming (ask for more as requests end)."""
+        self._theme_problems = self._register_themes()
+        self._add_view_modes()
+
+    # -- set-up ----------------------------------------------------------------------------
+
+    def _register_themes(self) -> tuple[str, ...]:
+        loaded = load_themes((*theme_dirs(), *self.options.extra_theme_dirs))
+        for theme in loaded.themes:
+            self.register_theme(theme)
+        wanted = self.options.theme
+        if wanted in self.available_themes:
+            self.theme = wanted
+            return loaded.problems
+        self.theme = DEFAULT_THEME if DEFAULT_THEME in self.available_themes else "textual-dark"
+        known = ", ".join(sorted(self.available_themes))
+        return (*loaded.problems, f"unknown theme {wanted!r}; known themes: {known}")
+
+    def _add_view_modes(self) -> None:
+        from tui.screens.registry import view_screen_factory
+
+        for view in VIEWS:
+            factory: Callable[[], Screen[None]] = partial(view_screen_factory, view)
+            self.add_mode(view, factory)
+
+    def on_mount(self) -> None:
+        self.switch_view(self.options.start_view)
+        for problem in self._theme_problems:
+            self.notify(problem, title="Theme", severity="warning", markup=False)
+
+    def on_unmount(self) -> None:
+        if self.sources.capture is not None:
+            try:
+                self.sources.capture.close()
+            except Exception:  # never let clean-up turn a quit into a crash
+                log.exception("closing capture batches failed")
+
+    # -- views -----------------------------------------------------------------------------
+
+    def switch_view(self, view: str) -> None:
+        """Show ``view`` (one of ``VIEWS``); unknown names are ignored."""
+        if view in VIEWS and view != self.current_mode:
+            self.switch_mode(view)
+
+    def action_view(self, view: str) -> None:
+        self.switch_view(view)
+
+    def action_help(self) -> None:
+        """Show help for the current view (or close it when it is open)."""
+        from tui.screens.help import HelpScreen, keys_table  # Markdown: imported on first use
+
+        if isinstance(self.screen, HelpScreen):
+            self.screen.dismiss()
+            return
+        view = self.screen if isinstance(self.screen, ViewScreen) else None
+        keys = keys_table(self.screen.active_bindings.values(), self.get_key_display)
+        title = VIEW_TITLES.get(view.VIEW, "eagle-tui") if view else "eagle-tui"
+        text = view.HELP_TEXT if view else ""
+        self.push_screen(HelpScreen(title, text, keys))
+
+    # -- command palette -------------------------------------------------------------------
+
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        for number, view in enumerate(VIEWS, start=1):
+            title = VIEW_TITLES[view]
+            yield SystemCommand(
+                f"View: {title}",
+                f"Switch to the {title} view (key {number})",
+                partial(self.switch_view, view),
+            )
+        yield SystemCommand("Help", "Help and keys of the current view (? or F1)", self.action_help)
+        if isinstance(screen, ViewScreen):
+            yield from screen.palette_commands()
+        yield from super().get_system_commands(screen)

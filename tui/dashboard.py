@@ -1,0 +1,171 @@
+"""``eagle-tui`` with no verb: the dashboard.
+
+Options come from the command line, then the environment (``EAGLE_TUI_THEME``), then
+``<config dir>/config.toml`` (a ``[tui]`` table: ``theme``, ``readonly``, ``mouse``,
+``tokenizer``, ``view``), then defaults. Everything is checked before the app takes the
+terminal; once it runs, nothing is printed (logging goes to ``<state dir>/logs/tui.log``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tomllib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from core.errors import ConfigError
+from core.paths import config_dir
+from tui.options import VIEWS, DashboardOptions, ServerTarget
+
+EXIT_USAGE = 2
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The dashboard's options."""
+    parser.add_argument(
+        "--url",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="an SGLang server to watch (repeat for several)",
+    )
+    parser.add_argument(
+        "--log",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="FILE",
+        help="log file of the server given by the --url in the same position",
+    )
+    parser.add_argument(
+        "--shards",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="DIR",
+        help="batch or shard directory to open in the Inspect view",
+    )
+    parser.add_argument(
+        "--tokenizer",
+        type=Path,
+        metavar="DIR",
+        help="tokenizer directory for decoding (default: the one in the shards)",
+    )
+    parser.add_argument("--theme", help="theme name (eagle-dark, eagle-light, ansi-dark, …)")
+    parser.add_argument("--view", choices=VIEWS, help="view to open first")
+    parser.add_argument(
+        "--readonly",
+        action="store_true",
+        default=None,
+        help="hide every action that starts, stops or changes anything",
+    )
+    parser.add_argument(
+        "--no-mouse",
+        action="store_true",
+        default=None,
+        help="leave the mouse to the terminal (native copy and paste)",
+    )
+    parser.add_argument("--log-file", type=Path, help="where eagle-tui logs (default: state dir)")
+    parser.add_argument(
+        "--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR")
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Start the dashboard; returns the exit code."""
+    try:
+        options = options_from(args, read_config(), os.environ)
+    except ConfigError as exc:
+        print(f"eagle-tui: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    return run_dashboard(options, log_file=args.log_file, log_level=args.log_level)
+
+
+def run_dashboard(
+    options: DashboardOptions, *, log_file: Path | None = None, log_level: str = "INFO"
+) -> int:
+    """Configure logging, run the app until it quits; returns its exit code."""
+    from tui.app import EagleApp
+    from tui.logsetup import configure_logging
+
+    try:
+        configure_logging(log_file, log_level)
+    except OSError as exc:
+        print(f"eagle-tui: cannot write the log file: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    app = EagleApp(options)
+    app.run(mouse=options.mouse)
+    return app.return_code or 0
+
+
+def read_config(path: Path | None = None) -> Mapping[str, Any]:
+    """The ``[tui]`` table of the config file ({} when there is none)."""
+    path = path or config_dir() / "config.toml"
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"config file {path} is unreadable: {exc}; fix or remove it") from exc
+    table = data.get("tui", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"config file {path}: [tui] must be a table")
+    return table
+
+
+def options_from(
+    args: argparse.Namespace, config: Mapping[str, Any], env: Mapping[str, str]
+) -> DashboardOptions:
+    """Merge command line > environment > config file > defaults."""
+    return DashboardOptions(
+        servers=server_targets(args.url, args.log),
+        shard_dirs=tuple(args.shards),
+        tokenizer=args.tokenizer or _optional_path(config.get("tokenizer")),
+        theme=args.theme or env.get("EAGLE_TUI_THEME") or str(config.get("theme", "eagle-dark")),
+        readonly=_first_bool(args.readonly, config.get("readonly"), default=False),
+        mouse=not _first_bool(args.no_mouse, _negate(config.get("mouse")), default=False),
+        start_view=_view(args.view or config.get("view") or "server"),
+    )
+
+
+def server_targets(urls: Sequence[str], logs: Sequence[Path]) -> tuple[ServerTarget, ...]:
+    """One target per URL; the n-th ``--log`` belongs to the n-th ``--url``."""
+    if len(logs) > len(urls):
+        raise ConfigError(f"{len(logs)} --log files for {len(urls)} --url servers; pair them up")
+    padded = list(logs) + [None] * (len(urls) - len(logs))
+    return tuple(ServerTarget(url, log_file=log) for url, log in zip(urls, padded, strict=True))
+
+
+def _view(name: object) -> str:
+    if name not in VIEWS:
+        raise ConfigError(f"unknown view {name!r}; use one of {', '.join(VIEWS)}")
+    return str(name)
+
+
+def _optional_path(value: object) -> Path | None:
+    return Path(str(value)).expanduser() if value else None
+
+
+def _negate(value: object) -> bool | None:
+    return None if value is None else not bool(value)
+
+
+def _first_bool(*values: object, default: bool) -> bool:
+    for value in values:
+        if value is not None:
+            return bool(value)
+    return default
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m tui.dashboard``."""
+    parser = argparse.ArgumentParser(prog="eagle-tui", description="The eagle-tui dashboard.")
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,244 @@
+"""``eagle-tui demo``: everything on one machine, nothing else needed.
+
+Starts the simulated SGLang server as a managed process (a start-up of about half a minute,
+with slow weight loading so the expected-window flag shows), starts a small capture batch
+with the bundled tokenizer as soon as it can (requests wait for the server to be ready),
+streams eight of its requests, and opens the dashboard on all of it. Quitting aborts the
+batch, stops the server and removes the demo's files (``--keep`` keeps them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from core.health.settings import WatchSettings
+from core.paths import state_dir
+from core.proc.launcher import ManagedServer
+from core.proc.stop import StopTimeouts
+from core.tokenizer import bundled_tokenizer_path
+from tui.options import DashboardOptions, ServerTarget
+from tui.sources import Sources
+from tui.sources.capture import BatchRequest, InProcessCapture
+from tui.sources.server import ServerFeed
+from tui.sources.tokenizers import TokenizerCache
+
+log = logging.getLogger(__name__)
+
+ROOT = Path(__file__).resolve().parent.parent
+DEMO_WINDOW_S = 20.0
+"""The demo's expected start-up window; its slowed weight loading overruns it on purpose."""
+TOPICS = (
+    "binary search",
+    "a [INST] tag",
+    "the [/] token",
+    "list[int] in Python",
+    "KV caches",
+    "speculative decoding",
+    "the weather in Paris",
+    "a [bold markup bug",
+)
+WEATHER_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Current weather for a city",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+        },
+    },
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The demo's options."""
+    parser.add_argument(
+        "--time-scale",
+        type=float,
+        default=1.0,
+        help="server start-up speed (1: about 35 s; 0: instant)",
+    )
+    parser.add_argument("--prompts", type=int, default=400, help="prompts in the demo batch")
+    parser.add_argument(
+        "--tokens-per-s", type=float, default=40.0, help="decode speed of each simulated request"
+    )
+    parser.add_argument("--theme", default="eagle-dark")
+    parser.add_argument("--no-mouse", action="store_true")
+    parser.add_argument("--keep", action="store_true", help="keep the demo's batch and logs")
+    parser.add_argument(
+        "--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR")
+    )
+
+
+@dataclass
+class Demo:
+    """What the demo started (so it can all be stopped)."""
+
+    workdir: Path
+    server: ManagedServer
+    target: ServerTarget
+    capture: InProcessCapture
+    batch_dir: Path
+
+
+def run(args: argparse.Namespace) -> int:
+    """Start the demo, run the dashboard, clean up; returns the exit code."""
+    from tui.app import EagleApp
+    from tui.logsetup import configure_logging
+
+    configure_logging(None, args.log_level)
+    demo = start_demo(args)
+    try:
+        app = EagleApp(demo_options(demo, args), sources=demo_sources(demo))
+        start_batch(demo, app, args)
+        app.run(mouse=not args.no_mouse)
+        return app.return_code or 0
+    finally:
+        stop_demo(demo, keep=args.keep)
+
+
+def start_demo(args: argparse.Namespace) -> Demo:
+    """Launch the simulated server (managed) and prepare the demo's directory."""
+    base = state_dir() / "demo"
+    base.mkdir(parents=True, exist_ok=True)
+    workdir = Path(tempfile.mkdtemp(prefix="run-", dir=base))
+    port = _free_port()
+    argv = [
+        sys.executable,
+        "-m",
+        "core.sim",
+        "--port",
+        str(port),
+        "--time-scale",
+        str(args.time_scale),
+        "--slow-phase",
+        "loading_weights=3",
+        "--tokens-per-s",
+        str(args.tokens_per_s),
+    ]
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
+    server = ManagedServer(argv, log_path=workdir / "sim.log", port=port, env=env)
+    pid = server.start()
+    url = f"http://127.0.0.1:{port}"
+    target = ServerTarget(
+        url, name="demo-sim", log_file=workdir / "sim.log", argv=tuple(argv), pid=pid
+    )
+    return Demo(workdir, server, target, InProcessCapture(), workdir / "batch")
+
+
+def demo_options(demo: Demo, args: argparse.Namespace) -> DashboardOptions:
+    """The dashboard's options for the demo."""
+    return DashboardOptions(
+        servers=(demo.target,),
+        shard_dirs=(demo.batch_dir,),
+        tokenizer=bundled_tokenizer_path(),
+        theme=args.theme,
+        mouse=not args.no_mouse,
+    )
+
+
+def demo_sources(demo: Demo) -> Sources:
+    """The demo server's feed (managed: restart and stop work), its capture, tokenizers."""
+    settings = WatchSettings(default_window_s=DEMO_WINDOW_S)
+    feed = ServerFeed(demo.target, settings=settings, managed=demo.server, use_history=False)
+    return Sources(
+        servers=(feed,),
+        capture=demo.capture,
+        tokenizers=TokenizerCache(),
+        shard_dirs=(str(demo.batch_dir),),
+    )
+
+
+def start_batch(demo: Demo, app: object, args: argparse.Namespace) -> None:
+    """Start the demo batch (its requests wait until the server is ready) and watch 8."""
+    prompts = write_prompts(demo.workdir / "prompts.jsonl", args.prompts)
+    request = BatchRequest(
+        prompts,
+        demo.batch_dir,
+        (demo.target.url,),
+        bundled_tokenizer_path(),
+        preset="kimi",
+        concurrency=8,
+        max_new_tokens=512,
+        shard_rows=25,
+        shard_max_age_s=10.0,
+    )
+    batch_id = demo.capture.start(request)
+    demo.capture.watch(batch_id, 8)
+    app.watching = batch_id  # type: ignore[attr-defined]
+    app.auto_watch = True  # type: ignore[attr-defined]
+
+
+def write_prompts(path: Path, count: int) -> Path:
+    """A prompts file: questions on a few topics, every third one offering a tool."""
+    with path.open("w", encoding="utf-8") as out:
+        for i in range(count):
+            topic = TOPICS[i % len(TOPICS)]
+            record: dict[str, object] = {
+                "id": f"demo-{i:04d}",
+                "messages": [{"role": "user", "content": f"({i}) Explain {topic} briefly."}],
+            }
+            if i % 3 == 0:
+                record["tools"] = [WEATHER_TOOL]
+            out.write(json.dumps(record) + "\n")
+    return path
+
+
+def stop_demo(demo: Demo, *, keep: bool) -> None:
+    """Abort the batch, stop the server, remove the files (unless ``keep``)."""
+    try:
+        demo.capture.close()
+    except Exception:  # clean-up goes on whatever happened
+        log.exception("closing the demo batch failed")
+    stop_server(demo.server)
+    if keep:
+        print(f"eagle-tui demo: batch and logs kept in {demo.workdir}")
+    else:
+        shutil.rmtree(demo.workdir, ignore_errors=True)
+
+
+def stop_server(server: ManagedServer) -> None:
+    """Stop the server on a private event loop in its own thread (works whether or not the
+    caller is inside an event loop)."""
+    timeouts = StopTimeouts(term_s=10.0, kill_s=5.0, release_s=5.0)
+
+    def stop() -> None:
+        try:
+            asyncio.run(server.stop(timeouts))
+        except Exception:  # clean-up goes on whatever happened
+            log.exception("stopping the demo server failed")
+
+    worker = threading.Thread(target=stop, name="demo-stop")
+    worker.start()
+    worker.join()
+
+
+def _free_port() -> int:
+    from core.sim.launcher import free_port
+
+    return free_port()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m tui.demo``."""
+    parser = argparse.ArgumentParser(prog="eagle-tui demo", description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

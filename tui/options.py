@@ -1,0 +1,68 @@
+"""What the dashboard was asked to show and how: servers, shard directories, theme, modes.
+
+Built once by ``tui.dashboard`` (command line > environment > config file > defaults) and
+handed to the app; nothing here changes while the app runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+VIEWS: tuple[str, ...] = ("server", "capture", "streams", "inspect")
+VIEW_TITLES: dict[str, str] = {
+    "server": "Server",
+    "capture": "Capture",
+    "streams": "Streams",
+    "inspect": "Inspect",
+}
+
+
+@dataclass(frozen=True)
+class ServerTarget:
+    """One server to watch: its URL, and its log file and launch command when known.
+
+    ``argv`` is set in managed mode (eagle-tui launched the server and may restart or stop
+    it); ``pid`` names an already-running server process to probe.
+    """
+
+    url: str
+    name: str = ""
+    log_file: Path | None = None
+    argv: tuple[str, ...] = ()
+    pid: int | None = None
+
+    @property
+    def label(self) -> str:
+        """``name`` or ``host:port`` of the URL."""
+        return self.name or urlsplit(self.url).netloc or self.url
+
+    @property
+    def managed(self) -> bool:
+        """True when eagle-tui owns the server's process (restart and stop are offered)."""
+        return bool(self.argv)
+
+    @property
+    def port(self) -> int | None:
+        """The URL's port (SGLang's default 30000 when the URL names none)."""
+        parts = urlsplit(self.url)
+        try:
+            return parts.port or (30000 if parts.scheme == "http" else None)
+        except ValueError:
+            return None
+
+
+@dataclass(frozen=True)
+class DashboardOptions:
+    """Everything the dashboard needs to start. ``readonly`` hides every mutating action."""
+
+    servers: tuple[ServerTarget, ...] = ()
+    shard_dirs: tuple[Path, ...] = ()
+    tokenizer: Path | None = None
+    theme: str = "eagle-dark"
+    readonly: bool = False
+    mouse: bool = True
+    start_view: str = "server"
+    refresh_hz: float = 4.0
+    extra_theme_dirs: tuple[Path, ...] = field(default_factory=tuple)

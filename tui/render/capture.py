@@ -1,0 +1,117 @@
+"""Batch snapshots as display text (pure: no widgets, no I/O)."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping
+
+from core.capture.progress import CaptureProgress
+from core.health.fmt import duration
+from tui.sources.capture import BatchSnapshot
+from tui.widgets.meter import MeterValue
+
+RATE_POINTS = 120
+
+
+def progress_fraction(p: CaptureProgress | None) -> float | None:
+    """Settled rows over the total (None until the prompts are counted)."""
+    if p is None or not p.total:
+        return None
+    return min(1.0, p.settled / p.total)
+
+
+def progress_meter(snapshot: BatchSnapshot) -> MeterValue:
+    """``1,234/5,000 (24%) · ETA 3m12s``."""
+    p = snapshot.progress
+    fraction = progress_fraction(p)
+    if p is None:
+        return MeterValue(None, snapshot.state)
+    total = f"{p.total:,}" if p.total is not None else "?"
+    label = f"{p.settled:,}/{total}"
+    if fraction is not None:
+        label += f" ({fraction:.0%})"
+    if snapshot.live and p.eta_s is not None:
+        label += f" · ETA {duration(p.eta_s)}"
+    return MeterValue(fraction, label)
+
+
+def eta_text(snapshot: BatchSnapshot) -> str:
+    """``3m12s`` while running, ``—`` otherwise."""
+    p = snapshot.progress
+    if p is None or not snapshot.live or p.eta_s is None:
+        return "—"
+    return duration(p.eta_s)
+
+
+def table_cells(snapshot: BatchSnapshot) -> tuple[str, ...]:
+    """id, state, %, done/total, samples/s, tokens/s, ETA, failed, flagged."""
+    p = snapshot.progress
+    fraction = progress_fraction(p)
+    percent = f"{fraction:.0%}" if fraction is not None else "—"
+    if p is None:
+        return (snapshot.batch_id, snapshot.state, percent, "—", "—", "—", "—", "—", "—")
+    total = f"{p.total:,}" if p.total is not None else "?"
+    return (
+        snapshot.batch_id,
+        snapshot.state,
+        percent,
+        f"{p.settled:,}/{total}",
+        f"{p.samples_per_s:.1f}",
+        f"{p.tokens_per_s:,.0f}",
+        eta_text(snapshot),
+        f"{p.failed:,}",
+        f"{p.flagged:,}",
+    )
+
+
+def counts_text(p: CaptureProgress) -> str:
+    """``done 1,234 · written 1,200 · failed 3 · flagged 40 · …``."""
+    parts = [
+        f"done {p.done:,}",
+        f"written {p.written:,}",
+        f"in flight {p.in_flight}",
+        f"failed {p.failed:,}",
+        f"flagged {p.flagged:,}",
+        f"rejected {p.rejected:,}",
+        f"retrying {p.retrying}",
+    ]
+    if p.already_done:
+        parts.append(f"done before {p.already_done:,}")
+    parts.append(f"{p.output_tokens:,} tokens in {duration(p.elapsed_s)}")
+    return " · ".join(parts)
+
+
+def kinds_text(title: str, counts: Mapping[str, int]) -> str:
+    """``failures: timeout 2, reset 1`` (``none`` when empty), largest first."""
+    if not counts:
+        return f"{title}: none"
+    ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    return f"{title}: " + ", ".join(f"{name} {count:,}" for name, count in ordered)
+
+
+def servers_text(p: CaptureProgress) -> str:
+    """One line per server: ``url  state  in flight 4/8  sent 120 ok 118 failed 2``."""
+    lines = []
+    for s in p.servers:
+        line = (
+            f"{s.url}  {s.state}  in flight {s.in_flight}/{s.limit}  "
+            f"sent {s.sent:,} ok {s.succeeded:,} failed {s.failed:,}"
+        )
+        if s.reason:
+            line += f"  ({s.reason})"
+        lines.append(line)
+    return "\n".join(lines) if lines else "no server status yet"
+
+
+class BatchHistory:
+    """Rates of one batch over time (one point per snapshot the view takes)."""
+
+    def __init__(self, points: int = RATE_POINTS) -> None:
+        self.samples_per_s: deque[float] = deque(maxlen=points)
+        self.tokens_per_s: deque[float] = deque(maxlen=points)
+
+    def record(self, snapshot: BatchSnapshot) -> None:
+        """Add the rates of ``snapshot`` (nothing before the engine has started)."""
+        if snapshot.progress is not None and snapshot.live:
+            self.samples_per_s.append(snapshot.progress.samples_per_s)
+            self.tokens_per_s.append(snapshot.progress.tokens_per_s)

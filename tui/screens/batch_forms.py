@@ -1,0 +1,161 @@
+"""Modals of the Capture view: the new-batch form and the drain-or-abort stop question."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Button, Checkbox, Input, Label, Select, Static
+
+from core.errors import ConfigError
+from tui.sources.capture import PRESETS, BatchRequest, validate_request
+
+StopChoice = str
+"""``drain`` or ``abort``."""
+
+
+def parse_request(fields: dict[str, str], preset: str, resume: bool) -> BatchRequest:
+    """A ``BatchRequest`` from the form's text fields; ConfigError naming the bad field."""
+    servers = tuple(s.strip() for s in fields["servers"].replace(",", " ").split() if s.strip())
+    for name in ("prompts", "out_dir", "tokenizer"):
+        if not fields[name].strip():
+            raise ConfigError(f"{name.replace('_', ' ')} is required")
+    return BatchRequest(
+        prompts=Path(fields["prompts"].strip()).expanduser(),
+        out_dir=Path(fields["out_dir"].strip()).expanduser(),
+        servers=servers,
+        tokenizer=Path(fields["tokenizer"].strip()).expanduser(),
+        preset=preset,
+        concurrency=_positive(fields["concurrency"], "concurrency"),
+        max_new_tokens=_positive(fields["max_new_tokens"], "max new tokens"),
+        resume=resume,
+    )
+
+
+def _positive(value: str, name: str) -> int:
+    try:
+        number = int(value.strip())
+    except ValueError:
+        raise ConfigError(f"{name} must be a whole number, got {value!r}") from None
+    if number < 1:
+        raise ConfigError(f"{name} must be at least 1")
+    return number
+
+
+class NewBatchScreen(ModalScreen[BatchRequest | None]):
+    """Asks for a batch; validates it (in a worker) before dismissing with the request."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Cancel", id="form.cancel"),
+        Binding("ctrl+s", "submit", "Start", id="form.start"),
+    ]
+    FIELDS: ClassVar[tuple[tuple[str, str], ...]] = (
+        ("prompts", "prompts file (JSONL or parquet)"),
+        ("out_dir", "output directory"),
+        ("servers", "servers (URLs, space or comma separated)"),
+        ("tokenizer", "tokenizer directory"),
+        ("concurrency", "concurrency per server"),
+        ("max_new_tokens", "max new tokens"),
+    )
+
+    def __init__(self, defaults: dict[str, str]) -> None:
+        super().__init__()
+        self._defaults = defaults
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="form-box"):
+            yield Static(Content.styled("New capture batch", "bold"), id="form-title")
+            for name, label in self.FIELDS:
+                yield Label(label)
+                yield Input(self._defaults.get(name, ""), id=f"form-{name}", compact=True)
+            with Horizontal(classes="form-row"):
+                yield Select(
+                    [(name, name) for name in PRESETS],
+                    value="greedy",
+                    allow_blank=False,
+                    id="form-preset",
+                    compact=True,
+                )
+                yield Checkbox("resume an existing batch", id="form-resume", compact=True)
+            yield Static("", id="form-error", markup=False)
+            with Horizontal(id="form-buttons"):
+                yield Button("Start (ctrl+s)", id="form-start", variant="primary")
+                yield Button("Cancel (esc)", id="form-cancel")
+
+    def field_values(self) -> dict[str, str]:
+        """The text of every field."""
+        return {name: self.query_one(f"#form-{name}", Input).value for name, _ in self.FIELDS}
+
+    @on(Button.Pressed, "#form-start")
+    @on(Input.Submitted)
+    def action_submit(self) -> None:
+        preset = str(self.query_one("#form-preset", Select).value)
+        resume = self.query_one("#form-resume", Checkbox).value
+        try:
+            request = parse_request(self.field_values(), preset, resume)
+        except ConfigError as exc:
+            self.show_error(str(exc))
+            return
+        self.show_error("checking …")
+        self._validate(request)
+
+    @work(thread=True, exclusive=True, group="form-validate", exit_on_error=False)
+    def _validate(self, request: BatchRequest) -> None:
+        try:
+            validate_request(request)
+        except Exception as exc:  # ConfigError and anything a file check raises
+            self.app.call_from_thread(self.show_error, str(exc))
+            return
+        self.app.call_from_thread(self.dismiss, request)
+
+    def show_error(self, message: str) -> None:
+        """Say what is wrong (literal text)."""
+        self.query_one("#form-error", Static).update(Content(message))
+
+    @on(Button.Pressed, "#form-cancel")
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class StopBatchScreen(ModalScreen[StopChoice | None]):
+    """Drain (finish in-flight requests), abort (cut them), or cancel."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("d", "choose('drain')", "Drain", id="stop.drain"),
+        Binding("a", "choose('abort')", "Abort", id="stop.abort"),
+        Binding("escape,n", "choose('')", "Cancel", id="stop.cancel"),
+    ]
+
+    def __init__(self, batch_id: str) -> None:
+        super().__init__()
+        self._batch_id = batch_id
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="confirm-box"):
+            question = (
+                f"Stop batch {self._batch_id}?\n"
+                "Drain: send nothing new, let in-flight requests finish, then stop.\n"
+                "Abort: cut in-flight requests now (they are captured again on resume)."
+            )
+            yield Static(Content(question), id="confirm-question")
+            with Horizontal(id="confirm-buttons"):
+                yield Button("Drain (d)", id="stop-drain", variant="warning")
+                yield Button("Abort (a)", id="stop-abort", variant="error")
+                yield Button("Cancel (n)", id="stop-cancel")
+
+    def on_mount(self) -> None:
+        self.query_one("#stop-cancel", Button).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        choice = {"stop-drain": "drain", "stop-abort": "abort"}.get(event.button.id or "", "")
+        self.action_choose(choice)
+
+    def action_choose(self, choice: str) -> None:
+        self.dismiss(choice or None)

@@ -1,0 +1,195 @@
+"""The Capture view: every batch with its progress and rates; start, pause, resume, stop.
+
+Reads ``CaptureControl.batches()`` (non-blocking snapshots) a few times a second; actions
+go through the same interface, so in-process engines today and detached workers later
+look the same here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.widgets import DataTable, Static
+
+from core.errors import ConfigError
+from tui.render.capture import BatchHistory, table_cells
+from tui.screens.base import ViewScreen
+from tui.screens.batch_forms import NewBatchScreen, StopBatchScreen
+from tui.sources.capture import BatchRequest, BatchSnapshot, CaptureControl
+from tui.widgets.batch_detail import BatchDetail
+
+HELP = """\
+Every capture batch this dashboard knows, with its state, progress, samples/s and
+tokens/s, ETA, failures and flags. The selected batch (arrow keys) is shown below: its
+progress bar, rate sparklines, counts, failures and flags by kind, and each server's
+in-flight requests.
+
+`n` starts a new batch from a form that is checked before anything starts. `space` pauses
+or resumes the selected batch (in-flight requests finish either way). `s` stops it: drain
+(let in-flight requests finish) or abort. `w` streams its next 8 requests to the Streams
+view. Actions that do not apply now are greyed out; `--readonly` hides them.
+"""
+COLUMNS = ("batch", "state", "%", "done/total", "smp/s", "tok/s", "ETA", "failed", "flags")
+REFRESH_S = 0.25
+WATCH_COUNT = 8
+
+
+class CaptureScreen(ViewScreen):
+    """Batch table, selected batch detail, batch actions."""
+
+    VIEW = "capture"
+    HELP_TEXT = HELP
+    AUTO_FOCUS = "#batch-table"
+    MUTATING_ACTIONS = frozenset({"new_batch", "pause_resume", "stop_batch", "watch"})
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("n", "new_batch", "New batch", id="capture.new"),
+        Binding("space", "pause_resume", "Pause/resume", id="capture.pause"),
+        Binding("s", "stop_batch", "Stop", id="capture.stop"),
+        Binding("w", "watch", "Watch 8", id="capture.watch"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.histories: dict[str, BatchHistory] = {}
+        self.snapshots: tuple[BatchSnapshot, ...] = ()
+
+    @property
+    def control(self) -> CaptureControl | None:
+        """The capture interface (None when this dashboard cannot capture)."""
+        return self.eagle.sources.capture
+
+    def compose_body(self) -> ComposeResult:
+        table: DataTable[Text] = DataTable(id="batch-table", cursor_type="row")
+        table.add_columns(*COLUMNS)
+        yield table
+        yield Static("no batches yet: press n to start one", id="batch-empty", markup=False)
+        yield BatchDetail(id="batch-detail")
+
+    def on_mount(self) -> None:
+        self.refresh_batches()
+        self.set_interval(REFRESH_S, self.refresh_batches)
+
+    # -- refresh -----------------------------------------------------------------------------
+
+    def refresh_batches(self) -> None:
+        """Take fresh snapshots and update the table and the detail pane."""
+        control = self.control
+        self.snapshots = control.batches() if control is not None else ()
+        for snapshot in self.snapshots:
+            self.histories.setdefault(snapshot.batch_id, BatchHistory()).record(snapshot)
+        self._update_table()
+        self._update_detail()
+        self.refresh_bindings()
+
+    def _update_table(self) -> None:
+        table = self.query_one("#batch-table", DataTable)
+        for snapshot in self.snapshots:
+            cells = [Text(cell) for cell in table_cells(snapshot)]
+            key = snapshot.batch_id
+            if key in table.rows:
+                for column, cell in zip(table.columns, cells, strict=True):
+                    table.update_cell(key, column, cell, update_width=True)
+            else:
+                table.add_row(*cells, key=key)
+        self.query_one("#batch-empty").display = not self.snapshots
+
+    def _update_detail(self) -> None:
+        detail = self.query_one(BatchDetail)
+        selected = self.selected()
+        detail.display = selected is not None
+        if selected is not None:
+            detail.show(selected, self.histories[selected.batch_id])
+
+    def selected(self) -> BatchSnapshot | None:
+        """The batch under the table cursor."""
+        table = self.query_one("#batch-table", DataTable)
+        if not self.snapshots or table.row_count == 0:
+            return None
+        index = min(max(table.cursor_row, 0), len(self.snapshots) - 1)
+        return self.snapshots[index]
+
+    @on(DataTable.RowHighlighted, "#batch-table")
+    def _row_highlighted(self) -> None:
+        self._update_detail()
+        self.refresh_bindings()
+
+    # -- actions -----------------------------------------------------------------------------
+
+    def action_state(self, action: str) -> bool | None:
+        if self.control is None:
+            return action not in self.MUTATING_ACTIONS
+        selected = self.selected()
+        live = selected is not None and selected.live and selected.state != "stopping"
+        if action in ("pause_resume", "stop_batch", "watch"):
+            return True if live else None
+        return True
+
+    def action_new_batch(self) -> None:
+        self.app.push_screen(NewBatchScreen(self._form_defaults()), self._start)
+
+    def _form_defaults(self) -> dict[str, str]:
+        servers = " ".join(feed.target.url for feed in self.eagle.sources.servers)
+        tokenizer = self.eagle.options.tokenizer
+        return {
+            "servers": servers,
+            "concurrency": "8",
+            "max_new_tokens": "4096",
+            "tokenizer": str(tokenizer) if tokenizer else "",
+        }
+
+    def _start(self, request: BatchRequest | None) -> None:
+        if request is None or self.control is None:
+            return
+        try:
+            batch_id = self.control.start(request)
+        except ConfigError as exc:
+            self.notify(str(exc), title="Batch not started", severity="error", markup=False)
+            return
+        self.notify(f"{batch_id} → {request.out_dir}", title="Batch started", markup=False)
+        self.refresh_batches()
+
+    def action_pause_resume(self) -> None:
+        selected = self.selected()
+        if selected is None or self.control is None:
+            return
+        if selected.state == "paused":
+            self.control.resume(selected.batch_id)
+        else:
+            self.control.pause(selected.batch_id)
+
+    def action_stop_batch(self) -> None:
+        selected = self.selected()
+        if selected is None:
+            return
+        batch_id = selected.batch_id
+
+        def chosen(choice: str | None) -> None:
+            if choice and self.control is not None:
+                self.control.stop(batch_id, abort=choice == "abort")
+                self.notify(f"{choice} requested", title=batch_id, markup=False)
+
+        self.app.push_screen(StopBatchScreen(batch_id), chosen)
+
+    def action_watch(self) -> None:
+        selected = self.selected()
+        if selected is None or self.control is None:
+            return
+        self.control.watch(selected.batch_id, WATCH_COUNT)
+        self.eagle.watching = selected.batch_id
+        self.eagle.switch_view("streams")
+
+    def palette_commands(self) -> Iterable[SystemCommand]:
+        commands = (
+            ("new_batch", "Capture: new batch", "Start a capture batch from a form"),
+            ("pause_resume", "Capture: pause or resume", "Pause or resume the selected batch"),
+            ("stop_batch", "Capture: stop", "Drain or abort the selected batch"),
+            ("watch", "Capture: watch 8 requests", "Stream the next 8 requests live"),
+        )
+        for action, title, help_text in commands:
+            if self.check_action(action, ()):
+                yield SystemCommand(title, help_text, getattr(self, f"action_{action}"))

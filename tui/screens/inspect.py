@@ -1,0 +1,338 @@
+"""The Inspect view: page through captured samples, filter them, open one decoded.
+
+All shard reads run in thread workers through ``SampleSource`` (footers, two small columns
+for counts and filters, one page of rows at a time); results come back as messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal
+from textual.content import Content
+from textual.message import Message
+from textual.widgets import DataTable, Input, Select, Static
+
+from core.validate import FLAGS
+from tui.screens.base import ViewScreen
+from tui.screens.sample import SampleScreen, SampleView
+from tui.sources.samples import (
+    ANY,
+    CLEAN,
+    FLAGGED,
+    SampleFilter,
+    SamplePage,
+    SampleRow,
+    SampleSource,
+    ShardSummary,
+)
+from tui.widgets.flags import badge_text
+
+HELP = """\
+Pick a batch directory, a `shards/` directory or one parquet file (`o` edits the path,
+Enter opens it). The table pages through the samples without loading the shards whole:
+`n`/`p` next and previous page, `r` reloads (a running batch keeps adding shards).
+Filter by **flag** (`clean`, `flagged` or one flag) and by **finish reason** with the two
+selectors.
+
+Enter opens the highlighted sample: decoded with the same highlighting as live streams
+(`t` switches to raw ids, `p` hides the prompt), with its validation flags. `c` copies the
+sample id.
+"""
+COLUMNS = ("#", "sample_id", "prompt", "output", "finish", "flags")
+FINISH_CHOICES = ("stop", "length", "abort")
+
+
+class SourceOpened(Message):
+    """Shards were opened (``source`` None and ``error`` set when they could not be)."""
+
+    def __init__(self, source: SampleSource | None, summary: ShardSummary | None, error: str):
+        super().__init__()
+        self.source = source
+        self.summary = summary
+        self.error = error
+
+
+class PageReady(Message):
+    """A page of rows is ready to show."""
+
+    def __init__(self, page: SamplePage) -> None:
+        super().__init__()
+        self.page = page
+
+
+class SampleReady(Message):
+    """A sample was read (and decoded when a tokenizer was available)."""
+
+    def __init__(self, view: SampleView, *, final: bool) -> None:
+        super().__init__()
+        self.view = view
+        self.final = final
+
+
+def flag_options(summary: ShardSummary | None) -> list[tuple[str, str]]:
+    """Select options: any, clean, flagged, then each flag (with its count when known)."""
+    counts = summary.flag_counts if summary else {}
+    names = list(dict.fromkeys((*FLAGS, *sorted(counts))))
+    options = [("flag: any", ANY), ("clean", CLEAN), ("flagged", FLAGGED)]
+    options += [(f"{name} ({counts.get(name, 0)})", name) for name in names]
+    return options
+
+
+def finish_options(summary: ShardSummary | None) -> list[tuple[str, str]]:
+    """Select options: any, then each finish reason (with counts when known)."""
+    counts = summary.finish_counts if summary else {}
+    names = list(dict.fromkeys((*FINISH_CHOICES, *sorted(counts))))
+    return [("finish: any", ANY), *((f"{n} ({counts.get(n, 0)})", n) for n in names)]
+
+
+def summary_text(summary: ShardSummary, page: SamplePage | None) -> str:
+    """``1,234 rows in 3 shards · 56 flagged · page 1/13 (100 shown of 1,234)``."""
+    flagged = summary.rows - summary.clean
+    shards = f"{summary.shards} shard" + ("" if summary.shards == 1 else "s")
+    parts = [f"{summary.rows:,} rows in {shards}", f"{flagged:,} flagged"]
+    if summary.ignored:
+        parts.append(f"{len(summary.ignored)} files ignored")
+    if page is not None:
+        parts.append(f"page {page.page + 1}/{page.pages} of {page.matching:,} matching")
+    return " · ".join(parts)
+
+
+def row_cells(row: SampleRow) -> tuple[Text, ...]:
+    """Table cells as literal ``Text`` (a DataTable would parse plain strings as markup)."""
+    return (
+        Text(str(row.index)),
+        Text(row.sample_id),
+        Text(f"{row.prompt_len:,}", justify="right"),
+        Text(f"{row.output_len:,}", justify="right"),
+        Text(row.finish_reason),
+        Text(badge_text(row.flags) if row.flags else "clean"),
+    )
+
+
+class InspectScreen(ViewScreen):
+    """Paged, filtered table of samples over ``SampleSource``."""
+
+    VIEW = "inspect"
+    HELP_TEXT = HELP
+    AUTO_FOCUS = "#inspect-table"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("o", "edit_path", "Open path", id="inspect.path"),
+        Binding("r", "reload", "Reload", id="inspect.reload"),
+        Binding("n", "page(1)", "Next page", id="inspect.next"),
+        Binding("p", "page(-1)", "Prev page", id="inspect.prev"),
+        Binding("c", "copy_id", "Copy id", id="inspect.copy"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.source: SampleSource | None = None
+        self.summary: ShardSummary | None = None
+        self.page: SamplePage | None = None
+        self._open_sample: SampleScreen | None = None
+
+    def compose_body(self) -> ComposeResult:
+        with Horizontal(id="inspect-bar"):
+            yield Input(
+                self._initial_path(),
+                placeholder="batch or shard directory",
+                id="inspect-path",
+                compact=True,
+            )
+            yield Select(
+                flag_options(None), value=ANY, allow_blank=False, id="inspect-flag", compact=True
+            )
+            yield Select(
+                finish_options(None),
+                value=ANY,
+                allow_blank=False,
+                id="inspect-finish",
+                compact=True,
+            )
+        yield Static("no shards open", id="inspect-summary", markup=False)
+        table: DataTable[Text] = DataTable(
+            id="inspect-table", cursor_type="row", zebra_stripes=True
+        )
+        table.add_columns(*COLUMNS)
+        yield table
+
+    def _initial_path(self) -> str:
+        dirs = self.eagle.sources.shard_dirs
+        return dirs[0] if dirs else ""
+
+    def on_mount(self) -> None:
+        path = self.query_one("#inspect-path", Input).value
+        if path:
+            self._open(Path(path))
+
+    # -- opening -----------------------------------------------------------------------------
+
+    def action_edit_path(self) -> None:
+        self.query_one("#inspect-path", Input).focus()
+
+    def action_reload(self) -> None:
+        """Open the path again (a running batch adds shards as it goes)."""
+        path = self.query_one("#inspect-path", Input).value.strip()
+        if path:
+            self._open(Path(path).expanduser())
+
+    @on(Input.Submitted, "#inspect-path")
+    def _path_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        if event.value.strip():
+            self._open(Path(event.value.strip()).expanduser())
+
+    @work(thread=True, exclusive=True, group="inspect-open", exit_on_error=False)
+    def _open(self, path: Path) -> None:
+        self._set_summary(f"opening {path} …")
+        try:
+            source = SampleSource(path)
+            summary = source.summary()
+        except Exception as exc:  # ShardError, OSError, pyarrow errors: show them
+            self.post_message(SourceOpened(None, None, f"cannot open {path}: {exc}"))
+            return
+        self.post_message(SourceOpened(source, summary, ""))
+        self.post_message(PageReady(source.page(0)))
+
+    def _set_summary(self, text: str) -> None:
+        self.app.call_from_thread(self.query_one("#inspect-summary", Static).update, Content(text))
+
+    @on(SourceOpened)
+    def _source_opened(self, message: SourceOpened) -> None:
+        if message.source is None or message.summary is None:
+            self.query_one("#inspect-summary", Static).update(Content(message.error))
+            self.notify(message.error, title="Inspect", severity="error", markup=False)
+            return
+        if self.source is not None:
+            self.source.close()
+        self.source, self.summary, self.page = message.source, message.summary, None
+        self._reset_filters(message.summary)
+
+    def _reset_filters(self, summary: ShardSummary) -> None:
+        with self.prevent(Select.Changed):
+            flag = self.query_one("#inspect-flag", Select)
+            flag.set_options(flag_options(summary))
+            flag.value = ANY
+            finish = self.query_one("#inspect-finish", Select)
+            finish.set_options(finish_options(summary))
+            finish.value = ANY
+
+    # -- paging and filtering ------------------------------------------------------------------
+
+    @on(Select.Changed)
+    def _filter_changed(self, event: Select.Changed) -> None:
+        event.stop()
+        if self.source is not None:
+            self._load_page(self.current_filter(), 0)
+
+    def current_filter(self) -> SampleFilter:
+        """The filter the two selectors describe."""
+        flag = self.query_one("#inspect-flag", Select).value
+        finish = self.query_one("#inspect-finish", Select).value
+        return SampleFilter(
+            str(flag) if flag != Select.NULL else ANY, str(finish) if finish != Select.NULL else ANY
+        )
+
+    def action_page(self, step: int) -> None:
+        if self.source is not None and self.page is not None:
+            self._load_page(self.page.filter, self.page.page + step)
+
+    @work(thread=True, exclusive=True, group="inspect-page", exit_on_error=False)
+    def _load_page(self, wanted: SampleFilter, number: int) -> None:
+        source = self.source
+        if source is None:
+            return
+        try:
+            if self.page is None or wanted != self.page.filter:
+                source.select(wanted)
+            page = source.page(number)
+        except Exception as exc:
+            self._set_summary(f"cannot read {source.path}: {exc}")
+            return
+        self.post_message(PageReady(page))
+
+    @on(PageReady)
+    def _page_ready(self, message: PageReady) -> None:
+        self.page = message.page
+        table = self.query_one("#inspect-table", DataTable)
+        table.clear()
+        for row in message.page.rows:
+            table.add_row(*row_cells(row), key=str(row.index))
+        if self.summary is not None:
+            text = summary_text(self.summary, message.page)
+            self.query_one("#inspect-summary", Static).update(Content(text))
+        self.refresh_bindings()
+
+    def action_state(self, action: str) -> bool | None:
+        if action == "page":
+            return None if self.page is None or self.page.pages < 2 else True
+        if action == "copy_id":
+            return None if self.highlighted_row() is None else True
+        return True
+
+    # -- samples -------------------------------------------------------------------------------
+
+    def highlighted_row(self) -> SampleRow | None:
+        """The row under the table cursor."""
+        if self.page is None or not self.page.rows:
+            return None
+        cursor = self.query_one("#inspect-table", DataTable).cursor_row
+        return self.page.rows[cursor] if 0 <= cursor < len(self.page.rows) else None
+
+    def action_copy_id(self) -> None:
+        row = self.highlighted_row()
+        if row is not None:
+            self.app.copy_to_clipboard(row.sample_id)
+            self.notify(row.sample_id, title="Copied sample id", markup=False)
+
+    @on(DataTable.RowSelected, "#inspect-table")
+    def _row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        row = self.highlighted_row()
+        if row is not None:
+            self._read_sample(row.index)
+
+    @work(thread=True, exclusive=True, group="inspect-sample", exit_on_error=False)
+    def _read_sample(self, index: int) -> None:
+        from tui.sources.documents import sample_document
+
+        source, cache = self.source, self.eagle.sources.tokenizers
+        if source is None:
+            return
+        try:
+            row = source.sample(index)
+        except Exception as exc:
+            self._set_summary(f"cannot read sample {index}: {exc}")
+            return
+        metadata = self.summary.metadata if self.summary else None
+        raw = sample_document(row, metadata, None)
+        self.post_message(SampleReady(SampleView(row, raw, "decoding…"), final=False))
+        tokenizer, why = cache.try_load(cache.choose(metadata)) if cache else (None, "")
+        document = sample_document(row, metadata, tokenizer) if tokenizer else raw
+        note = f"decoded with {tokenizer.name}" if tokenizer else f"raw ids: {why}"
+        self.post_message(SampleReady(SampleView(row, document, note), final=True))
+
+    @on(SampleReady)
+    def _sample_ready(self, message: SampleReady) -> None:
+        if not message.final:
+            self._open_sample = SampleScreen(message.view)
+            self.app.push_screen(self._open_sample)
+            return
+        screen = self._open_sample
+        if screen is not None and screen.is_attached and screen.view.row is message.view.row:
+            screen.show_document(message.view.document, message.view.decoder_note)
+
+    def palette_commands(self) -> Iterable[SystemCommand]:
+        yield SystemCommand(
+            "Inspect: open path", "Type a batch or shard directory to open", self.action_edit_path
+        )
+        if self.highlighted_row() is not None:
+            yield SystemCommand(
+                "Inspect: copy sample id", "Copy the highlighted sample's id", self.action_copy_id
+            )

@@ -1,0 +1,26 @@
+"""Which screen class shows which view (imported lazily by the app)."""
+
+from __future__ import annotations
+
+from textual.screen import Screen
+
+
+def view_screen_factory(view: str) -> Screen[None]:
+    """A new screen for ``view``; each module is imported only when its view is first shown."""
+    if view == "server":
+        from tui.screens.server import ServerScreen
+
+        return ServerScreen()
+    if view == "capture":
+        from tui.screens.capture import CaptureScreen
+
+        return CaptureScreen()
+    if view == "streams":
+        from tui.screens.streams import StreamsScreen
+
+        return StreamsScreen()
+    if view == "inspect":
+        from tui.screens.inspect import InspectScreen
+
+        return InspectScreen()
+    raise ValueError(f"unknown view {view!r}")

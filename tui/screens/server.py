@@ -1,0 +1,235 @@
+"""The Server view: one card per server and the selected server's log.
+
+Each server's ``ServerFeed`` runs in its own thread worker and posts snapshots and log
+batches here; the screen keeps per-server history and log buffers and updates the widgets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.message import Message
+from textual.notifications import SeverityLevel
+from textual.widgets import Static
+from textual.worker import get_current_worker
+
+from tui.render.server import ServerHistory
+from tui.screens.base import ViewScreen
+from tui.screens.confirm import ConfirmScreen
+from tui.sources.server import LogBatch, ServerAction
+from tui.widgets.flags import flag_severity
+from tui.widgets.log_pane import LogBuffer, LogPane
+from tui.widgets.server_card import ServerCard
+
+if TYPE_CHECKING:
+    from core.health.snapshot import Flag, HealthSnapshot
+    from tui.sources.server import FeedItem, ServerFeed
+
+HELP = """\
+One card per server: its **phase** and time in phase, elapsed start-up time against the
+**expected window** (the `│` marks the window; fill past it means a slow start), shard
+loading, the phase **timeline** with last start-up's durations in brackets, **flags** with
+their evidence, process / port / GPU state, the `/health` latency sparkline and, once
+serving, running and queued requests and tokens/s.
+
+Below: the selected server's **log**. `/` filters it (a regular expression; lower case
+ignores case), `f` turns follow on or off (scrolling up turns it off), End jumps back, `h` shows the
+lines quiet mode hides (our own `/health` polls and progress-bar redraws).
+
+With several servers, `]` and `[` select the one whose log is shown.
+Managed servers (started by eagle-tui) can be restarted (`r`) or stopped (`x`).
+"""
+
+
+class FeedMessage(Message):
+    """A snapshot or log batch from the feed of server ``index`` (posted from its thread)."""
+
+    def __init__(self, index: int, item: FeedItem) -> None:
+        super().__init__()
+        self.index = index
+        self.item = item
+
+
+class ServerScreen(ViewScreen):
+    """Cards for every server and a log pane."""
+
+    VIEW = "server"
+    HELP_TEXT = HELP
+    AUTO_FOCUS = "ServerLog"
+    MUTATING_ACTIONS = frozenset({"restart_server", "stop_server"})
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("bracketright", "select_server(1)", "Next server", id="server.next"),
+        Binding("bracketleft", "select_server(-1)", "Prev server", id="server.prev"),
+        Binding("r", "restart_server", "Restart", id="server.restart"),
+        Binding("x", "stop_server", "Stop server", id="server.stop"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.selected = 0
+        self.histories: list[ServerHistory] = []
+        self.buffers: list[LogBuffer] = []
+        self._busy: set[int] = set()
+
+    @property
+    def feeds(self) -> tuple[ServerFeed, ...]:
+        """The feeds of every watched server."""
+        return self.eagle.sources.servers
+
+    def compose_body(self) -> ComposeResult:
+        self.histories = [ServerHistory() for _ in self.feeds]
+        self.buffers = [LogBuffer() for _ in self.feeds]
+        with VerticalScroll(id="server-cards"):
+            if not self.feeds:
+                yield Static(
+                    "No server to watch. Start the dashboard with --url URL [--log FILE], "
+                    "or run `eagle-tui demo`.",
+                    classes="placeholder",
+                    markup=False,
+                )
+            for index, feed in enumerate(self.feeds):
+                yield ServerCard(feed.target, index)
+        yield LogPane(self.buffers[0] if self.buffers else None, id="server-log")
+
+    def on_mount(self) -> None:
+        self._mark_selected()
+        for index, feed in enumerate(self.feeds):
+            self._run_feed(index, feed)
+
+    # -- feeds -------------------------------------------------------------------------------
+
+    @work(thread=True, group="server-feeds", exit_on_error=False)
+    def _run_feed(self, index: int, feed: ServerFeed) -> None:
+        stop = get_current_worker().cancelled_event
+
+        def emit(item: FeedItem) -> None:
+            self.post_message(FeedMessage(index, item))
+
+        try:
+            feed.run(stop, emit)
+        except Exception as exc:  # the feed guards itself; keep the app up regardless
+            emit(LogBatch(error=f"watching stopped: {type(exc).__name__}: {exc}"))
+
+    @on(FeedMessage)
+    def _feed_item(self, message: FeedMessage) -> None:
+        if isinstance(message.item, LogBatch):
+            self._log_batch(message.index, message.item)
+        else:
+            self._snapshot(message.index, message.item)
+
+    def _snapshot(self, index: int, snapshot: HealthSnapshot) -> None:
+        new_flags = self.histories[index].record(snapshot)
+        self.query_one(f"#server-card-{index}", ServerCard).show(snapshot, self.histories[index])
+        for flag in new_flags:
+            self._toast_flag(index, flag)
+        self.refresh_bindings()
+
+    def _toast_flag(self, index: int, flag: Flag) -> None:
+        severity: SeverityLevel = "error" if flag_severity(flag.name) == "error" else "warning"
+        label = self.feeds[index].target.label
+        self.notify(
+            flag.evidence,
+            title=f"{label}: {flag.name}",
+            severity=severity,
+            markup=False,
+            timeout=8,
+        )
+
+    def _log_batch(self, index: int, batch: LogBatch) -> None:
+        if index != self.selected:
+            self.buffers[index].extend(batch.lines)
+            return
+        pane = self.query_one(LogPane)
+        pane.add_lines(batch.lines)
+        pane.set_partial(batch.partial)
+        pane.set_source_problem(batch.error)
+
+    # -- selection ---------------------------------------------------------------------------
+
+    def action_select_server(self, step: int) -> None:
+        if len(self.feeds) < 2:
+            return
+        self.selected = (self.selected + step) % len(self.feeds)
+        self._mark_selected()
+        pane = self.query_one(LogPane)
+        pane.use_buffer(self.buffers[self.selected])
+        pane.set_partial("")
+        self.refresh_bindings()
+
+    def _mark_selected(self) -> None:
+        for card in self.query(ServerCard):
+            card.set_class(card.index == self.selected and len(self.feeds) > 1, "-selected")
+
+    # -- managed actions ---------------------------------------------------------------------
+
+    def action_state(self, action: str) -> bool | None:
+        if action == "select_server":
+            return len(self.feeds) > 1
+        if action in ("restart_server", "stop_server"):
+            if not self.feeds or not self.feeds[self.selected].can_control:
+                return False
+            return None if self.selected in self._busy else True
+        return True
+
+    def action_restart_server(self) -> None:
+        self._confirm("restart")
+
+    def action_stop_server(self) -> None:
+        self._confirm("stop")
+
+    def _confirm(self, action: ServerAction) -> None:
+        index = self.selected
+        label = self.feeds[index].target.label
+        question = (
+            f"Restart {label}? The running server is stopped (SIGTERM, then SIGKILL) and "
+            "started again once its port and GPUs are free."
+            if action == "restart"
+            else f"Stop {label}? In-flight requests are drained, then the process exits."
+        )
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._control(index, action)
+
+        self.app.push_screen(ConfirmScreen(question, confirm_label=action.capitalize()), answered)
+
+    @work(group="server-control", exit_on_error=False)
+    async def _control(self, index: int, action: ServerAction) -> None:
+        label = self.feeds[index].target.label
+        self._busy.add(index)
+        self.refresh_bindings()
+        self.notify(f"{action} requested", title=label, markup=False)
+        try:
+            result = await asyncio.wrap_future(self.feeds[index].request(action))
+            self.notify(result, title=f"{label}: {action}", markup=False)
+        except Exception as exc:
+            self.notify(
+                f"{type(exc).__name__}: {exc}",
+                title=f"{label}: {action} failed",
+                severity="error",
+                markup=False,
+            )
+        finally:
+            self._busy.discard(index)
+            self.refresh_bindings()
+
+    def palette_commands(self) -> Iterable[SystemCommand]:
+        if self.check_action("restart_server", ()):
+            yield SystemCommand(
+                "Server: restart", "Restart the selected managed server", self.action_restart_server
+            )
+        if self.check_action("stop_server", ()):
+            yield SystemCommand(
+                "Server: stop", "Stop the selected managed server", self.action_stop_server
+            )
+        yield SystemCommand(
+            "Server: toggle log follow",
+            "Follow the log or stop following",
+            self.query_one(LogPane).action_toggle_follow,
+        )

@@ -1,0 +1,241 @@
+"""The Streams view: the requests a batch streams live, token by token, highlighted.
+
+A thread worker drains the watched batch's events every ``FLUSH_S`` seconds, folds them
+into a ``StreamBoard`` (segmenting and decoding there, off the UI thread) and posts one
+``StreamsUpdate`` per flush with the streams that changed, so the UI is updated at most
+``1 / FLUSH_S`` times a second however fast tokens arrive.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.content import Content
+from textual.message import Message
+from textual.widgets import Static
+from textual.worker import get_current_worker
+
+from tui.screens.base import ViewScreen
+from tui.sources.capture import BatchSnapshot, CaptureControl
+from tui.sources.documents import KIMI_BOUNDARIES
+from tui.sources.streams import KEEP_STREAMS, StreamBoard, StreamView
+from tui.widgets.stream_box import StreamBox
+from tui.widgets.token_view import TokenLegend
+
+FLUSH_S = 0.1
+AUTO_WATCH_S = 1.0
+WATCH_COUNT = 8
+HELP = """\
+The requests the selected batch streams live (`w` in the Capture view, or `w` here, asks
+it to stream its next 8 requests; every other request is sent without streaming). Each box
+is one request, newest at the bottom, updated ten times a second:
+
+reasoning (italic), the `‹/think›` end-of-reasoning token (163607), the answer, tool-call
+tokens (`‹tools›`, `‹call›`, `‹args›` …) and their arguments (underlined), and the stop token
+`‹stop›`, each in its own style. The capture sends prompt ids only, so a stream starts with
+the model's first output token, inside reasoning.
+
+`t` switches every box between decoded text and raw token ids; `a` keeps 8 requests
+streaming (it asks for more as watched ones end).
+"""
+
+
+class StreamsUpdate(Message):
+    """The streams that changed in one flush (posted from the worker thread)."""
+
+    def __init__(self, batch_id: str, views: tuple[StreamView, ...], note: str = "") -> None:
+        super().__init__()
+        self.batch_id = batch_id
+        self.views = views
+        self.note = note
+
+
+class StreamsScreen(ViewScreen):
+    """Live token streams of the watched batch."""
+
+    VIEW = "streams"
+    HELP_TEXT = HELP
+    MUTATING_ACTIONS = frozenset({"watch_more", "toggle_auto"})
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("t", "toggle_mode", "Text/ids", id="streams.mode"),
+        Binding("w", "watch_more", "Watch 8 more", id="streams.watch"),
+        Binding("a", "toggle_auto", "Keep 8 live", id="streams.auto"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.boxes: dict[str, StreamBox] = {}
+        """The box showing each stream on screen, by sample id."""
+        self.slots: list[StreamBox] = []
+        self._tick = 0
+        self._requested = 0
+        self._assigned = 0
+        self.mode = "text"
+        self.batch_id: str | None = None
+        self._note = ""
+
+    @property
+    def control(self) -> CaptureControl | None:
+        """The capture interface."""
+        return self.eagle.sources.capture
+
+    def compose_body(self) -> ComposeResult:
+        yield Static(
+            "no batch is being watched: press w in the Capture view",
+            id="streams-status",
+            markup=False,
+        )
+        yield TokenLegend()
+        yield VerticalScroll(id="streams-grid")
+
+    def on_mount(self) -> None:
+        if self.control is not None:
+            self._follow_streams(self.control)
+            self.set_interval(AUTO_WATCH_S, self._top_up)
+
+    def _top_up(self) -> None:
+        """With "keep 8 live" on, ask the batch to stream more as watched requests end."""
+        control, batch_id = self.control, self.eagle.watching
+        if not self.eagle.auto_watch or control is None or batch_id is None:
+            return
+        live = sum(1 for box in self.slots if not box.ended)
+        outstanding = max(0, self._requested - self._assigned)
+        wanted = KEEP_STREAMS - live - outstanding
+        if wanted > 0:
+            control.watch(batch_id, wanted)
+            self._requested += wanted
+
+    # -- the worker --------------------------------------------------------------------------
+
+    @work(thread=True, group="streams", exit_on_error=False)
+    def _follow_streams(self, control: CaptureControl) -> None:
+        stop = get_current_worker().cancelled_event
+        board: StreamBoard | None = None
+        batch_id: str | None = None
+        while not stop.wait(FLUSH_S):
+            try:
+                wanted = self.eagle.watching
+                if wanted != batch_id:
+                    batch_id, board = wanted, StreamBoard(KIMI_BOUNDARIES)
+                    if batch_id is not None:
+                        self._load_tokenizer(board, control, batch_id)
+                if batch_id is None or board is None:
+                    continue
+                views = board.apply(control.take_events(batch_id))
+                if views:
+                    self.post_message(StreamsUpdate(batch_id, views))
+            except Exception as exc:  # keep following; show what went wrong
+                self.post_message(StreamsUpdate(batch_id or "", (), f"streams: {exc}"))
+                time.sleep(1.0)
+
+    def _load_tokenizer(self, board: StreamBoard, control: CaptureControl, batch_id: str) -> None:
+        """Decode with the batch's tokenizer (raw ids until, or if, it loads)."""
+        cache = self.eagle.sources.tokenizers
+        snapshot = _find(control.batches(), batch_id)
+        path = snapshot.tokenizer if snapshot is not None else None
+        if cache is None or path is None:
+            return
+        tokenizer, why = cache.try_load(path)
+        if tokenizer is None:
+            self.post_message(StreamsUpdate(batch_id, (), f"raw ids: {why}"))
+            return
+        board.use_tokenizer(tokenizer, tokenizer.boundary_ids())
+        self.post_message(StreamsUpdate(batch_id, board.views(), f"decoded with {tokenizer.name}"))
+
+    # -- updates -----------------------------------------------------------------------------
+
+    @on(StreamsUpdate)
+    def _streams_update(self, message: StreamsUpdate) -> None:
+        if message.note:
+            self._note = message.note
+        if message.batch_id != self.batch_id:
+            self._reset(message.batch_id)
+        grid = self.query_one("#streams-grid", VerticalScroll)
+        with self.app.batch_update():
+            for view in message.views:
+                self._show(grid, view)
+        self._show_status()
+
+    def _reset(self, batch_id: str) -> None:
+        self.batch_id = batch_id
+        for box in self.slots:
+            box.remove()
+        self.slots.clear()
+        self.boxes.clear()
+
+    def _show(self, grid: VerticalScroll, view: StreamView) -> None:
+        """Update the stream's box; a new stream takes a new slot while there are fewer than
+        ``KEEP_STREAMS``, then the slot of the stream that ended (or changed) longest ago.
+        Boxes are reused, never removed: no layout pass while streams come and go."""
+        self._tick += 1
+        box = self.boxes.get(view.sample_id)
+        if box is None:
+            self._assigned += 1
+            if len(self.slots) < KEEP_STREAMS:
+                box = StreamBox(view)
+                self.slots.append(box)
+                grid.mount(box)
+                self._apply_mode(box)
+            else:
+                box = min(self.slots, key=lambda b: (not b.ended, b.updated))
+                self.boxes.pop(box.sample_id, None)
+                box.show(view)
+            self.boxes[view.sample_id] = box
+        else:
+            box.show(view)
+        box.updated = self._tick
+
+    def _show_status(self) -> None:
+        snapshot = _find(self.control.batches(), self.batch_id) if self.control else None
+        parts = [f"batch {self.batch_id}" if self.batch_id else "no batch watched"]
+        if snapshot is not None:
+            parts.append(snapshot.state)
+        parts.append(f"{len(self.boxes)} streams")
+        if self.eagle.auto_watch:
+            parts.append(f"keeping {KEEP_STREAMS} live")
+        if self._note:
+            parts.append(self._note)
+        self.query_one("#streams-status", Static).update(Content(" · ".join(parts)))
+
+    # -- actions -----------------------------------------------------------------------------
+
+    def action_toggle_mode(self) -> None:
+        self.mode = "ids" if self.mode == "text" else "text"
+        for box in self.slots:
+            self._apply_mode(box)
+
+    def _apply_mode(self, box: StreamBox) -> None:
+        box.tokens.mode = "ids" if self.mode == "ids" else "text"
+
+    def action_state(self, action: str) -> bool | None:
+        if action == "watch_more":
+            if self.control is None:
+                return False
+            snapshot = _find(self.control.batches(), self.eagle.watching)
+            return True if snapshot is not None and snapshot.live else None
+        return True
+
+    def action_toggle_auto(self) -> None:
+        self.eagle.auto_watch = not self.eagle.auto_watch
+        state = "on" if self.eagle.auto_watch else "off"
+        self.notify(f"keep {KEEP_STREAMS} streams live: {state}", markup=False)
+        self._show_status()
+
+    def action_watch_more(self) -> None:
+        if self.control is not None and self.eagle.watching is not None:
+            self.control.watch(self.eagle.watching, WATCH_COUNT)
+
+    def palette_commands(self) -> Iterable[SystemCommand]:
+        yield SystemCommand(
+            "Streams: text or ids", "Switch decoded text and raw ids", self.action_toggle_mode
+        )
+
+
+def _find(batches: Iterable[BatchSnapshot], batch_id: str | None) -> BatchSnapshot | None:
+    return next((b for b in batches if b.batch_id == batch_id), None)

@@ -1,0 +1,67 @@
+"""Where the views' data comes from: small interfaces over ``core`` clients.
+
+A view talks only to the source it needs (``ServerFeed`` for a server, ``SampleSource``
+for shards, ``CaptureControl`` for batches); the dashboard builds real ones over ``core``
+and tests pass their own. Sources do the I/O and run in workers; widgets only see the
+immutable snapshots they produce. Modules are imported lazily so the first paint does not
+wait for httpx, psutil or pyarrow.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from core.clock import Clock
+from tui.options import DashboardOptions
+
+if TYPE_CHECKING:
+    from tui.sources.capture import CaptureControl
+    from tui.sources.server import ServerFeed
+    from tui.sources.tokenizers import TokenizerCache
+
+
+@dataclass
+class Sources:
+    """Every data source the views use (built once per app)."""
+
+    servers: tuple[ServerFeed, ...] = ()
+    capture: CaptureControl | None = None
+    tokenizers: TokenizerCache | None = None
+    shard_dirs: tuple[str, ...] = field(default_factory=tuple)
+
+
+def default_sources(options: DashboardOptions, clock: Clock) -> Sources:
+    """Real sources over ``core`` for ``options``."""
+    from tui.sources.server import ServerFeed
+    from tui.sources.tokenizers import TokenizerCache
+
+    return Sources(
+        servers=tuple(ServerFeed(target) for target in options.servers),
+        capture=LazyCapture(),  # type: ignore[arg-type]
+        tokenizers=TokenizerCache(options.tokenizer),
+        shard_dirs=tuple(str(p) for p in options.shard_dirs),
+    )
+
+
+class LazyCapture:
+    """``CaptureControl`` that builds the in-process capture (engine, pyarrow, httpx) on
+    first use, so the dashboard paints before those imports."""
+
+    def __init__(self) -> None:
+        self._real: CaptureControl | None = None
+
+    def _get(self) -> CaptureControl:
+        if self._real is None:
+            from tui.sources.capture import InProcessCapture
+
+            self._real = InProcessCapture()
+        return self._real
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._get(), name)
+
+    def close(self) -> None:
+        """Close the real capture only if it was ever built."""
+        if self._real is not None:
+            self._real.close()

@@ -1,0 +1,185 @@
+"""One watched server: the core ``Watcher`` and a log follower, in their own thread.
+
+The watcher's sources (log reads, psutil probes, the port table, NVML) are blocking calls,
+so a ``ServerFeed`` runs them on a private event loop in a worker thread and hands the UI
+only immutable results through ``emit``: a ``HealthSnapshot`` once per poll interval and
+a ``LogBatch`` (every new log line since the last one, read at most ``LOG_HZ`` times a
+second). Nothing here raises into the UI: failures become problems in the snapshot or
+errors in the batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Literal
+
+from core.clock import Clock, SystemClock
+from core.health.settings import WatchSettings
+from tui.options import ServerTarget
+
+if TYPE_CHECKING:  # the watcher's modules pull in httpx and psutil: imported when run
+    from core.health.snapshot import HealthSnapshot
+    from core.health.watcher import Watcher
+    from core.proc.launcher import ManagedServer
+
+log = logging.getLogger(__name__)
+
+LOG_HZ = 4.0
+STOP_CHECK_S = 0.1
+
+
+@dataclass(frozen=True)
+class LogBatch:
+    """New log lines since the last batch, the live unterminated line, and any read error."""
+
+    lines: tuple[str, ...] = ()
+    partial: str = ""
+    notes: tuple[str, ...] = ()
+    error: str | None = None
+
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    FeedItem: TypeAlias = HealthSnapshot | LogBatch
+    """What a feed emits: a snapshot per poll, a batch of log lines per read."""
+
+Emit = Callable[["HealthSnapshot | LogBatch"], None]
+ServerAction = Literal["restart", "stop"]
+
+
+class ServerFeed:
+    """Watches one ``ServerTarget``; ``run`` blocks (call it from a thread worker)."""
+
+    def __init__(
+        self,
+        target: ServerTarget,
+        *,
+        settings: WatchSettings | None = None,
+        managed: ManagedServer | None = None,
+        clock_factory: Callable[[], Clock] = SystemClock,
+        use_history: bool = True,
+    ) -> None:
+        self.target = target
+        self.settings = settings or WatchSettings()
+        self.managed = managed
+        self._clock_factory = clock_factory
+        self._use_history = use_history
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._watcher: Watcher | None = None
+        self._last_snapshot: HealthSnapshot | None = None
+
+    @property
+    def can_control(self) -> bool:
+        """True when eagle-tui owns the server process (restart and stop apply)."""
+        return self.managed is not None
+
+    def run(self, stop: threading.Event, emit: Emit) -> None:
+        """Watch until ``stop`` is set, emitting snapshots and log batches."""
+        asyncio.run(self._main(stop, emit))
+
+    def request(self, action: ServerAction) -> Future[str]:
+        """Ask the feed's thread to restart or stop the managed server; the future's result
+        says what happened (or holds the error)."""
+        loop = self._loop
+        if loop is None or self.managed is None:
+            future: Future[str] = Future()
+            future.set_exception(RuntimeError("this server is not managed by eagle-tui"))
+            return future
+        return asyncio.run_coroutine_threadsafe(self._control(action), loop)
+
+    # -- the loop ----------------------------------------------------------------------------
+
+    async def _main(self, stop: threading.Event, emit: Emit) -> None:
+        self._loop = asyncio.get_running_loop()
+        clock = self._clock_factory()
+        self._watcher = self._build(clock, launched_at=None)
+        tail = asyncio.create_task(self._tail_log(stop, emit, clock))
+        try:
+            await self._watch(stop, emit, clock)
+        finally:
+            tail.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await tail
+            await self._close_watcher()
+            self._loop = None
+
+    async def _watch(self, stop: threading.Event, emit: Emit, clock: Clock) -> None:
+        next_tick = clock.monotonic()
+        while not stop.is_set():
+            if clock.monotonic() >= next_tick:
+                next_tick = clock.monotonic() + self.settings.poll_interval_s
+                await self._tick(emit)
+            await clock.sleep(STOP_CHECK_S)
+
+    async def _tick(self, emit: Emit) -> None:
+        watcher = self._watcher
+        if watcher is None:
+            return
+        try:
+            snapshot = await watcher.tick()
+        except Exception as exc:  # the watcher guards its sources; this is a last resort
+            log.exception("watcher tick failed for %s", self.target.url)
+            if self._last_snapshot is None:
+                return
+            snapshot = replace(self._last_snapshot, problems=(f"watch failed: {exc}",))
+        self._last_snapshot = snapshot
+        emit(snapshot)
+
+    async def _tail_log(self, stop: threading.Event, emit: Emit, clock: Clock) -> None:
+        from core.serverlog.follower import LogFollower
+
+        if self.target.log_file is None:
+            return
+        follower = LogFollower(self.target.log_file, from_start=self.managed is not None)
+        last_error: str | None = None
+        try:
+            while not stop.is_set():
+                chunk = follower.read()
+                if chunk.lines or chunk.notes or chunk.error != last_error or chunk.partial:
+                    emit(LogBatch(chunk.lines, chunk.partial, chunk.notes, chunk.error))
+                last_error = chunk.error
+                await clock.sleep(1.0 / LOG_HZ)
+        finally:
+            follower.close()
+
+    # -- building and controlling -------------------------------------------------------------
+
+    def _build(self, clock: Clock, launched_at: float | None) -> Watcher:
+        from core.health.assemble import WatchOptions, build_watcher
+
+        options = WatchOptions(
+            url=self.target.url,
+            log_path=self.target.log_file,
+            pid=self.target.pid,
+            settings=self.settings,
+            use_history=self._use_history,
+        )
+        return build_watcher(options, clock=clock, managed=self.managed, launched_at=launched_at)
+
+    async def _close_watcher(self) -> None:
+        if self._watcher is not None:
+            with contextlib.suppress(Exception):
+                await self._watcher.aclose()
+            self._watcher = None
+
+    async def _control(self, action: ServerAction) -> str:
+        assert self.managed is not None
+        if action == "stop":
+            if self._watcher is not None:
+                self._watcher.state.request_stop()
+            report = await self.managed.stop()
+            return "; ".join(report.steps[-2:]) if report is not None else "not running"
+        result = await self.managed.restart()
+        if not result.started:
+            return f"not restarted: {result.reason}"
+        await self._close_watcher()
+        clock = self._clock_factory()
+        self._watcher = self._build(clock, launched_at=clock.monotonic())
+        return f"restarted as PID {result.pid}"

@@ -1,0 +1,48 @@
+"""The selected batch: progress bar, rate sparklines, counts, failures and flags, servers."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.widgets import Sparkline, Static
+
+from tui.render import capture as text
+from tui.sources.capture import BatchSnapshot
+from tui.widgets.meter import Meter
+
+
+class BatchDetail(Vertical):
+    """Everything about one batch; ``show`` updates it in place."""
+
+    def compose(self) -> ComposeResult:
+        yield Static("no batch selected", classes="batch-title", markup=False)
+        yield Meter(classes="batch-progress")
+        with Horizontal(classes="batch-rates"):
+            yield Static("samples/s", classes="rate-label", markup=False)
+            yield Sparkline([], summary_function=max, classes="rate-samples")
+            yield Static("tokens/s", classes="rate-label", markup=False)
+            yield Sparkline([], summary_function=max, classes="rate-tokens")
+        yield Static("", classes="batch-counts", markup=False)
+        yield Static("", classes="batch-failures", markup=False)
+        yield Static("", classes="batch-flags", markup=False)
+        yield Static("", classes="batch-servers", markup=False)
+        yield Static("", classes="batch-error", markup=False)
+
+    def show(self, snapshot: BatchSnapshot, history: text.BatchHistory) -> None:
+        """Update every line from ``snapshot`` and the batch's rate history."""
+        title = f"{snapshot.batch_id} · {snapshot.state} · {snapshot.out_dir} · {snapshot.prompts}"
+        self._set("batch-title", title)
+        self.query_one(".batch-progress", Meter).value = text.progress_meter(snapshot)
+        self.query_one(".rate-samples", Sparkline).data = list(history.samples_per_s)
+        self.query_one(".rate-tokens", Sparkline).data = list(history.tokens_per_s)
+        p = snapshot.progress
+        self._set("batch-counts", text.counts_text(p) if p else "")
+        self._set("batch-failures", text.kinds_text("failures", p.failures) if p else "")
+        self._set("batch-flags", text.kinds_text("flags", p.flags) if p else "")
+        self._set("batch-servers", text.servers_text(p) if p else "")
+        self._set("batch-error", f"error: {snapshot.error}" if snapshot.error else "")
+        self.query_one(".batch-error").display = bool(snapshot.error)
+
+    def _set(self, name: str, value: str) -> None:
+        self.query_one(f".{name}", Static).update(Content(value))

@@ -1,0 +1,95 @@
+"""Flags as badges: server flags with their evidence, sample flags as a compact row.
+
+Severity decides the style (``flag--error``, ``flag--warning``, ``flag--info``); every
+badge also starts with ``⚑`` and names the flag, so it reads without colour.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import ClassVar, Literal
+
+from textual.content import Content
+from textual.reactive import reactive
+from textual.style import Style
+from textual.widget import Widget
+
+from tui.widgets.styling import component_style
+
+Severity = Literal["error", "warning", "info"]
+
+ERROR_FLAGS = frozenset(
+    {
+        "crashed",
+        "stalled",
+        "port_conflict",
+        "rank_exited",
+        "bad_token_id",
+        "count_mismatch",
+        "prompt_count_mismatch",
+        "no_stop_token",
+        "aborted",
+        "no_think_end",
+        "tool_call_before_think_end",
+        "think_start_in_output",
+    }
+)
+INFO_FLAGS = frozenset({"tool_call"})
+BADGE = "⚑"
+
+
+def flag_severity(name: str) -> Severity:
+    """``error`` for fatal and data-breaking flags, ``info`` for informational ones,
+    ``warning`` otherwise."""
+    if name.startswith("fatal") or name in ERROR_FLAGS:
+        return "error"
+    if name in INFO_FLAGS:
+        return "info"
+    return "warning"
+
+
+class FlagStyled(Widget):
+    """Resolves the ``flag--*`` styles once per style update."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"flag--error", "flag--warning", "flag--info"}
+
+    def flag_style(self, name: str) -> Style:
+        """The style of a badge for flag ``name``."""
+        return component_style(self, f"flag--{flag_severity(name)}")
+
+
+class FlagBadges(FlagStyled):
+    """Flag names in one wrapping line: ``⚑ truncated ⚑ tool_call`` (or ``clean``)."""
+
+    names: reactive[tuple[str, ...]] = reactive((), layout=True)
+
+    def render(self) -> Content:
+        if not self.names:
+            return Content("clean")
+        parts: list[str | tuple[str, Style]] = []
+        for name in self.names:
+            parts.extend(((f"{BADGE} {name}", self.flag_style(name)), " "))
+        return Content.assemble(*parts)
+
+
+class FlagEvidence(FlagStyled):
+    """One line per flag: the badge, then its evidence (server text, shown literally)."""
+
+    flags: reactive[tuple[tuple[str, str], ...]] = reactive((), layout=True)
+
+    def set_flags(self, flags: Iterable[tuple[str, str]]) -> None:
+        """Show ``(name, evidence)`` pairs."""
+        self.flags = tuple(flags)
+
+    def render(self) -> Content:
+        if not self.flags:
+            return Content("no flags")
+        return Content("\n").join(self._line(name, evidence) for name, evidence in self.flags)
+
+    def _line(self, name: str, evidence: str) -> Content:
+        return Content.assemble((f"{BADGE} {name}", self.flag_style(name)), " ", evidence)
+
+
+def badge_text(names: Sequence[str]) -> str:
+    """Plain ``⚑ a ⚑ b`` (for table cells)."""
+    return " ".join(f"{BADGE} {name}" for name in names)

@@ -1,0 +1,107 @@
+"""One server at a glance: phase, window bar, shards, timeline, flags, process, health, log.
+
+``ServerCard.show`` takes the newest ``HealthSnapshot`` and the server's ``ServerHistory``
+and updates each line in place (no recompose), all as literal text.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.widgets import Sparkline, Static
+
+from tui.options import ServerTarget
+from tui.render import server as text
+from tui.widgets.flags import FlagEvidence
+from tui.widgets.meter import Meter, MeterValue
+
+if TYPE_CHECKING:
+    from core.health.snapshot import HealthSnapshot
+
+TONES = ("ok", "busy", "warn", "bad")
+
+
+class ServerCard(Vertical):
+    """The card of one server (``index`` in the dashboard's server list)."""
+
+    def __init__(self, target: ServerTarget, index: int) -> None:
+        super().__init__(id=f"server-card-{index}", classes="server-card")
+        self.target = target
+        self.index = index
+        self.snapshot: HealthSnapshot | None = None
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(classes="card-title"):
+            yield Static(Content(self.target.label), classes="card-name")
+            yield Static(Content(self.target.url), classes="card-url")
+            if self.target.managed:
+                yield Static("managed", classes="card-managed", markup=False)
+        yield Static(
+            "waiting for the first look at this server…", classes="card-phase", markup=False
+        )
+        yield Meter(classes="card-window")
+        yield Meter(classes="card-shards")
+        yield Static("", classes="card-timeline", markup=False)
+        flags = FlagEvidence(classes="card-flags")
+        flags.display = False
+        yield flags
+        yield Static("", classes="card-proc", markup=False)
+        with Horizontal(classes="card-health"):
+            yield Sparkline([], summary_function=max, classes="card-latency")
+            yield Static("", classes="card-health-text", markup=False)
+        yield Static("", classes="card-lastlog", markup=False)
+        yield Static("", classes="card-notes", markup=False)
+
+    def show(self, snapshot: HealthSnapshot, history: text.ServerHistory) -> None:
+        """Update every line from ``snapshot`` (and the latency history)."""
+        self.snapshot = snapshot
+        self._set_phase(snapshot)
+        self.query_one(".card-window", Meter).value = text.window_meter(snapshot)
+        self._set_shards(text.shards_meter(snapshot))
+        self._set("card-timeline", self._timeline(snapshot))
+        flags = self.query_one(".card-flags", FlagEvidence)
+        flags.set_flags(text.flag_pairs(snapshot.flags))
+        flags.display = bool(snapshot.flags)
+        proc = " · ".join(
+            (
+                text.process_text(snapshot.process),
+                text.port_text(snapshot.port),
+                text.gpu_text(snapshot.gpu),
+            )
+        )
+        self._set("card-proc", Content(proc))
+        self.query_one(".card-latency", Sparkline).data = list(history.latencies_ms)
+        health = " · ".join(p for p in (text.health_text(snapshot), text.load_text(snapshot)) if p)
+        self._set("card-health-text", Content(health))
+        self._set("card-lastlog", Content(text.last_log_text(snapshot)))
+        notes = text.notes_text(snapshot)
+        self._set("card-notes", Content(notes))
+        self.query_one(".card-notes").display = bool(notes)
+
+    def _set(self, name: str, content: Content) -> None:
+        self.query_one(f".{name}", Static).update(content)
+
+    def _set_phase(self, snapshot: HealthSnapshot) -> None:
+        phase = self.query_one(".card-phase", Static)
+        tone = text.phase_tone(snapshot.phase)
+        for other in TONES:
+            phase.set_class(other == tone, f"-{other}")
+        phase.update(Content(text.phase_line(snapshot)))
+
+    def _set_shards(self, value: MeterValue | None) -> None:
+        meter = self.query_one(".card-shards", Meter)
+        meter.display = value is not None
+        if value is not None:
+            meter.value = value
+
+    @staticmethod
+    def _timeline(snapshot: HealthSnapshot) -> Content:
+        parts: list[str | tuple[str, str]] = []
+        for number, (label, current) in enumerate(text.timeline_parts(snapshot)):
+            if number:
+                parts.append(" › ")
+            parts.append((label, "bold") if current else label)
+        return Content.assemble(*parts) if parts else Content("no phase timeline yet")
