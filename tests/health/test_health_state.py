@@ -14,9 +14,7 @@ from core.health.settings import WatchSettings
 from core.health.snapshot import Outcome
 from core.proc.report import ChildInfo, GpuDevice, GpuProcess, GpuReport, PortStatus
 
-SAMPLES = Path("/work/shared/tools/realsrv/samples")
-if not SAMPLES.exists():
-    SAMPLES = Path(__file__).resolve().parents[3] / "shared/tools/realsrv/samples"
+SAMPLES = Path(__file__).resolve().parents[1] / "fixtures" / "realsrv"  # copied from shared/
 REAL_LOG = SAMPLES / "server_startup.log"
 
 

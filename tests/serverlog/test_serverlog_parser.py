@@ -11,9 +11,7 @@ from core.serverlog import events as ev
 from core.serverlog.parser import parse_line, split_prefix, which_rule
 from core.serverlog.patterns import RULES
 
-SAMPLES = Path("/work/shared/tools/realsrv/samples")
-if not SAMPLES.exists():  # CI lays shared/ beside the clone
-    SAMPLES = Path(__file__).resolve().parents[3] / "shared/tools/realsrv/samples"
+SAMPLES = Path(__file__).resolve().parents[1] / "fixtures" / "realsrv"  # copied from shared/
 REAL_LOG = SAMPLES / "server_startup.log"
 OOV_LOG = SAMPLES / "error_out_of_vocab_server_log.txt"
 needs_samples = pytest.mark.skipif(not REAL_LOG.exists(), reason="shared/ samples not present")
