@@ -160,7 +160,8 @@ def _first_index(ids: Sequence[int], token: int | None) -> int | None:
 
 def _first_of(ids: Sequence[int], tokens: frozenset[int]) -> int | None:
     """Position of the first id that is in ``tokens``."""
-    if not tokens:
+    # isdisjoint runs in C and most outputs hold no tool-call id: skip the Python loop.
+    if not tokens or tokens.isdisjoint(ids):
         return None
     return next((i for i, tid in enumerate(ids) if tid in tokens), None)
 

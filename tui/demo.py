@@ -3,8 +3,10 @@
 Starts the simulated SGLang server as a managed process (a start-up of about half a minute,
 with slow weight loading so the expected-window flag shows), starts a small capture batch
 with the bundled tokenizer as soon as it can (requests wait for the server to be ready),
-streams eight of its requests, and opens the dashboard on all of it. Quitting aborts the
-batch, stops the server and removes the demo's files (``--keep`` keeps them).
+streams eight of its requests, and opens the dashboard on all of it. The batch runs in a
+detached worker (``core.batches``), like every batch the dashboard starts. Quitting aborts
+the batch and waits for its worker to exit, stops the server and removes the demo's files
+and registry record (``--keep`` keeps them).
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from core.proc.stop import StopTimeouts
 from core.tokenizer import bundled_tokenizer_path
 from tui.options import DashboardOptions, ServerTarget
 from tui.sources import Sources
-from tui.sources.capture import BatchRequest, InProcessCapture
+from tui.sources.batches import DetachedCapture
+from tui.sources.capture import BatchRequest
 from tui.sources.server import ServerFeed
 from tui.sources.tokenizers import TokenizerCache
 
@@ -88,8 +91,9 @@ class Demo:
     workdir: Path
     server: ManagedServer
     target: ServerTarget
-    capture: InProcessCapture
+    capture: DetachedCapture
     batch_dir: Path
+    batch_id: str | None = None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -137,7 +141,7 @@ def start_demo(args: argparse.Namespace) -> Demo:
     target = ServerTarget(
         url, name="demo-sim", log_file=workdir / "sim.log", argv=tuple(argv), pid=pid
     )
-    return Demo(workdir, server, target, InProcessCapture(), workdir / "batch")
+    return Demo(workdir, server, target, DetachedCapture(), workdir / "batch")
 
 
 def demo_options(demo: Demo, args: argparse.Namespace) -> DashboardOptions:
@@ -164,7 +168,8 @@ def demo_sources(demo: Demo) -> Sources:
 
 
 def start_batch(demo: Demo, app: object, args: argparse.Namespace) -> None:
-    """Start the demo batch (its requests wait until the server is ready) and watch 8."""
+    """Start the demo batch in a detached worker (its requests wait until the server is
+    ready) and watch 8. Blocks until the worker dispatches (its tokenizer is loaded)."""
     prompts = write_prompts(demo.workdir / "prompts.jsonl", args.prompts)
     request = BatchRequest(
         prompts,
@@ -178,6 +183,7 @@ def start_batch(demo: Demo, app: object, args: argparse.Namespace) -> None:
         shard_max_age_s=10.0,
     )
     batch_id = demo.capture.start(request)
+    demo.batch_id = batch_id
     demo.capture.watch(batch_id, 8)
     app.watching = batch_id  # type: ignore[attr-defined]
     app.auto_watch = True  # type: ignore[attr-defined]
@@ -199,11 +205,16 @@ def write_prompts(path: Path, count: int) -> Path:
 
 
 def stop_demo(demo: Demo, *, keep: bool) -> None:
-    """Abort the batch, stop the server, remove the files (unless ``keep``)."""
+    """Abort the batch (waiting for its worker to exit), stop the server, remove the files
+    and the batch's registry record (unless ``keep``)."""
     try:
+        if demo.batch_id is not None and not demo.capture.abort_and_wait(demo.batch_id):
+            log.error("the demo batch's worker did not exit")
         demo.capture.close()
+        if demo.batch_id is not None and not keep:
+            demo.capture.registry.forget(demo.batch_id)
     except Exception:  # clean-up goes on whatever happened
-        log.exception("closing the demo batch failed")
+        log.exception("stopping the demo batch failed")
     stop_server(demo.server)
     if keep:
         print(f"eagle-tui demo: batch and logs kept in {demo.workdir}")

@@ -20,6 +20,7 @@ from core.health.phase import STARTUP_PHASES, Phase
 from core.health.settings import WatchSettings
 from core.health.snapshot import Expectation
 from core.paths import state_dir
+from core.shards.fsio import write_atomic
 
 HISTORY_FILE = "startup-history.jsonl"
 _MAX_LINES = 2000  # beyond this the file is compacted to its newest half
@@ -113,9 +114,8 @@ class StartupHistory:
         lines = self.path.read_text(encoding="utf-8", errors="replace").splitlines()
         if len(lines) <= _MAX_LINES:
             return
-        temp = self.path.with_suffix(".tmp")
-        temp.write_text("\n".join(lines[-_MAX_LINES // 2 :]) + "\n", encoding="utf-8")
-        os.replace(temp, self.path)
+        kept = "\n".join(lines[-_MAX_LINES // 2 :]) + "\n"
+        write_atomic(self.path, kept.encode("utf-8"))
 
 
 def expectations_from(recent: list[StartupRecord], settings: WatchSettings) -> Expectations:

@@ -30,6 +30,7 @@ _CONTEXT_MESSAGES = (
     "exceeds the maximum allowed length",
 )
 _FINISH_KINDS: tuple[FinishKind, ...] = ("stop", "length", "abort")
+_INT_ONLY = frozenset({int})
 
 
 def parse_json(body: bytes, *, url: str) -> Any:
@@ -65,7 +66,9 @@ def parse_output_ids(item: Mapping[str, Any], *, url: str) -> tuple[int, ...]:
             "response has no output_ids (SGLang before 0.5 returns text only; upgrade the server)",
             url=url,
         )
-    if not isinstance(ids, list) or not all(type(i) is int for i in ids):
+    # The set of the ids' types is built at C speed (a Python loop cost ~60 us per 1,000
+    # ids); exact types, so a JSON true or 1.0 is still refused.
+    if not isinstance(ids, list) or not {*map(type, ids)} <= _INT_ONLY:
         raise ProtocolError("output_ids is not a list of integers", url=url)
     return tuple(ids)
 

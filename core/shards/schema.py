@@ -25,6 +25,7 @@ File metadata: one key per item, each prefixed ``eagle_tui.``, values JSON
 from __future__ import annotations
 
 import json
+from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -164,10 +165,36 @@ def _prefixed_items(raw: Mapping[bytes, bytes]) -> dict[str, Any]:
 
 def rows_to_table(rows: Sequence[ShardRow]) -> pa.Table:
     """An arrow table of ``rows`` with exactly :data:`SHARD_SCHEMA` (no file metadata)."""
-    columns = {name: [getattr(row, name) for row in rows] for name in COLUMNS}
-    columns["input_ids"] = [list(ids) for ids in columns["input_ids"]]
+    columns: dict[str, Any] = {
+        name: [getattr(row, name) for row in rows] for name in COLUMNS if name != "input_ids"
+    }
     columns["flags"] = [list(flags) for flags in columns["flags"]]
-    return pa.Table.from_pydict(columns, schema=SHARD_SCHEMA)
+    arrays = [
+        input_ids_array(rows) if name == "input_ids" else pa.array(columns[name], type=kind)
+        for name, kind in zip(COLUMNS, SHARD_SCHEMA.types, strict=True)
+    ]
+    return pa.Table.from_arrays(arrays, schema=SHARD_SCHEMA)
+
+
+def input_ids_array(rows: Sequence[ShardRow]) -> pa.ListArray:
+    """The ``input_ids`` column built from one flat int32 buffer and offsets.
+
+    Converting a Python list per row costs ~0.3 ms per 1,000 ids; rows built by capture hold
+    ``array('i')``, whose bytes are copied as they are. An id outside int32 raises
+    OverflowError (as pyarrow refuses it when converting lists).
+    """
+    flat = array("i")
+    offsets = array("i", [0])
+    for row in rows:
+        ids = row.input_ids
+        flat.extend(ids if isinstance(ids, array) and ids.typecode == "i" else array("i", ids))
+        offsets.append(len(flat))
+    values = pa.Array.from_buffers(pa.int32(), len(flat), [None, pa.py_buffer(flat)])
+    return pa.ListArray.from_arrays(
+        pa.Array.from_buffers(pa.int32(), len(offsets), [None, pa.py_buffer(offsets)]),
+        values,
+        type=SHARD_SCHEMA.field("input_ids").type,
+    )
 
 
 def estimated_bytes(row: ShardRow) -> int:

@@ -17,6 +17,20 @@ def isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[P
     monkeypatch.setenv("EAGLE_TUI_CONFIG_DIR", str(tmp_path / "config"))
     monkeypatch.delenv("EAGLE_TUI_THEME", raising=False)
     yield tmp_path
+    kill_batch_workers(tmp_path / "state")
+
+
+def kill_batch_workers(state: Path) -> None:
+    """Abort every detached batch worker a test left running (SIGKILL if it lingers)."""
+    registry_dir = state / "batches"
+    if not registry_dir.is_dir():
+        return
+    from core.batches.registry import Registry
+    from tui.sources.batches import DetachedCapture
+
+    control = DetachedCapture(Registry(registry_dir))
+    for record in control.registry.all():
+        control.abort_and_wait(record.id, timeout_s=10.0)
 
 
 @pytest.fixture

@@ -1,21 +1,28 @@
 """Capture view: batch table and detail, the new-batch form, pause/resume/stop, greying,
-and one batch started from the form against the real simulated server."""
+and detached batches against the real simulated server: one started from the form, one
+started outside the dashboard (as ``capture --detach`` does), paused, killed and resumed."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import signal
 from pathlib import Path
 
 from textual.widgets import DataTable, Input
 from tui_fakes import FakeCapture, batch, progress, wait_for
 
+from core.batches.detach import launch_detached
+from core.batches.registry import Registry
 from core.tokenizer import bundled_tokenizer_path
 from tui.app import EagleApp
 from tui.options import DashboardOptions, ServerTarget
 from tui.screens.batch_forms import NewBatchScreen, StopBatchScreen
 from tui.screens.capture import CaptureScreen
 from tui.sources import Sources
-from tui.sources.capture import InProcessCapture
+from tui.sources.batches import DetachedCapture
+from tui.sources.capture import BatchRequest
 from tui.sources.tokenizers import TokenizerCache
 from tui.widgets.batch_detail import BatchDetail
 
@@ -140,7 +147,7 @@ async def test_form_validates_before_starting(tmp_path: Path) -> None:
 
 
 async def test_starts_and_stops_a_real_batch_against_the_sim(tmp_path: Path, sim_server) -> None:  # type: ignore[no-untyped-def]
-    control = InProcessCapture()
+    control = DetachedCapture()
     target = ServerTarget(sim_server.url, name="sim")
     app = EagleApp(
         DashboardOptions(
@@ -161,7 +168,7 @@ async def test_starts_and_stops_a_real_batch_against_the_sim(tmp_path: Path, sim
         screen = screen_of(app)
         await wait_for(
             pilot,
-            lambda: screen.selected() is not None and screen.selected().state == "finished",
+            lambda: screen.selected() is not None and screen.selected().state == "done",
             120,
             "batch finished",
         )
@@ -170,3 +177,51 @@ async def test_starts_and_stops_a_real_batch_against_the_sim(tmp_path: Path, sim
         assert finished.progress.done == 30
         assert (tmp_path / "out" / "manifest.json").exists()
         assert screen.check_action("stop_batch", ()) is None
+    assert Registry().all()[0].final_state == "done"  # the worker recorded how it ended
+
+
+async def test_lists_a_batch_started_elsewhere_pauses_and_resumes_it_after_a_kill(
+    tmp_path: Path,
+    start_sim,  # type: ignore[no-untyped-def]
+) -> None:
+    sim = start_sim("--tokens-per-s", "40")
+    request = BatchRequest(
+        prompts_file(tmp_path / "p.jsonl", 40),
+        tmp_path / "out",
+        (sim.url,),
+        bundled_tokenizer_path(),
+        concurrency=2,
+        max_new_tokens=48,
+    )
+    launched = await asyncio.to_thread(launch_detached, request.to_config())  # as --detach
+    batch_id = launched.record.id
+    app = capture_app(DetachedCapture())
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = screen_of(app)
+
+        def state() -> str | None:
+            selected = screen.selected()
+            return selected.state if selected is not None else None
+
+        await wait_for(pilot, lambda: state() == "running", 30, "the earlier batch, running")
+        assert screen.selected().batch_id == batch_id  # type: ignore[union-attr]
+        assert screen.check_action("resume_run", ()) is None
+        await pilot.press("space")
+        await wait_for(pilot, lambda: state() == "paused", 30, "paused")
+        await pilot.press("space")
+        await wait_for(pilot, lambda: state() == "running", 30, "running again")
+        pid = Registry().load(batch_id).pid
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)  # the worker dies: the batch is interrupted
+        await wait_for(pilot, lambda: state() == "interrupted", 30, "interrupted")
+        assert screen.check_action("resume_run", ()) is True
+        assert screen.check_action("pause_resume", ()) is None
+        await pilot.press("r")
+        await wait_for(pilot, lambda: state() == "running", 60, "resumed in a new worker")
+        assert Registry().load(batch_id).pid not in (None, pid)
+        await pilot.press("s")
+        await pilot.pause()
+        await pilot.press("a")
+        await wait_for(pilot, lambda: state() == "stopped", 30, "stopped")
+        progress = screen.selected().progress  # type: ignore[union-attr]
+        assert progress is not None and progress.total == 40

@@ -3,6 +3,7 @@ coalesced, highlighted, literal; raw-ids toggle; and live streams from a real ba
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -15,7 +16,8 @@ from tui.app import EagleApp
 from tui.options import DashboardOptions
 from tui.screens.streams import StreamsScreen
 from tui.sources import Sources
-from tui.sources.capture import BatchRequest, InProcessCapture
+from tui.sources.batches import DetachedCapture
+from tui.sources.capture import BatchRequest
 from tui.sources.documents import KIMI_BOUNDARIES
 from tui.sources.streams import StreamBoard
 from tui.sources.tokenizers import TokenizerCache
@@ -114,14 +116,15 @@ async def test_live_streams_from_a_real_batch(tmp_path: Path, sim_server) -> Non
             for i in range(12)
         )
     )
-    control = InProcessCapture()
+    control = DetachedCapture()
     app = EagleApp(
         DashboardOptions(start_view="streams"),
         sources=Sources(capture=control, tokenizers=TokenizerCache()),
     )
     async with app.run_test(size=(120, 40)) as pilot:
         control.watch("none", 1)  # unknown batch: ignored
-        batch_id = control.start(
+        batch_id = await asyncio.to_thread(  # blocking: the worker starts in a second or two
+            control.start,
             BatchRequest(
                 prompts,
                 tmp_path / "out",
@@ -129,7 +132,7 @@ async def test_live_streams_from_a_real_batch(tmp_path: Path, sim_server) -> Non
                 bundled_tokenizer_path(),
                 concurrency=2,
                 max_new_tokens=1024,
-            )
+            ),
         )
         app.watching = batch_id
         control.watch(batch_id, 4)

@@ -1,8 +1,9 @@
 """The Capture view: every batch with its progress and rates; start, pause, resume, stop.
 
 Reads ``CaptureControl.batches()`` (non-blocking snapshots) a few times a second; actions
-go through the same interface, so in-process engines today and detached workers later
-look the same here.
+go through the same interface. Batches run in detached workers, so this view lists every
+batch in the registry (also those started earlier or with ``capture --detach``), and a
+batch keeps running when the dashboard quits.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Iterable
 from typing import ClassVar
 
 from rich.text import Text
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Static
@@ -24,15 +25,16 @@ from tui.sources.capture import BatchRequest, BatchSnapshot, CaptureControl
 from tui.widgets.batch_detail import BatchDetail
 
 HELP = """\
-Every capture batch this dashboard knows, with its state, progress, samples/s and
-tokens/s, ETA, failures and flags. The selected batch (arrow keys) is shown below: its
-progress bar, rate sparklines, counts, failures and flags by kind, and each server's
-in-flight requests.
+Every capture batch in the registry (detached workers: they keep running when the
+dashboard quits), with its state, progress, samples/s and tokens/s, ETA, failures and
+flags. The selected batch (arrow keys) is shown below: its progress bar, rate sparklines,
+counts, failures and flags by kind, and each server's in-flight requests.
 
 `n` starts a new batch from a form that is checked before anything starts. `space` pauses
 or resumes the selected batch (in-flight requests finish either way). `s` stops it: drain
 (let in-flight requests finish) or abort. `w` streams its next 8 requests to the Streams
-view. Actions that do not apply now are greyed out; `--readonly` hides them.
+view. `r` continues a stopped, failed or interrupted batch in a new worker. Actions that
+do not apply now are greyed out; `--readonly` hides them.
 """
 COLUMNS = ("batch", "state", "%", "done/total", "smp/s", "tok/s", "ETA", "failed", "flags")
 REFRESH_S = 0.25
@@ -45,12 +47,13 @@ class CaptureScreen(ViewScreen):
     VIEW = "capture"
     HELP_TEXT = HELP
     AUTO_FOCUS = "#batch-table"
-    MUTATING_ACTIONS = frozenset({"new_batch", "pause_resume", "stop_batch", "watch"})
+    MUTATING_ACTIONS = frozenset({"new_batch", "pause_resume", "stop_batch", "watch", "resume_run"})
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("n", "new_batch", "New batch", id="capture.new"),
         Binding("space", "pause_resume", "Pause/resume", id="capture.pause"),
         Binding("s", "stop_batch", "Stop", id="capture.stop"),
         Binding("w", "watch", "Watch 8", id="capture.watch"),
+        Binding("r", "resume_run", "Resume run", id="capture.resume"),
     ]
 
     def __init__(self) -> None:
@@ -96,6 +99,9 @@ class CaptureScreen(ViewScreen):
                     table.update_cell(key, column, cell, update_width=True)
             else:
                 table.add_row(*cells, key=key)
+        known = {snapshot.batch_id for snapshot in self.snapshots}
+        for key in [key for key in table.rows if key.value not in known]:
+            table.remove_row(key)  # forgotten from the registry
         self.query_one("#batch-empty").display = not self.snapshots
 
     def _update_detail(self) -> None:
@@ -127,6 +133,8 @@ class CaptureScreen(ViewScreen):
         live = selected is not None and selected.live and selected.state != "stopping"
         if action in ("pause_resume", "stop_batch", "watch"):
             return True if live else None
+        if action == "resume_run":
+            return True if selected is not None and selected.resumable else None
         return True
 
     def action_new_batch(self) -> None:
@@ -145,13 +153,34 @@ class CaptureScreen(ViewScreen):
     def _start(self, request: BatchRequest | None) -> None:
         if request is None or self.control is None:
             return
+        self.notify(f"starting a worker for {request.out_dir}", title="New batch", markup=False)
+        self._launch(self.control, request)
+
+    @work(thread=True, group="capture-start", exit_on_error=False)
+    def _launch(self, control: CaptureControl, request: BatchRequest) -> None:
+        """Start the batch off the UI thread (a detached worker takes seconds to start)."""
         try:
-            batch_id = self.control.start(request)
+            batch_id = control.start(request)
         except ConfigError as exc:
-            self.notify(str(exc), title="Batch not started", severity="error", markup=False)
+            self.app.call_from_thread(self._started, None, str(exc), request)
+        except Exception as exc:  # a bug or an OS error: say so, keep the app up
+            self.app.call_from_thread(self._started, None, f"{type(exc).__name__}: {exc}", request)
+        else:
+            self.app.call_from_thread(self._started, batch_id, None, request)
+
+    def _started(self, batch_id: str | None, error: str | None, request: BatchRequest) -> None:
+        if batch_id is None:
+            self.notify(error or "?", title="Batch not started", severity="error", markup=False)
             return
         self.notify(f"{batch_id} → {request.out_dir}", title="Batch started", markup=False)
         self.refresh_batches()
+
+    def action_resume_run(self) -> None:
+        selected = self.selected()
+        if selected is None or self.control is None or not selected.resumable:
+            return
+        self.control.resume(selected.batch_id)
+        self.notify("starting a new worker", title=selected.batch_id, markup=False)
 
     def action_pause_resume(self) -> None:
         selected = self.selected()
@@ -189,6 +218,7 @@ class CaptureScreen(ViewScreen):
             ("pause_resume", "Capture: pause or resume", "Pause or resume the selected batch"),
             ("stop_batch", "Capture: stop", "Drain or abort the selected batch"),
             ("watch", "Capture: watch 8 requests", "Stream the next 8 requests live"),
+            ("resume_run", "Capture: resume run", "Continue a stopped or interrupted batch"),
         )
         for action, title, help_text in commands:
             if self.check_action(action, ()):

@@ -45,17 +45,17 @@ def default_sources(options: DashboardOptions, clock: Clock) -> Sources:
 
 
 class LazyCapture:
-    """``CaptureControl`` that builds the in-process capture (engine, pyarrow, httpx) on
-    first use, so the dashboard paints before those imports."""
+    """``CaptureControl`` that builds the detached-batch control (``core.batches``, httpx)
+    on first use, so the dashboard paints before those imports."""
 
     def __init__(self) -> None:
         self._real: CaptureControl | None = None
 
     def _get(self) -> CaptureControl:
         if self._real is None:
-            from tui.sources.capture import InProcessCapture
+            from tui.sources.batches import DetachedCapture
 
-            self._real = InProcessCapture()
+            self._real = DetachedCapture()
         return self._real
 
     def __getattr__(self, name: str) -> object:
