@@ -3,6 +3,13 @@
     EagleError                     base; ``str(e)`` says what, where, and what to do
     ├── ConfigError                bad user input: a file, a flag, a config field
     ├── TokenizerError             a tokenizer or chat template that cannot be loaded or used
+    ├── ShardError                 (core/shards/errors.py) a shard or manifest unusable
+    │   └── ShardWriteError        a shard not saved (disk full…); names the rows lost
+    ├── InspectError               (core/shards/inspect_cli.py) nothing to show for a query
+    ├── BatchError                 (core/batches/errors.py) detached batches
+    │   ├── BatchNotFound, BatchLocked, WorkerStartFailed, WorkerUnreachable,
+    │   ├── UntrustedSocket, ControlRejected (a 4xx from the control API)
+    │   └── WrongState             (core/batches/cli_common.py) e.g. pausing a finished batch
     └── SGLangError                talking to an SGLang server; carries ``url`` and ``retryable``
         ├── ServerUnreachable      connection refused / reset before any response   (transient)
         ├── ServerTimeout          connect or read timeout                           (transient)
