@@ -14,6 +14,7 @@ from textual.widgets import DataTable, Input
 from tui_fakes import FakeCapture, batch, progress, wait_for
 
 from core.batches.detach import launch_detached
+from core.batches.lock import is_held
 from core.batches.registry import Registry
 from core.tokenizer import bundled_tokenizer_path
 from tui.app import EagleApp
@@ -21,7 +22,7 @@ from tui.options import DashboardOptions, ServerTarget
 from tui.screens.batch_forms import NewBatchScreen, StopBatchScreen
 from tui.screens.capture import CaptureScreen
 from tui.sources import Sources
-from tui.sources.batches import DetachedCapture
+from tui.sources.batches import DetachedCapture, delta_event, progress_of, request_event
 from tui.sources.capture import BatchRequest
 from tui.sources.tokenizers import TokenizerCache
 from tui.widgets.batch_detail import BatchDetail
@@ -218,10 +219,30 @@ async def test_lists_a_batch_started_elsewhere_pauses_and_resumes_it_after_a_kil
         assert screen.check_action("pause_resume", ()) is None
         await pilot.press("r")
         await wait_for(pilot, lambda: state() == "running", 60, "resumed in a new worker")
-        assert Registry().load(batch_id).pid not in (None, pid)
-        await pilot.press("s")
-        await pilot.pause()
-        await pilot.press("a")
-        await wait_for(pilot, lambda: state() == "stopped", 30, "stopped")
+        new_pid = Registry().load(batch_id).pid
+        assert new_pid not in (None, pid)
         progress = screen.selected().progress  # type: ignore[union-attr]
         assert progress is not None and progress.total == 40
+    assert is_held(tmp_path / "out")  # quitting the dashboard leaves the batch running
+    assert await asyncio.to_thread(DetachedCapture().abort_and_wait, batch_id)
+    assert Registry().load(batch_id).final_state == "stopped"
+
+
+def test_worker_json_becomes_snapshots_and_stream_events() -> None:
+    status = {
+        "servers": [{"url": "http://h:1", "state": "ready", "in_flight": 3, "limit": 8}],
+        "flags": {"tool_call": 2},
+        "failures": {"timeout": 1},
+    }
+    counts = {"total": 10, "done": 4, "failed": 1, "samples_per_s": 2.5, "eta_s": None}
+    p = progress_of("running", counts, status)
+    assert (p.total, p.done, p.settled, p.samples_per_s, p.eta_s) == (10, 4, 5, 2.5, None)
+    assert p.servers[0].in_flight == 3 and p.flags == {"tool_call": 2}
+    watched: set[str] = set()
+    assert request_event({"kind": "sent", "sample_id": "a", "watched": False}, watched) is None
+    sent = request_event({"kind": "sent", "sample_id": "b", "watched": True, "rid": "r"}, watched)
+    assert sent is not None and sent.kind == "sent" and watched == {"b"}
+    done = request_event({"kind": "finished", "sample_id": "b", "flags": ["f"]}, watched)
+    assert done is not None and done.flags == ("f",) and watched == set()
+    d = delta_event({"sample_id": "b", "rid": "r", "new_ids": [1, 2], "total": 2, "at": 1.0})
+    assert (d.kind, d.new_ids, d.total) == ("delta", (1, 2), 2)

@@ -1,4 +1,5 @@
-"""``eagle-tui demo``: starts the simulated server and a batch, shows them, cleans up."""
+"""``eagle-tui demo``: starts the simulated server and a detached batch, shows them, and
+cleans up (server, worker, files, registry record)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import argparse
 import psutil
 from tui_fakes import wait_for
 
+from core.batches.registry import Registry
 from core.health.phase import Phase
 from tui.app import EagleApp
 from tui.demo import demo_options, demo_sources, start_batch, start_demo, stop_demo
@@ -43,7 +45,7 @@ async def test_demo_runs_a_batch_on_the_sim_and_cleans_up() -> None:
             assert app.screen.check_action("restart_server", ()) is True  # managed
             await wait_for(
                 pilot,
-                lambda: demo.capture.batches()[0].state == "finished",
+                lambda: bool(demo.capture.batches()) and demo.capture.batches()[0].state == "done",
                 120,
                 "demo batch finished",
             )
@@ -51,6 +53,7 @@ async def test_demo_runs_a_batch_on_the_sim_and_cleans_up() -> None:
             assert progress is not None and progress.done == 20
     finally:
         stop_demo(demo, keep=False)
+    assert Registry().all() == []  # the demo's record is gone with its files
     assert pid is not None
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     assert not demo.workdir.exists()

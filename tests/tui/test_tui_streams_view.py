@@ -107,13 +107,14 @@ async def test_view_shows_streams_coalesced_and_toggles_ids() -> None:
         assert control.calls[-1] == ("watch", "b1", "8")
 
 
-async def test_live_streams_from_a_real_batch(tmp_path: Path, sim_server) -> None:  # type: ignore[no-untyped-def]
+async def test_live_streams_from_a_real_batch(tmp_path: Path, start_sim) -> None:  # type: ignore[no-untyped-def]
+    sim = start_sim("--tokens-per-s", "300")  # slow enough to watch requests in flight
     prompts = tmp_path / "p.jsonl"
     prompts.write_text(
         "".join(
             json.dumps({"id": f"p{i}", "messages": [{"role": "user", "content": f"Q{i} [/]"}]})
             + "\n"
-            for i in range(12)
+            for i in range(8)
         )
     )
     control = DetachedCapture()
@@ -128,10 +129,10 @@ async def test_live_streams_from_a_real_batch(tmp_path: Path, sim_server) -> Non
             BatchRequest(
                 prompts,
                 tmp_path / "out",
-                (sim_server.url,),
+                (sim.url,),
                 bundled_tokenizer_path(),
                 concurrency=2,
-                max_new_tokens=1024,
+                max_new_tokens=512,
             ),
         )
         app.watching = batch_id

@@ -1,0 +1,480 @@
+"""``CaptureControl`` over detached batch workers (``core.batches``): the dashboard's default.
+
+Every batch in the registry is listed, so a fresh dashboard finds the batches started
+earlier, by another dashboard or by ``eagle-tui capture --detach``; they outlive the
+dashboard (``close`` stops nothing). All I/O runs on one private thread with its own event
+loop, never on the UI loop:
+
+* a poller reads the registry and surveys every batch (``core.batches.survey``) every
+  ``POLL_S`` and publishes immutable ``BatchSnapshot``s that ``batches()`` returns;
+* actions (pause, resume, stop, watch, resume an interrupted run) are queued to that loop
+  and talk to the worker's control socket with ``BatchClient``; a failure is kept as the
+  batch's ``error`` (shown in the Capture view), never raised into the UI;
+* a watched batch gets one ``/events`` follower that turns the ``delta`` and ``request``
+  events of watched requests into ``CaptureEvent``s in a bounded buffer, which the Streams
+  view drains a few times a second (``take_events``), so UI updates are batched, never
+  per token.
+
+``start`` is blocking (``launch_detached`` waits for the worker to start dispatching): call
+it from a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Coroutine, Mapping
+from pathlib import Path
+from typing import Any
+
+from core.batches.control_client import BatchClient
+from core.batches.detach import launch_detached, relaunch
+from core.batches.errors import BatchError
+from core.batches.events import DELTA, END, HELLO, LOST, REQUEST
+from core.batches.lock import is_held
+from core.batches.registry import FINAL_STATES, BatchRecord, Registry
+from core.batches.survey import RESUMABLE_STATES, BatchView, survey_all
+from core.capture.dispatch import ServerStatus
+from core.capture.events import CaptureEvent
+from core.capture.progress import CaptureProgress
+from core.errors import ConfigError, EagleError
+from tui.sources.capture import BatchRequest, BatchSnapshot, validate_request
+
+log = logging.getLogger(__name__)
+
+POLL_S = 0.5
+SURVEY_TIMEOUT_S = 2.0
+EVENT_BUFFER = 50_000
+HELLO_WAIT_S = 3.0
+_ENDED_KINDS = frozenset({"finished", "failed", "rejected"})
+
+Launcher = Callable[..., Any]
+
+
+class DetachedCapture:
+    """``CaptureControl`` over the registry of detached batches and their control sockets."""
+
+    def __init__(
+        self,
+        registry: Registry | None = None,
+        *,
+        poll_s: float = POLL_S,
+        launcher: Launcher = launch_detached,
+    ) -> None:
+        self._registry = registry
+        self._poll_s = poll_s
+        self._launcher = launcher
+        self._snapshots: tuple[BatchSnapshot, ...] = ()
+        self._records: dict[str, BatchRecord] = {}
+        self._cache: dict[str, BatchView] = {}
+        self._errors: dict[str, str] = {}
+        self._events: dict[str, deque[CaptureEvent]] = {}
+        self._followers: dict[str, asyncio.Task[None]] = {}
+        self._hello: dict[str, asyncio.Event] = {}
+        self._clients: dict[str, BatchClient] = {}
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._wake: asyncio.Event | None = None
+        self._ready = threading.Event()
+        self._closed = False
+
+    @property
+    def registry(self) -> Registry:
+        """The registry read (the state dir's, unless one was given)."""
+        if self._registry is None:
+            self._registry = Registry()
+        return self._registry
+
+    # -- CaptureControl ----------------------------------------------------------------------
+
+    def batches(self) -> tuple[BatchSnapshot, ...]:
+        self._ensure_thread()
+        return self._snapshots
+
+    def start(self, request: BatchRequest) -> str:
+        """Launch a detached worker for ``request`` (BLOCKING: up to its start-up)."""
+        config = validate_request(request)
+        try:
+            launched = self._launcher(config, registry=self.registry)
+        except EagleError as exc:
+            raise ConfigError(str(exc)) from exc
+        batch_id = str(launched.record.id)
+        self._errors.pop(batch_id, None)
+        self._poke()
+        return batch_id
+
+    def pause(self, batch_id: str) -> None:
+        self._submit(batch_id, lambda c: c.pause())
+
+    def resume(self, batch_id: str) -> None:
+        """Resume a paused batch; start a new worker for a stopped, failed or interrupted one."""
+        snapshot = self._find(batch_id)
+        if snapshot is not None and snapshot.resumable:
+            self._schedule(batch_id, self._relaunch(batch_id))
+        else:
+            self._submit(batch_id, lambda c: c.resume())
+
+    def stop(self, batch_id: str, *, abort: bool) -> None:
+        self._submit(batch_id, lambda c: c.stop(abort=abort))
+
+    def watch(self, batch_id: str, count: int) -> None:
+        self._schedule(batch_id, self._watch(batch_id, count))
+
+    def take_events(self, batch_id: str, limit: int = 10_000) -> list[CaptureEvent]:
+        events = self._events.get(batch_id)
+        if events is None:
+            return []
+        taken: list[CaptureEvent] = []
+        with contextlib.suppress(IndexError):
+            while len(taken) < limit:
+                taken.append(events.popleft())
+        return taken
+
+    def close(self) -> None:
+        """Stop following (the batches keep running: they are detached). Idempotent."""
+        self._closed = True
+        loop, thread = self._loop, self._thread
+        if loop is not None and thread is not None:
+            with contextlib.suppress(RuntimeError):  # the loop already ended
+                loop.call_soon_threadsafe(self._shutdown)
+            thread.join(timeout=5.0)
+
+    # -- beyond the interface ----------------------------------------------------------------
+
+    def abort_and_wait(self, batch_id: str, timeout_s: float = 20.0) -> bool:
+        """Abort ``batch_id``'s worker and wait until it exits (SIGKILL after ``timeout_s``);
+        True when no worker holds its directory any more. Blocking."""
+        try:
+            record = self.registry.load(batch_id)
+        except BatchError:
+            return True
+        out_dir = Path(record.out_dir)
+        if not is_held(out_dir):
+            return True
+
+        async def abort() -> None:
+            async with BatchClient(record.socket) as client:
+                await client.stop(abort=True)
+
+        try:
+            asyncio.run(abort())
+        except (BatchError, OSError) as exc:
+            log.warning("aborting batch %s: %s", batch_id, exc)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if not is_held(out_dir):
+                return True
+            time.sleep(0.1)
+        pid = self.registry.load(batch_id).pid
+        if pid is not None:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline and is_held(out_dir):
+            time.sleep(0.1)
+        return not is_held(out_dir)
+
+    # -- the private loop --------------------------------------------------------------------
+
+    def _ensure_thread(self) -> None:
+        with self._lock:
+            if self._thread is not None or self._closed:
+                return
+            self._thread = threading.Thread(target=self._run, name="capture-batches", daemon=True)
+            self._thread.start()
+        self._ready.wait(5.0)
+
+    def _run(self) -> None:
+        try:
+            asyncio.run(self._main())
+        except Exception:  # the thread must never take the app down
+            log.exception("the batch follower stopped")
+
+    async def _main(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._wake = asyncio.Event()
+        self._ready.set()
+        while not self._closed:
+            try:
+                await self._poll()
+            except Exception:  # keep polling; show what we can
+                log.exception("surveying batches failed")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self._poll_s)
+            self._wake.clear()
+        for task in list(self._followers.values()):
+            task.cancel()
+        for client in list(self._clients.values()):
+            with contextlib.suppress(Exception):
+                await client.aclose()
+
+    def _shutdown(self) -> None:
+        self._closed = True
+        if self._wake is not None:
+            self._wake.set()
+
+    def _poke(self) -> None:
+        loop, wake = self._loop, self._wake
+        if loop is not None and wake is not None:
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(wake.set)
+
+    async def _poll(self) -> None:
+        records = self.registry.all()  # a few small files, on this private thread
+        self._records = {r.id: r for r in records}
+        fresh = [r for r in records if not self._settled(r)]
+        views = await asyncio.gather(*(self._survey(r) for r in fresh))
+        for view in views:
+            self._cache[view.record.id] = view
+        self._snapshots = tuple(
+            snapshot_of(self._cache[r.id], self._errors.get(r.id)) for r in records
+        )
+
+    async def _survey(self, record: BatchRecord) -> BatchView:
+        """``survey`` of one batch, asking a live worker over a kept connection (a new httpx
+        client per poll costs an SSL context: tens of ms holding the GIL)."""
+        if not is_held(Path(record.out_dir)):
+            return (await survey_all([record], timeout_s=SURVEY_TIMEOUT_S))[0]
+        try:
+            status = await self._client(record.id).status()
+        except BatchError as exc:
+            state = "starting" if record.pid is None else "unresponsive"
+            return BatchView(record, state, dict(record.last_progress), detail=str(exc))
+        counts = dict(status.get("progress", {}))
+        return BatchView(record, str(status.get("state", "running")), counts, status=status)
+
+    def _client(self, batch_id: str) -> BatchClient:
+        """The kept control client of ``batch_id`` (remade when its socket moves)."""
+        socket = self._socket(batch_id)
+        client = self._clients.get(batch_id)
+        if client is None or str(client.socket_path) != socket:
+            client = BatchClient(socket, timeout_s=SURVEY_TIMEOUT_S)
+            self._clients[batch_id] = client
+        return client
+
+    def _settled(self, record: BatchRecord) -> bool:
+        """True when the cached view of ``record`` is final and its record unchanged."""
+        cached = self._cache.get(record.id)
+        return (
+            cached is not None
+            and cached.record == record
+            and cached.state in FINAL_STATES
+            and record.final_state is not None
+        )
+
+    def _find(self, batch_id: str) -> BatchSnapshot | None:
+        return next((s for s in self._snapshots if s.batch_id == batch_id), None)
+
+    # -- actions -----------------------------------------------------------------------------
+
+    def _schedule(self, batch_id: str, action: Coroutine[Any, Any, None]) -> None:
+        self._ensure_thread()
+        loop = self._loop
+        if loop is None:
+            action.close()
+            self._errors[batch_id] = "the batch follower is not running"
+            return
+        guarded = self._guarded(batch_id, action)
+        try:  # _guarded keeps its own errors: the future is not needed
+            asyncio.run_coroutine_threadsafe(guarded, loop)
+        except RuntimeError:  # the loop ended (closed)
+            guarded.close()
+            action.close()
+
+    async def _guarded(self, batch_id: str, action: Coroutine[Any, Any, None]) -> None:
+        try:
+            await action
+            self._errors.pop(batch_id, None)
+        except Exception as exc:  # shown on the batch, never raised into the UI
+            log.warning("batch %s: %s", batch_id, exc)
+            self._errors[batch_id] = str(exc)
+        if self._wake is not None:
+            self._wake.set()
+
+    def _submit(
+        self, batch_id: str, call: Callable[[BatchClient], Coroutine[Any, Any, Any]]
+    ) -> None:
+        async def act() -> None:
+            await call(self._client(batch_id))
+
+        self._schedule(batch_id, act())
+
+    def _socket(self, batch_id: str) -> str:
+        record = self._records.get(batch_id) or self.registry.load(batch_id)
+        return record.socket
+
+    async def _relaunch(self, batch_id: str) -> None:
+        record = await asyncio.to_thread(self.registry.load, batch_id)
+        await asyncio.to_thread(relaunch, record, self.registry)
+
+    async def _watch(self, batch_id: str, count: int) -> None:
+        hello = self._follow(batch_id)
+        with contextlib.suppress(TimeoutError):  # subscribe first: no delta is missed
+            await asyncio.wait_for(hello.wait(), HELLO_WAIT_S)
+        await self._client(batch_id).watch(count)
+
+    def _follow(self, batch_id: str) -> asyncio.Event:
+        """Start the ``/events`` follower of ``batch_id`` unless it runs; its hello event."""
+        task = self._followers.get(batch_id)
+        if task is None or task.done():
+            self._hello[batch_id] = asyncio.Event()
+            self._events.setdefault(batch_id, deque(maxlen=EVENT_BUFFER))
+            self._followers[batch_id] = asyncio.create_task(self._follow_events(batch_id))
+        return self._hello[batch_id]
+
+    async def _follow_events(self, batch_id: str) -> None:
+        buffer = self._events[batch_id]
+        hello = self._hello[batch_id]
+        watched: set[str] = set()
+        try:
+            async with BatchClient(self._socket(batch_id)) as client:
+                async for event in client.events():
+                    if event.type == HELLO:
+                        hello.set()
+                    elif event.type == DELTA:
+                        buffer.append(delta_event(event.data))
+                    elif event.type == REQUEST:
+                        converted = request_event(event.data, watched)
+                        if converted is not None:
+                            buffer.append(converted)
+                    elif event.type == LOST:
+                        self._errors[batch_id] = (
+                            f"{event.data.get('dropped', '?')} stream events dropped (slow reader)"
+                        )
+                    elif event.type == END:
+                        break
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the batch ended or died: the poller shows its state
+            log.info("events of batch %s: %s", batch_id, exc)
+        finally:
+            hello.set()
+
+
+# -- JSON to snapshots and events -----------------------------------------------------------
+
+
+def snapshot_of(view: BatchView, error: str | None = None) -> BatchSnapshot:
+    """The Capture view's snapshot of one surveyed batch."""
+    record = view.record
+    config = record.config
+    tokenizer = config.get("tokenizer")
+    status = view.status or {}
+    return BatchSnapshot(
+        record.id,
+        Path(record.out_dir),
+        Path(str(config.get("prompts", ""))),
+        tuple(str(s) for s in config.get("servers", ())),
+        view.state,
+        tokenizer=Path(str(tokenizer)) if tokenizer else None,
+        progress=progress_of(view.state, view.counts, status) if view.counts else None,
+        error=error or view.detail,
+        name=record.name,
+        resumable=view.state in RESUMABLE_STATES,
+    )
+
+
+def progress_of(
+    state: str, counts: Mapping[str, Any], status: Mapping[str, Any]
+) -> CaptureProgress:
+    """A ``CaptureProgress`` from ``/status`` progress counts (or the offline counts)."""
+
+    def count(name: str) -> int:
+        value = counts.get(name)
+        return int(value) if isinstance(value, int | float) else 0
+
+    def rate(name: str) -> float:
+        value = counts.get(name)
+        return float(value) if isinstance(value, int | float) else 0.0
+
+    total = counts.get("total")
+    eta = counts.get("eta_s")
+    return CaptureProgress(
+        state=state,
+        total=int(total) if isinstance(total, int | float) else None,
+        already_done=count("already_done"),
+        done=count("done"),
+        written=count("written"),
+        failed=count("failed"),
+        flagged=count("flagged"),
+        rejected=count("rejected"),
+        retrying=count("retrying"),
+        interrupted=count("interrupted"),
+        in_flight=count("in_flight"),
+        output_tokens=count("output_tokens"),
+        elapsed_s=rate("elapsed_s"),
+        samples_per_s=rate("samples_per_s"),
+        tokens_per_s=rate("tokens_per_s"),
+        eta_s=float(eta) if isinstance(eta, int | float) else None,
+        servers=tuple(server_of(s) for s in status.get("servers", ()) if isinstance(s, dict)),
+        errors=_table(status.get("errors")),
+        failures=_table(status.get("failures")),
+        flags=_table(status.get("flags")),
+    )
+
+
+def server_of(data: Mapping[str, Any]) -> ServerStatus:
+    """One server of ``/status``."""
+    return ServerStatus(
+        str(data.get("url", "?")),
+        str(data.get("state", "?")),
+        str(data.get("reason", "")),
+        int(data.get("in_flight", 0) or 0),
+        int(data.get("limit", 0) or 0),
+        int(data.get("sent", 0) or 0),
+        int(data.get("succeeded", 0) or 0),
+        int(data.get("failed", 0) or 0),
+    )
+
+
+def _table(value: object) -> dict[str, int]:
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): int(v) for k, v in value.items() if isinstance(v, int | float)}
+
+
+def delta_event(data: Mapping[str, Any]) -> CaptureEvent:
+    """A ``delta`` SSE event as a capture event."""
+    return CaptureEvent(
+        "delta",
+        str(data.get("sample_id", "")),
+        float(data.get("at", 0.0) or 0.0),
+        rid=data.get("rid"),
+        watched=True,
+        new_ids=tuple(int(i) for i in data.get("new_ids", ())),
+        total=int(data.get("total", 0) or 0),
+    )
+
+
+def request_event(data: Mapping[str, Any], watched: set[str]) -> CaptureEvent | None:
+    """A ``request`` SSE event as a capture event, if it belongs to a watched request
+    (``watched`` tracks the sample ids being streamed)."""
+    sample_id = str(data.get("sample_id", ""))
+    kind = str(data.get("kind", ""))
+    if data.get("watched"):
+        watched.add(sample_id)
+    if sample_id not in watched:
+        return None
+    if kind in _ENDED_KINDS:
+        watched.discard(sample_id)
+    flags = data.get("flags") or ()
+    return CaptureEvent(
+        kind,  # type: ignore[arg-type]
+        sample_id,
+        float(data.get("at", 0.0) or 0.0),
+        rid=data.get("rid"),
+        endpoint=data.get("endpoint"),
+        attempt=int(data.get("attempt", 0) or 0),
+        watched=True,
+        total=int(data.get("total", 0) or 0),
+        flags=tuple(str(f) for f in flags),
+        error_kind=data.get("error_kind"),
+        detail=data.get("detail"),
+    )
