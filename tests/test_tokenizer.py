@@ -242,6 +242,41 @@ def test_render_ids_match_encoding_the_rendered_text(tok: LoadedTokenizer) -> No
     assert tok.render(HISTORY, tools=TOOLS) == plain_ids(tok, tok.render_text(HISTORY, tools=TOOLS))
 
 
+CHATS = [(USER, None, {}), (USER, TOOLS, {}), (HISTORY, TOOLS, {}), (HISTORY, None, {}),
+         (USER, TOOLS, {"thinking": False}), (HISTORY, TOOLS, {"thinking": False})]
+
+
+@pytest.mark.parametrize(("messages", "tools", "kwargs"), CHATS)
+def test_direct_render_equals_apply_chat_template(
+    tok: LoadedTokenizer, messages: Any, tools: Any, kwargs: dict[str, Any]
+) -> None:
+    assert tok._direct.usable(kwargs)  # the bundled tokenizer takes the direct path
+    stock = tok._render_stock(messages, tools, **kwargs)
+    assert tok._direct.encode(tok.render_text(messages, tools, **kwargs)) == stock
+    assert tok.render(messages, tools, **kwargs) == stock
+
+
+def test_a_direct_mismatch_falls_back_for_good(monkeypatch: pytest.MonkeyPatch) -> None:
+    fresh = load_tokenizer(bundled_tokenizer_path())
+    stock = fresh._render_stock(HISTORY, TOOLS)
+    monkeypatch.setattr(fresh._direct, "encode", lambda text: [1, 2, 3])
+    assert fresh.render(HISTORY, TOOLS) == stock
+    assert not fresh._direct.usable({})
+    assert fresh.render(HISTORY, TOOLS) == stock
+
+
+def test_direct_path_stands_aside_when_tokenizing_is_configured(tok: LoadedTokenizer) -> None:
+    assert not tok._direct.usable({"tokenizer_kwargs": {}})  # an apply_chat_template option
+    backend = tok.hf.backend_tokenizer
+    backend.enable_truncation(max_length=4)
+    try:
+        assert not tok._direct.usable({})
+        assert tok.render(USER) == tok._render_stock(USER)  # the stock call resets it
+    finally:
+        backend.no_truncation()
+    assert tok._direct.usable({})
+
+
 class ShapeWrapper:
     """A real tokenizer whose apply_chat_template returns a chosen shape of the same ids."""
 

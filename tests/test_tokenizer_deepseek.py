@@ -69,6 +69,19 @@ def test_render_with_own_template_ends_with_think() -> None:
     assert len(ds.template_hash()) == 64
 
 
+def test_direct_render_equals_apply_chat_template() -> None:
+    ds = load_tokenizer(deepseek_dir())
+    ds.hf.chat_template = TEMPLATE
+    chat = [{"role": "user", "content": "Hello <think> 12345 ünïcode 你好"},
+            {"role": "assistant", "content": "Hi</think> there"},
+            {"role": "user", "content": "Again?"}]
+    assert ds._direct.usable({})
+    for messages in (chat[:1], chat):
+        stock = ds._render_stock(messages)
+        assert ds._direct.encode(ds.render_text(messages)) == stock
+        assert ds.render(messages) == stock
+
+
 def test_fingerprint_and_bound_differ_from_kimi(ds: LoadedTokenizer) -> None:
     kimi_tok = load_tokenizer(bundled_tokenizer_path())
     assert ds.fingerprint() != kimi_tok.fingerprint()

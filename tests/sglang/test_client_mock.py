@@ -169,6 +169,15 @@ async def test_garbage_bodies_are_protocol_errors(raw: bytes) -> None:
             await client.generate(REQUEST)
 
 
+@pytest.mark.parametrize("ids", ["[1, true]", "[1, 2.0]", "[1, null]", "[1, [2]]", '"12"', "{}"])
+async def test_output_ids_must_be_a_list_of_exact_ints(ids: str) -> None:
+    body = {"output_ids": json.loads(ids), "meta_info": {"finish_reason": {"type": "stop"}}}
+    raw = json.dumps(body).encode()
+    async with client_for(answer(200, raw=raw)) as client:
+        with pytest.raises(errors.ProtocolError, match="not a list of integers"):
+            await client.generate(REQUEST)
+
+
 # -- recorded real responses parse -------------------------------------------
 
 @pytest.mark.parametrize(

@@ -5,8 +5,12 @@ from __future__ import annotations
 import errno
 import hashlib
 import random
+from array import array
+from dataclasses import replace
+from datetime import timedelta, timezone
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from shard_helpers import META, T0, make_row
@@ -15,7 +19,7 @@ from core.shards import fsio
 from core.shards import manifest as manifest_module
 from core.shards.errors import ShardWriteError
 from core.shards.manifest import Manifest
-from core.shards.schema import SHARD_SCHEMA, ShardMetadata, ShardRow
+from core.shards.schema import SHARD_SCHEMA, ShardMetadata, ShardRow, rows_to_table
 from core.shards.writer import ShardWriter
 
 
@@ -198,3 +202,27 @@ def test_add_after_close_is_refused(batch_dir: Path) -> None:
     assert writer.close() is None
     with pytest.raises(RuntimeError, match="after close"):
         writer.add(make_row(0))
+
+
+def test_rows_to_table_equals_converting_python_lists() -> None:
+    # Capture rows hold array('i'); other callers pass lists or tuples, some rows are empty.
+    shapes = [lambda ids: array("i", ids), list, tuple, lambda ids: array("i")]
+    times = [T0, T0.replace(tzinfo=None), T0.astimezone(timezone(timedelta(hours=-7)))]
+    rows = [replace(make_row(i, flags=["tool_call", "truncated"][: i % 3]),
+                    input_ids=shapes[i % 4](make_row(i).input_ids), created_at=times[i % 3],
+                    sample_id=f"s{i}-é你好", latency_s=0.1 * i)
+            for i in range(11)]
+    reference = {name: [getattr(r, name) for r in rows] for name in SHARD_SCHEMA.names}
+    reference["input_ids"] = [list(r.input_ids) for r in rows]
+    reference["flags"] = [list(r.flags) for r in rows]
+    table = rows_to_table(rows)
+    table.validate(full=True)
+    assert table.equals(pa.Table.from_pydict(reference, schema=SHARD_SCHEMA))
+    assert rows_to_table([]).num_rows == 0
+
+
+def test_an_id_outside_int32_fails_the_row_group(batch_dir: Path) -> None:
+    bad = replace(make_row(1), input_ids=[1, 2**31])
+    with pytest.raises(ShardWriteError) as caught:
+        write_rows(batch_dir, [make_row(0), bad], row_group_rows=2)
+    assert list(caught.value.lost_sample_ids) == ["s000000", "s000001"]
