@@ -50,7 +50,14 @@ async def test_watches_a_sim_start_up_to_ready(tmp_path: Path) -> None:
         async with app.run_test(size=(120, 40)) as pilot:
             await wait_for(pilot, lambda: phase_of(app) == Phase.READY, LIVE_WAIT, "ready")
             pane = app.screen.query_one(LogPane)
-            assert any("fired up and ready" in line for line in pane.buffer.matching(None))
+            # The phase can turn ready on /health 200 a moment before the pane's next batch
+            # of log lines arrives, so the line is awaited, not assumed.
+            await wait_for(
+                pilot,
+                lambda: any("fired up and ready" in line for line in pane.buffer.matching(None)),
+                LIVE_WAIT,
+                "the ready line in the log pane",
+            )
             card = app.screen.query_one(ServerCard)
             assert card.snapshot is not None and card.snapshot.port is not None
             assert card.snapshot.port.bound
