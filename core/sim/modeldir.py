@@ -8,7 +8,6 @@ Kimi's real ids. ``vocab_size``, EOS and the context length come from
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from tokenizers import Tokenizer
 from core import kimi
 from core.errors import ConfigError
 from core.sim.config import DEFAULT_CONTEXT_LENGTH
+from core.tokenizer.modelconfig import read_model_config
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ def load_model_dir(path: Path) -> ModelDir:
         tokenizer = Tokenizer.from_file(str(tokenizer_file))
     except Exception as e:  # the library raises plain Exception for bad files
         raise ConfigError(f"cannot load {tokenizer_file}: {e}") from e
-    config = _read_config(path / "config.json")
+    config = read_model_config(path) or {}
     text_config = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}
     return ModelDir(
         path=path,
@@ -100,18 +100,6 @@ def load_model_dir(path: Path) -> ModelDir:
                         or DEFAULT_CONTEXT_LENGTH),
         special=_special_ids(tokenizer),
     )
-
-
-def _read_config(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ConfigError(f"cannot read {path}: {e}; fix or remove it") from e
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path} is not a JSON object; fix or remove it")
-    return data
 
 
 def _first_int(config: dict[str, Any], text_config: Any, key: str) -> int | None:
