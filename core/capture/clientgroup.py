@@ -9,8 +9,6 @@ sent through the least busy one, keeps that scan short whatever the concurrency.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Callable, Sequence
 
 from core.capture.dispatch import ServerClient
@@ -94,16 +92,3 @@ class ClientGroup:
         """Close every client."""
         for client in self._clients:
             await client.aclose()
-
-
-def note_missing_sniffio() -> None:
-    """Make httpcore's per-request ``import sniffio`` fail fast when it is not installed.
-
-    httpcore asks ``sniffio`` which event loop runs on every request and falls back to
-    asyncio when the import fails; a failed import searches all of ``sys.path`` each
-    time (about 0.3 ms, a third of a request's CPU here). A ``None`` entry in
-    ``sys.modules`` is Python's own marker for "known missing": the import then fails at
-    once, with the same ImportError.
-    """
-    if "sniffio" not in sys.modules and importlib.util.find_spec("sniffio") is None:
-        sys.modules["sniffio"] = None  # type: ignore[assignment]

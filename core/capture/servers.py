@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 
 from core.capture.batch import PreparedBatch
-from core.capture.clientgroup import POOL_SIZE, ClientGroup, note_missing_sniffio, pools_for
+from core.capture.clientgroup import POOL_SIZE, ClientGroup, pools_for
 from core.capture.config import CaptureConfig, public_url
 from core.capture.dispatch import Server, ServerClient, ServerPool
 from core.clock import Clock
@@ -34,7 +34,6 @@ INFO_TIMEOUT_S = 10.0
 def default_client_factory(config: CaptureConfig) -> Callable[[str], ServerClient]:
     """Real SGLang clients with the batch's timeouts and key, in small connection pools
     (see ``core.capture.clientgroup``)."""
-    note_missing_sniffio()
     timeouts = ClientTimeouts(connect=5.0, health=20.0, info=INFO_TIMEOUT_S,
                               generate=config.request_timeout_s)
     # httpx builds a TLS context per client unless given one (~35 ms each, even for

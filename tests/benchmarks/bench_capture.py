@@ -95,11 +95,9 @@ async def child_capture(args: argparse.Namespace) -> dict[str, Any]:
 async def child_bare(args: argparse.Namespace) -> dict[str, Any]:
     import httpx
 
-    from core.capture.clientgroup import note_missing_sniffio
     from core.capture.prompts import PromptRecord, open_prompts
     from core.tokenizer import bundled_tokenizer_path, load_tokenizer
 
-    note_missing_sniffio()  # the same fix the engine applies, or the loop pays ~0.3 ms/call
     tokenizer = load_tokenizer(bundled_tokenizer_path())
     prompts = [tokenizer.render(r.messages, r.tools) for r in open_prompts(Path(args.prompts))
                if isinstance(r, PromptRecord)]
