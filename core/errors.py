@@ -32,7 +32,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from core.sglang.types import GenerateResult
+    from eagle_tui.core.sglang.types import GenerateResult
 
 
 class EagleError(Exception):

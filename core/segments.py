@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from core.validate import Boundaries
+from eagle_tui.core.validate import Boundaries
 
 SegmentKind = Literal[
     "prompt", "think_start", "reasoning", "think_end", "answer", "tool_call", "tool_args", "stop"

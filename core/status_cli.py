@@ -21,11 +21,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from core.batches.registry import Registry
-from core.batches.survey import BatchView, survey_all
-from core.health.assemble import WatchOptions, build_watcher
-from core.health.phase import Phase
-from core.health.snapshot import HealthSnapshot
+from eagle_tui.core.batches.registry import Registry
+from eagle_tui.core.batches.survey import BatchView, survey_all
+from eagle_tui.core.health.assemble import WatchOptions, build_watcher
+from eagle_tui.core.health.phase import Phase
+from eagle_tui.core.health.snapshot import HealthSnapshot
 
 EXIT_OK = 0
 EXIT_USAGE = 2

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from core.sim.launcher import SimProcess
+from eagle_tui.core.sim.launcher import SimProcess
 
 FAST_SIM_ARGS = ("--time-scale", "0", "--tokens-per-s", "0", "--ttft", "0")
 

@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from core import kimi
-from core.shards.inspect_cli import run as run_inspect
-from core.shards.manifest import BatchConfig, Manifest
-from core.shards.schema import ShardMetadata, ShardRow
-from core.shards.writer import ShardWriter
-from core.tokenizer import LoadedTokenizer, bundled_tokenizer_path, load_tokenizer
-from core.validate import validate_sample
-from tui.cli import build_parser, main
+from eagle_tui.core import kimi
+from eagle_tui.core.shards.inspect_cli import run as run_inspect
+from eagle_tui.core.shards.manifest import BatchConfig, Manifest
+from eagle_tui.core.shards.schema import ShardMetadata, ShardRow
+from eagle_tui.core.shards.writer import ShardWriter
+from eagle_tui.core.tokenizer import LoadedTokenizer, bundled_tokenizer_path, load_tokenizer
+from eagle_tui.core.validate import validate_sample
+from eagle_tui.tui.cli import build_parser, main
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 USER_TEXT = "Add 2 and 2 [bold]please[/bold] \x1b[2J"
@@ -179,7 +179,7 @@ def test_other_tokenizer_triggers_a_warning(
 
 
 def _meta_fields(batch: Path) -> dict[str, object]:
-    from core.shards.reader import ShardReader
+    from eagle_tui.core.shards.reader import ShardReader
 
     meta = ShardReader(batch).metadata
     assert meta is not None

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import itertools
 
-from core import kimi
-from core.segments import Segment, Segmenter, split_segments
-from core.tokenizer import BoundaryIds
+from eagle_tui.core import kimi
+from eagle_tui.core.segments import Segment, Segmenter, split_segments
+from eagle_tui.core.tokenizer import BoundaryIds
 
 B = BoundaryIds(
     think=kimi.THINK, think_end=kimi.THINK_END, stop=(kimi.IM_END,), tool_call=kimi.TOOL_CALL_IDS

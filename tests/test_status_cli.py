@@ -7,12 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from core.sim.launcher import SimProcess, free_port
+from eagle_tui.core.sim.launcher import SimProcess, free_port
 
 
 def status(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {"EAGLE_TUI_STATE_DIR": str(tmp_path / "state"), "PATH": "/usr/bin:/bin"}
-    return subprocess.run([sys.executable, "-m", "tui.cli", "status", "--once", *args],
+    return subprocess.run([sys.executable, "-m", "eagle_tui.tui.cli", "status", "--once", *args],
                           capture_output=True, text=True, timeout=60, env=env,
                           cwd=Path(__file__).resolve().parent.parent)
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from core import kimi
-from core.errors import ConfigError, TokenizerError
-from core.tokenizer import LoadedTokenizer, bundled_tokenizer_path, load_tokenizer
+from eagle_tui.core import kimi
+from eagle_tui.core.errors import ConfigError, TokenizerError
+from eagle_tui.core.tokenizer import LoadedTokenizer, bundled_tokenizer_path, load_tokenizer
 
 # (id, text, special flag) from shared/reference/kimi-k2.md.
 KIMI_SPECIALS = [

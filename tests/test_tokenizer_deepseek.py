@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import TokenizerError
-from core.tokenizer import LoadedTokenizer, bundled_tokenizer_path, load_tokenizer
+from eagle_tui.core.errors import TokenizerError
+from eagle_tui.core.tokenizer import LoadedTokenizer, bundled_tokenizer_path, load_tokenizer
 
 THINK, THINK_END, USER, ASSISTANT, EOS = 128821, 128822, 128803, 128804, 1
 

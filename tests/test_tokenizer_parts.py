@@ -10,12 +10,12 @@ from types import ModuleType
 
 import pytest
 
-from core import kimi
-from core.errors import ConfigError, TokenizerError
-from core.tokenizer import BoundaryIds, bundled_tokenizer_path, resolve_boundaries
-from core.tokenizer.fingerprint import template_fingerprint, vocab_fingerprint
-from core.tokenizer.modelconfig import config_vocab_size, first_vocab_size
-from core.tokenizer.shapes import as_id_list
+from eagle_tui.core import kimi
+from eagle_tui.core.errors import ConfigError, TokenizerError
+from eagle_tui.core.tokenizer import BoundaryIds, bundled_tokenizer_path, resolve_boundaries
+from eagle_tui.core.tokenizer.fingerprint import template_fingerprint, vocab_fingerprint
+from eagle_tui.core.tokenizer.modelconfig import config_vocab_size, first_vocab_size
+from eagle_tui.core.tokenizer.shapes import as_id_list
 
 ROOT = Path(__file__).resolve().parent.parent
 NAMES = {

@@ -6,9 +6,9 @@ from collections.abc import Sequence
 
 import pytest
 
-from core import kimi
-from core.tokenizer import BoundaryIds
-from core.validate import FLAGS, Validation, check_prompt_ids, validate_sample
+from eagle_tui.core import kimi
+from eagle_tui.core.tokenizer import BoundaryIds
+from eagle_tui.core.validate import FLAGS, Validation, check_prompt_ids, validate_sample
 
 B = BoundaryIds(
     think=kimi.THINK, think_end=kimi.THINK_END, stop=(kimi.IM_END,), tool_call=kimi.TOOL_CALL_IDS

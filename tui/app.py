@@ -17,11 +17,11 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
-from core.clock import Clock, SystemClock
-from tui.options import VIEW_TITLES, VIEWS, DashboardOptions
-from tui.screens.base import ViewScreen
-from tui.sources import Sources, default_sources
-from tui.themes import DEFAULT_THEME, load_themes, theme_dirs
+from eagle_tui.core.clock import Clock, SystemClock
+from eagle_tui.tui.options import VIEW_TITLES, VIEWS, DashboardOptions
+from eagle_tui.tui.screens.base import ViewScreen
+from eagle_tui.tui.sources import Sources, default_sources
+from eagle_tui.tui.themes import DEFAULT_THEME, load_themes, theme_dirs
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +81,7 @@ class EagleApp(App[int]):
         return (*loaded.problems, f"unknown theme {wanted!r}; known themes: {known}")
 
     def _add_view_modes(self) -> None:
-        from tui.screens.registry import view_screen_factory
+        from eagle_tui.tui.screens.registry import view_screen_factory
 
         for view in VIEWS:
             factory: Callable[[], Screen[None]] = partial(view_screen_factory, view)
@@ -115,7 +115,10 @@ class EagleApp(App[int]):
 
     def action_help(self) -> None:
         """Show help for the current view (or close it when it is open)."""
-        from tui.screens.help import HelpScreen, keys_table  # Markdown: imported on first use
+        from eagle_tui.tui.screens.help import (  # Markdown: imported on first use
+            HelpScreen,
+            keys_table,
+        )
 
         if isinstance(self.screen, HelpScreen):
             self.screen.dismiss()

@@ -14,22 +14,46 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from tui import dashboard
+from eagle_tui.tui import dashboard
 
 # verb -> (module, one-line help). Order is the order `--help` lists them in.
 VERBS: dict[str, tuple[str, str]] = {
-    "demo": ("tui.demo", "simulated server + small capture batch + the dashboard on them"),
-    "status": ("core.status_cli", "one JSON snapshot of every known server and batch (scripts)"),
-    "sim": ("core.sim.cli", "run the simulated SGLang server (for demos and tests)"),
-    "capture": ("core.capture.cli", "capture exact-token training rows from SGLang servers"),
-    "batches": ("core.batches.cli_batches", "list detached capture batches, or show one"),
-    "pause": ("core.batches.cli_pause", "pause a detached batch (in-flight requests finish)"),
-    "resume": ("core.batches.cli_resume", "resume a paused batch, or restart an interrupted one"),
-    "stop": ("core.batches.cli_stop", "stop a detached batch, draining in-flight requests"),
-    "inspect": ("core.shards.inspect_cli", "print one captured sample, decoded, with its flags"),
-    "stats": ("core.shards.stats_cli", "counts per flag and finish reason, length percentiles"),
+    "demo": (
+        "eagle_tui.tui.demo",
+        "simulated server + small capture batch + the dashboard on them",
+    ),
+    "status": (
+        "eagle_tui.core.status_cli",
+        "one JSON snapshot of every known server and batch (scripts)",
+    ),
+    "sim": ("eagle_tui.core.sim.cli", "run the simulated SGLang server (for demos and tests)"),
+    "capture": (
+        "eagle_tui.core.capture.cli",
+        "capture exact-token training rows from SGLang servers",
+    ),
+    "batches": ("eagle_tui.core.batches.cli_batches", "list detached capture batches, or show one"),
+    "pause": (
+        "eagle_tui.core.batches.cli_pause",
+        "pause a detached batch (in-flight requests finish)",
+    ),
+    "resume": (
+        "eagle_tui.core.batches.cli_resume",
+        "resume a paused batch, or restart an interrupted one",
+    ),
+    "stop": (
+        "eagle_tui.core.batches.cli_stop",
+        "stop a detached batch, draining in-flight requests",
+    ),
+    "inspect": (
+        "eagle_tui.core.shards.inspect_cli",
+        "print one captured sample, decoded, with its flags",
+    ),
+    "stats": (
+        "eagle_tui.core.shards.stats_cli",
+        "counts per flag and finish reason, length percentiles",
+    ),
     "watch": (
-        "core.health.cli",
+        "eagle_tui.core.health.cli",
         "watch a server start up; exit 0 when ready, non-zero with a diagnosis",
     ),
 }

@@ -16,9 +16,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from core.errors import ConfigError
-from core.paths import config_dir
-from tui.options import VIEWS, DashboardOptions, ServerTarget
+from eagle_tui.core.errors import ConfigError
+from eagle_tui.core.paths import config_dir
+from eagle_tui.tui.options import VIEWS, DashboardOptions, ServerTarget
 
 EXIT_USAGE = 2
 
@@ -88,8 +88,8 @@ def run_dashboard(
     options: DashboardOptions, *, log_file: Path | None = None, log_level: str = "INFO"
 ) -> int:
     """Configure logging, run the app until it quits; returns its exit code."""
-    from tui.app import EagleApp
-    from tui.logsetup import configure_logging
+    from eagle_tui.tui.app import EagleApp
+    from eagle_tui.tui.logsetup import configure_logging
 
     try:
         configure_logging(log_file, log_level)

@@ -15,7 +15,6 @@ import argparse
 import asyncio
 import json
 import logging
-import os
 import shutil
 import sys
 import tempfile
@@ -23,21 +22,20 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.health.settings import WatchSettings
-from core.paths import state_dir
-from core.proc.launcher import ManagedServer
-from core.proc.stop import StopTimeouts
-from core.tokenizer import bundled_tokenizer_path
-from tui.options import DashboardOptions, ServerTarget
-from tui.sources import Sources
-from tui.sources.batches import DetachedCapture
-from tui.sources.capture import BatchRequest
-from tui.sources.server import ServerFeed
-from tui.sources.tokenizers import TokenizerCache
+from eagle_tui.core.health.settings import WatchSettings
+from eagle_tui.core.paths import state_dir
+from eagle_tui.core.proc.launcher import ManagedServer
+from eagle_tui.core.proc.stop import StopTimeouts
+from eagle_tui.core.tokenizer import bundled_tokenizer_path
+from eagle_tui.tui.options import DashboardOptions, ServerTarget
+from eagle_tui.tui.sources import Sources
+from eagle_tui.tui.sources.batches import DetachedCapture
+from eagle_tui.tui.sources.capture import BatchRequest
+from eagle_tui.tui.sources.server import ServerFeed
+from eagle_tui.tui.sources.tokenizers import TokenizerCache
 
 log = logging.getLogger(__name__)
 
-ROOT = Path(__file__).resolve().parent.parent
 DEMO_WINDOW_S = 20.0
 """The demo's expected start-up window; its slowed weight loading overruns it on purpose."""
 TOPICS = (
@@ -98,8 +96,8 @@ class Demo:
 
 def run(args: argparse.Namespace) -> int:
     """Start the demo, run the dashboard, clean up; returns the exit code."""
-    from tui.app import EagleApp
-    from tui.logsetup import configure_logging
+    from eagle_tui.tui.app import EagleApp
+    from eagle_tui.tui.logsetup import configure_logging
 
     configure_logging(None, args.log_level)
     demo = start_demo(args)
@@ -121,7 +119,7 @@ def start_demo(args: argparse.Namespace) -> Demo:
     argv = [
         sys.executable,
         "-m",
-        "core.sim",
+        "eagle_tui.core.sim",
         "--port",
         str(port),
         "--time-scale",
@@ -131,11 +129,7 @@ def start_demo(args: argparse.Namespace) -> Demo:
         "--tokens-per-s",
         str(args.tokens_per_s),
     ]
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-    }
-    server = ManagedServer(argv, log_path=workdir / "sim.log", port=port, env=env)
+    server = ManagedServer(argv, log_path=workdir / "sim.log", port=port)
     pid = server.start()
     url = f"http://127.0.0.1:{port}"
     target = ServerTarget(
@@ -239,7 +233,7 @@ def stop_server(server: ManagedServer) -> None:
 
 
 def _free_port() -> int:
-    from core.sim.launcher import free_port
+    from eagle_tui.core.sim.launcher import free_port
 
     return free_port()
 

@@ -12,7 +12,7 @@ import logging
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
 
-from core.paths import state_dir
+from eagle_tui.core.paths import state_dir
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 QUIET_LOGGERS = ("httpx", "httpcore", "asyncio", "markdown_it")

@@ -17,7 +17,7 @@ from typing import Any
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
 
-from core.paths import config_dir
+from eagle_tui.core.paths import config_dir
 
 log = logging.getLogger(__name__)
 

@@ -14,10 +14,10 @@ import json
 import sys
 from typing import Any
 
-from core.batches.cli_common import EXIT_OK, WrongState, run_verb
-from core.batches.cli_format import details, table
-from core.batches.registry import Registry
-from core.batches.survey import BatchView, survey, survey_all
+from eagle_tui.core.batches.cli_common import EXIT_OK, WrongState, run_verb
+from eagle_tui.core.batches.cli_format import details, table
+from eagle_tui.core.batches.registry import Registry
+from eagle_tui.core.batches.survey import BatchView, survey, survey_all
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -13,15 +13,15 @@ import sys
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from core.batches.errors import (
+from eagle_tui.core.batches.errors import (
     BatchError,
     BatchLocked,
     WorkerStartFailed,
     WorkerUnreachable,
 )
-from core.batches.registry import Registry
-from core.batches.survey import BatchView, survey
-from core.errors import EagleError
+from eagle_tui.core.batches.registry import Registry
+from eagle_tui.core.batches.survey import BatchView, survey
+from eagle_tui.core.errors import EagleError
 
 EXIT_OK, EXIT_USAGE, EXIT_WORKER, EXIT_LOCKED, EXIT_STATE = 0, 2, 3, 4, 5
 

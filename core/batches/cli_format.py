@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from core.batches.survey import BatchView
+from eagle_tui.core.batches.survey import BatchView
 
 HEADER = ("ID", "NAME", "STATE", "ROWS", "FAILED", "SAMPLES/S", "TOK/S", "ETA", "PID")
 

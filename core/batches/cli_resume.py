@@ -12,11 +12,17 @@ from __future__ import annotations
 
 import argparse
 
-from core.batches.cli_common import EXIT_OK, WrongState, add_batch_argument, find_view, run_verb
-from core.batches.control_client import BatchClient
-from core.batches.detach import describe_launch, relaunch
-from core.batches.registry import Registry
-from core.batches.survey import RESUMABLE_STATES, BatchView
+from eagle_tui.core.batches.cli_common import (
+    EXIT_OK,
+    WrongState,
+    add_batch_argument,
+    find_view,
+    run_verb,
+)
+from eagle_tui.core.batches.control_client import BatchClient
+from eagle_tui.core.batches.detach import describe_launch, relaunch
+from eagle_tui.core.batches.registry import Registry
+from eagle_tui.core.batches.survey import RESUMABLE_STATES, BatchView
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from core.capture.config import CaptureConfig, public_url
-from core.errors import ConfigError
+from eagle_tui.core.capture.config import CaptureConfig, public_url
+from eagle_tui.core.errors import ConfigError
 
 _SECRET_FIELDS = frozenset({"api_key"})
 

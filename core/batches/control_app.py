@@ -27,10 +27,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from core.batches.events import HELLO, public_state, sse_frame
-from core.batches.hub import EventHub, HubFull, Subscriber
-from core.batches.status import StatusBuilder, WatchTally
-from core.capture.progress import CaptureProgress
+from eagle_tui.core.batches.events import HELLO, public_state, sse_frame
+from eagle_tui.core.batches.hub import EventHub, HubFull, Subscriber
+from eagle_tui.core.batches.status import StatusBuilder, WatchTally
+from eagle_tui.core.capture.progress import CaptureProgress
 
 log = logging.getLogger(__name__)
 

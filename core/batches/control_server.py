@@ -26,10 +26,10 @@ from typing import Any, Protocol
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from core.batches.control_app import ControlApi, Controllable
-from core.batches.events import PROGRESS_HZ, snapshot_json
-from core.batches.hub import EventHub
-from core.batches.sockpath import bind_private_socket, peer_uid
+from eagle_tui.core.batches.control_app import ControlApi, Controllable
+from eagle_tui.core.batches.events import PROGRESS_HZ, snapshot_json
+from eagle_tui.core.batches.hub import EventHub
+from eagle_tui.core.batches.sockpath import bind_private_socket, peer_uid
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ def main() -> None:
     """Fork; the parent exits 0 at once, the child runs the worker."""
     if os.fork() > 0:
         os._exit(0)
-    from core.batches.worker import main as worker_main
+    from eagle_tui.core.batches.worker import main as worker_main
 
     raise SystemExit(worker_main(sys.argv[1:]))
 

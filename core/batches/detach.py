@@ -9,7 +9,7 @@ reason), or dies (raised, with the log's tail). A worker still loading its token
 
 For the capture CLI (``core/capture/cli.py``)::
 
-    from core.batches.detach import add_detach_arguments, run_detached
+    from eagle_tui.core.batches.detach import add_detach_arguments, run_detached
     add_detach_arguments(parser)            # --detach, --name
     ...
     if args.detach:
@@ -30,19 +30,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from core.batches.configjson import config_from_json, config_to_json
-from core.batches.errors import BatchLocked, WorkerStartFailed
-from core.batches.lock import holder_of
-from core.batches.ready import FAILED, STARTED
-from core.batches.registry import BatchRecord, Registry, new_batch_id
-from core.batches.secretenv import has_secrets, secrets_from_env, worker_env
-from core.batches.sockpath import control_socket_path
-from core.capture.config import CaptureConfig
-from core.errors import EagleError
+from eagle_tui.core.batches.configjson import config_from_json, config_to_json
+from eagle_tui.core.batches.errors import BatchLocked, WorkerStartFailed
+from eagle_tui.core.batches.lock import holder_of
+from eagle_tui.core.batches.ready import FAILED, STARTED
+from eagle_tui.core.batches.registry import BatchRecord, Registry, new_batch_id
+from eagle_tui.core.batches.secretenv import has_secrets, secrets_from_env, worker_env
+from eagle_tui.core.batches.sockpath import control_socket_path
+from eagle_tui.core.capture.config import CaptureConfig
+from eagle_tui.core.errors import EagleError
 
 LOG_NAME = "worker.log"
 READY_TIMEOUT_S = 120.0
-_ROOT = Path(__file__).resolve().parent.parent.parent  # the directory holding ``core``
 
 EXIT_STARTED, EXIT_USAGE, EXIT_START_FAILED, EXIT_LOCKED = 0, 2, 3, 4
 
@@ -164,9 +163,8 @@ def _spawn(record: BatchRecord, registry: Registry, config: CaptureConfig, ready
     out_dir = Path(record.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     env = worker_env(config)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_ROOT), env.get("PYTHONPATH")]))
     env.setdefault("PYTHONUNBUFFERED", "1")
-    command = [sys.executable, "-m", "core.batches.daemon", "--batch", record.id,
+    command = [sys.executable, "-m", "eagle_tui.core.batches.daemon", "--batch", record.id,
                "--registry", str(registry.root), "--ready-fd", str(ready_fd)]
     with open(record.log, "ab") as log:
         stamp = time.strftime("%Y-%m-%d %H:%M:%S")

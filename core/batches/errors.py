@@ -14,7 +14,7 @@ Where they sit in the tree of ``core.errors``::
 
 from __future__ import annotations
 
-from core.errors import EagleError
+from eagle_tui.core.errors import EagleError
 
 
 class BatchError(EagleError):

@@ -29,9 +29,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from core.capture.dispatch import ServerStatus
-from core.capture.events import CaptureEvent
-from core.capture.progress import CaptureProgress
+from eagle_tui.core.capture.dispatch import ServerStatus
+from eagle_tui.core.capture.events import CaptureEvent
+from eagle_tui.core.capture.progress import CaptureProgress
 
 HELLO, PROGRESS, REQUEST, DELTA, LOST, END = "hello", "progress", "request", "delta", "lost", "end"
 DISCONNECTED = "disconnected"

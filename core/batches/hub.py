@@ -16,8 +16,8 @@ import time
 from collections import deque
 from typing import Any
 
-from core.batches.events import END, LOST, PROGRESS, capture_event_frame
-from core.capture.events import CaptureEvent
+from eagle_tui.core.batches.events import END, LOST, PROGRESS, capture_event_frame
+from eagle_tui.core.capture.events import CaptureEvent
 
 Frame = tuple[str, dict[str, Any]]
 

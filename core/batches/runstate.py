@@ -7,9 +7,9 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from core.batches.events import progress_json, public_state
-from core.capture.engine import CaptureEngine, CaptureSummary
-from core.errors import EagleError
+from eagle_tui.core.batches.events import progress_json, public_state
+from eagle_tui.core.capture.engine import CaptureEngine, CaptureSummary
+from eagle_tui.core.errors import EagleError
 
 log = logging.getLogger(__name__)
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 import os
 
-from core.capture.config import CaptureConfig, public_url
-from core.sglang.client import API_KEY_ENV
+from eagle_tui.core.capture.config import CaptureConfig, public_url
+from eagle_tui.core.sglang.client import API_KEY_ENV
 
 SERVERS_ENV = "EAGLE_TUI_BATCH_SERVERS"
 """JSON list of the server URLs as given, set only when one carries credentials."""

@@ -26,12 +26,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from core.batches.events import progress_json, public_state, server_json
-from core.batches.hub import EventHub
-from core.capture.events import CaptureEvent
-from core.capture.progress import CaptureProgress
-from core.errors import ConfigError
-from core.shards.manifest import MANIFEST_NAME, Manifest
+from eagle_tui.core.batches.events import progress_json, public_state, server_json
+from eagle_tui.core.batches.hub import EventHub
+from eagle_tui.core.capture.events import CaptureEvent
+from eagle_tui.core.capture.progress import CaptureProgress
+from eagle_tui.core.errors import ConfigError
+from eagle_tui.core.shards.manifest import MANIFEST_NAME, Manifest
 
 STATUS_SCHEMA = 1
 

@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.batches.control_client import BatchClient
-from core.batches.errors import BatchError
-from core.batches.lock import is_held
-from core.batches.registry import BatchRecord
-from core.errors import ConfigError
-from core.shards.manifest import Manifest
+from eagle_tui.core.batches.control_client import BatchClient
+from eagle_tui.core.batches.errors import BatchError
+from eagle_tui.core.batches.lock import is_held
+from eagle_tui.core.batches.registry import BatchRecord
+from eagle_tui.core.errors import ConfigError
+from eagle_tui.core.shards.manifest import Manifest
 
 LIVE_STATES = ("starting", "running", "paused", "stopping", "unresponsive")
 RESUMABLE_STATES = ("stopped", "failed", "interrupted")

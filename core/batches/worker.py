@@ -34,22 +34,22 @@ from typing import Any
 
 import psutil
 
-from core.batches.control_app import ControlApi
-from core.batches.control_server import ControlServer
-from core.batches.errors import BatchError, BatchLocked
-from core.batches.events import progress_json, public_state, server_json
-from core.batches.hub import EventHub
-from core.batches.lock import OutputLock
-from core.batches.ready import LISTENING, ReadyChannel
-from core.batches.registry import BatchRecord, Registry
-from core.batches.runstate import EXIT_CANNOT_START, RunOutcome, outcome_of
-from core.batches.secretenv import secrets_from_env
-from core.batches.status import RecentErrors, StatusBuilder, WatchTally
-from core.capture.engine import CaptureEngine
-from core.capture.events import CaptureEvent, EventSink
-from core.errors import EagleError
+from eagle_tui.core.batches.control_app import ControlApi
+from eagle_tui.core.batches.control_server import ControlServer
+from eagle_tui.core.batches.errors import BatchError, BatchLocked
+from eagle_tui.core.batches.events import progress_json, public_state, server_json
+from eagle_tui.core.batches.hub import EventHub
+from eagle_tui.core.batches.lock import OutputLock
+from eagle_tui.core.batches.ready import LISTENING, ReadyChannel
+from eagle_tui.core.batches.registry import BatchRecord, Registry
+from eagle_tui.core.batches.runstate import EXIT_CANNOT_START, RunOutcome, outcome_of
+from eagle_tui.core.batches.secretenv import secrets_from_env
+from eagle_tui.core.batches.status import RecentErrors, StatusBuilder, WatchTally
+from eagle_tui.core.capture.engine import CaptureEngine
+from eagle_tui.core.capture.events import CaptureEvent, EventSink
+from eagle_tui.core.errors import EagleError
 
-log = logging.getLogger("core.batches.worker")
+log = logging.getLogger("eagle_tui.core.batches.worker")
 
 EXIT_LOCKED = 4
 PROGRESS_SAVE_S = 15.0
@@ -216,7 +216,7 @@ def _new_run(record: BatchRecord) -> dict[str, Any]:
 
 
 def _make_engine(record: BatchRecord, sink: EventSink) -> CaptureEngine:
-    from core.batches.configjson import config_from_json  # keeps --help fast
+    from eagle_tui.core.batches.configjson import config_from_json  # keeps --help fast
 
     api_key, servers = secrets_from_env()
     config = config_from_json(record.config, api_key=api_key, servers=servers)

@@ -20,13 +20,18 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.capture.config import CaptureConfig, sampling_identity
-from core.capture.prompts import PromptSource, open_prompts
-from core.errors import ConfigError
-from core.shards.fsio import TMP_SUFFIX
-from core.shards.manifest import BatchConfig, Manifest
-from core.shards.resume import ResumeScan, drop_untrusted, remove_temp_files, scan_completed
-from core.tokenizer import BoundaryIds, LoadedTokenizer, load_tokenizer
+from eagle_tui.core.capture.config import CaptureConfig, sampling_identity
+from eagle_tui.core.capture.prompts import PromptSource, open_prompts
+from eagle_tui.core.errors import ConfigError
+from eagle_tui.core.shards.fsio import TMP_SUFFIX
+from eagle_tui.core.shards.manifest import BatchConfig, Manifest
+from eagle_tui.core.shards.resume import (
+    ResumeScan,
+    drop_untrusted,
+    remove_temp_files,
+    scan_completed,
+)
+from eagle_tui.core.tokenizer import BoundaryIds, LoadedTokenizer, load_tokenizer
 
 log = logging.getLogger(__name__)
 

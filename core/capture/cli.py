@@ -26,21 +26,21 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from core.batches.detach import add_detach_arguments, run_detached
-from core.batches.lock import OutputLock
-from core.capture.config import (
+from eagle_tui.core.batches.detach import add_detach_arguments, run_detached
+from eagle_tui.core.batches.lock import OutputLock
+from eagle_tui.core.capture.config import (
     CaptureConfig,
     RetryPolicy,
     SamplingPreset,
     temperature_presets,
 )
-from core.capture.display import plain_progress, rich_progress
-from core.capture.engine import CaptureEngine, CaptureSummary
-from core.capture.report import summary_text
-from core.errors import EagleError
-from core.sglang import API_KEY_ENV
+from eagle_tui.core.capture.display import plain_progress, rich_progress
+from eagle_tui.core.capture.engine import CaptureEngine, CaptureSummary
+from eagle_tui.core.capture.report import summary_text
+from eagle_tui.core.errors import EagleError
+from eagle_tui.core.sglang import API_KEY_ENV
 
-log = logging.getLogger("core.capture")
+log = logging.getLogger("eagle_tui.core.capture")
 
 EXIT_START_FAILED = 2
 

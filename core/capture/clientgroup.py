@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from core.capture.dispatch import ServerClient
-from core.sglang.types import (
+from eagle_tui.core.capture.dispatch import ServerClient
+from eagle_tui.core.sglang.types import (
     GenerateRequest,
     GenerateResult,
     HealthResult,

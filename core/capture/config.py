@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from core.capture.sample_id import variant_id
-from core.errors import ConfigError
+from eagle_tui.core.capture.sample_id import variant_id
+from eagle_tui.core.errors import ConfigError
 
 # A preset name becomes part of a sample id (``<id>#<name>``) and of file names in logs.
 _PRESET_NAME = re.compile(r"^[A-Za-z0-9_.+-]{0,32}$")

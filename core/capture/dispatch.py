@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
 
-from core.capture.config import public_url
-from core.clock import Clock
-from core.sglang.types import (
+from eagle_tui.core.capture.config import public_url
+from eagle_tui.core.clock import Clock
+from eagle_tui.core.sglang.types import (
     GenerateRequest,
     GenerateResult,
     HealthResult,

@@ -10,8 +10,8 @@ import asyncio
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from core.capture.progress import CaptureProgress
-from core.capture.report import counts_text, duration, progress_line
+from eagle_tui.core.capture.progress import CaptureProgress
+from eagle_tui.core.capture.report import counts_text, duration, progress_line
 
 Snapshot = Callable[[], CaptureProgress]
 

@@ -14,8 +14,8 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 
-from core.capture.dispatch import ServerPool
-from core.clock import Clock
+from eagle_tui.core.capture.dispatch import ServerPool
+from eagle_tui.core.clock import Clock
 
 log = logging.getLogger(__name__)
 

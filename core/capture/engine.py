@@ -29,27 +29,27 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.capture.batch import PreparedBatch, prepare_batch
-from core.capture.config import CaptureConfig, Redactor, public_url
-from core.capture.control import RunControl
-from core.capture.dispatch import ServerClient, ServerPool
-from core.capture.drain import Drainer
-from core.capture.events import EventSink
-from core.capture.failures import FailureLog
-from core.capture.healthloop import HealthMonitor
-from core.capture.progress import CaptureProgress, ProgressTracker
-from core.capture.prompts import RejectLog
-from core.capture.render import Job, Renderer, RenderPipeline
-from core.capture.rids import RidAllocator
-from core.capture.rows import RowBuilder
-from core.capture.sender import Sender, sampling_params
-from core.capture.servers import open_pool, shard_metadata
-from core.capture.settle import Settler
-from core.capture.sink import ShardSink
-from core.clock import Clock, SystemClock
-from core.shards.manifest import ShardInfo
-from core.shards.writer import ShardWriter
-from core.tokenizer import LoadedTokenizer
+from eagle_tui.core.capture.batch import PreparedBatch, prepare_batch
+from eagle_tui.core.capture.config import CaptureConfig, Redactor, public_url
+from eagle_tui.core.capture.control import RunControl
+from eagle_tui.core.capture.dispatch import ServerClient, ServerPool
+from eagle_tui.core.capture.drain import Drainer
+from eagle_tui.core.capture.events import EventSink
+from eagle_tui.core.capture.failures import FailureLog
+from eagle_tui.core.capture.healthloop import HealthMonitor
+from eagle_tui.core.capture.progress import CaptureProgress, ProgressTracker
+from eagle_tui.core.capture.prompts import RejectLog
+from eagle_tui.core.capture.render import Job, Renderer, RenderPipeline
+from eagle_tui.core.capture.rids import RidAllocator
+from eagle_tui.core.capture.rows import RowBuilder
+from eagle_tui.core.capture.sender import Sender, sampling_params
+from eagle_tui.core.capture.servers import open_pool, shard_metadata
+from eagle_tui.core.capture.settle import Settler
+from eagle_tui.core.capture.sink import ShardSink
+from eagle_tui.core.clock import Clock, SystemClock
+from eagle_tui.core.shards.manifest import ShardInfo
+from eagle_tui.core.shards.writer import ShardWriter
+from eagle_tui.core.tokenizer import LoadedTokenizer
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO
 
-from core.errors import ConfigError
+from eagle_tui.core.errors import ConfigError
 
 FAILURES_NAME = "failures.jsonl"
 PREVIOUS_NAME = "failures.previous.jsonl"

@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from core.capture.dispatch import Server, ServerPool, ServerState
-from core.clock import Clock
-from core.errors import SGLangError
+from eagle_tui.core.capture.dispatch import Server, ServerPool, ServerState
+from eagle_tui.core.clock import Clock
+from eagle_tui.core.errors import SGLangError
 
 log = logging.getLogger(__name__)
 

@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
-from core.capture.dispatch import ServerStatus
-from core.clock import Clock
+from eagle_tui.core.capture.dispatch import ServerStatus
+from eagle_tui.core.clock import Clock
 
 RATE_WINDOW_S = 30.0
 

@@ -23,9 +23,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Literal, cast
 
-from core.capture.records import Message, NormalizedRecord, RecordError, Tools, normalize_record
-from core.capture.rejects import Reject, RejectLog
-from core.errors import ConfigError
+from eagle_tui.core.capture.records import (
+    Message,
+    NormalizedRecord,
+    RecordError,
+    Tools,
+    normalize_record,
+)
+from eagle_tui.core.capture.rejects import Reject, RejectLog
+from eagle_tui.core.errors import ConfigError
 
 __all__ = [
     "PromptRecord",

@@ -14,7 +14,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO
 
-from core.errors import ConfigError
+from eagle_tui.core.errors import ConfigError
 
 
 @dataclass(frozen=True, slots=True)

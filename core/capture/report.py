@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from core.capture.engine import CaptureSummary
-from core.capture.progress import CaptureProgress
+from eagle_tui.core.capture.engine import CaptureSummary
+from eagle_tui.core.capture.progress import CaptureProgress
 
 
 def duration(seconds: float | None) -> str:

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from core import errors
+from eagle_tui.core import errors
 
 
 class ServerAction(Enum):

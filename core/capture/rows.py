@@ -12,11 +12,11 @@ from array import array
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from core.capture.render import Job
-from core.sglang.types import GenerateResult
-from core.shards.schema import ShardRow
-from core.tokenizer import BoundaryIds
-from core.validate import Validation, validate_sample
+from eagle_tui.core.capture.render import Job
+from eagle_tui.core.sglang.types import GenerateResult
+from eagle_tui.core.shards.schema import ShardRow
+from eagle_tui.core.tokenizer import BoundaryIds
+from eagle_tui.core.validate import Validation, validate_sample
 
 
 @dataclass(frozen=True, slots=True)

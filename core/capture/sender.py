@@ -16,17 +16,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from core.capture.config import RetryPolicy, SamplingPreset
-from core.capture.control import RunControl
-from core.capture.dispatch import NoServerLeft, PoolClosed, Server, ServerPool
-from core.capture.events import CaptureEvent, EventSink
-from core.capture.progress import ProgressTracker
-from core.capture.render import Job
-from core.capture.retry import ServerAction, Verdict, classify
-from core.capture.rids import RidAllocator
-from core.clock import Clock
-from core.errors import ServerTimeout
-from core.sglang.types import GenerateRequest, GenerateResult, SamplingParams, TokenDelta
+from eagle_tui.core.capture.config import RetryPolicy, SamplingPreset
+from eagle_tui.core.capture.control import RunControl
+from eagle_tui.core.capture.dispatch import NoServerLeft, PoolClosed, Server, ServerPool
+from eagle_tui.core.capture.events import CaptureEvent, EventSink
+from eagle_tui.core.capture.progress import ProgressTracker
+from eagle_tui.core.capture.render import Job
+from eagle_tui.core.capture.retry import ServerAction, Verdict, classify
+from eagle_tui.core.capture.rids import RidAllocator
+from eagle_tui.core.clock import Clock
+from eagle_tui.core.errors import ServerTimeout
+from eagle_tui.core.sglang.types import GenerateRequest, GenerateResult, SamplingParams, TokenDelta
 
 log = logging.getLogger(__name__)
 

@@ -17,14 +17,14 @@ from typing import Any
 
 import httpx
 
-from core.capture.batch import PreparedBatch
-from core.capture.clientgroup import POOL_SIZE, ClientGroup, pools_for
-from core.capture.config import CaptureConfig, public_url
-from core.capture.dispatch import Server, ServerClient, ServerPool
-from core.clock import Clock
-from core.errors import SGLangError
-from core.sglang import ClientTimeouts, SGLangClient
-from core.shards.schema import ShardMetadata
+from eagle_tui.core.capture.batch import PreparedBatch
+from eagle_tui.core.capture.clientgroup import POOL_SIZE, ClientGroup, pools_for
+from eagle_tui.core.capture.config import CaptureConfig, public_url
+from eagle_tui.core.capture.dispatch import Server, ServerClient, ServerPool
+from eagle_tui.core.clock import Clock
+from eagle_tui.core.errors import SGLangError
+from eagle_tui.core.sglang import ClientTimeouts, SGLangClient
+from eagle_tui.core.shards.schema import ShardMetadata
 
 log = logging.getLogger(__name__)
 

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from core.capture.config import public_url
-from core.capture.events import CaptureEvent, EventSink
-from core.capture.failures import Failure, FailureLog
-from core.capture.progress import ProgressTracker
-from core.capture.prompts import Reject, RejectLog
-from core.capture.render import Job
-from core.capture.rows import RowBuilder
-from core.capture.sender import Outcome
-from core.capture.sink import ShardSink
-from core.clock import Clock
+from eagle_tui.core.capture.config import public_url
+from eagle_tui.core.capture.events import CaptureEvent, EventSink
+from eagle_tui.core.capture.failures import Failure, FailureLog
+from eagle_tui.core.capture.progress import ProgressTracker
+from eagle_tui.core.capture.prompts import Reject, RejectLog
+from eagle_tui.core.capture.render import Job
+from eagle_tui.core.capture.rows import RowBuilder
+from eagle_tui.core.capture.sender import Outcome
+from eagle_tui.core.capture.sink import ShardSink
+from eagle_tui.core.clock import Clock
 
 
 class Settler:

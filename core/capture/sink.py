@@ -18,11 +18,11 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from core.clock import Clock
-from core.shards.errors import ShardWriteError
-from core.shards.manifest import ShardInfo
-from core.shards.schema import ShardRow
-from core.shards.writer import ShardWriter
+from eagle_tui.core.clock import Clock
+from eagle_tui.core.shards.errors import ShardWriteError
+from eagle_tui.core.shards.manifest import ShardInfo
+from eagle_tui.core.shards.schema import ShardRow
+from eagle_tui.core.shards.writer import ShardWriter
 
 log = logging.getLogger(__name__)
 

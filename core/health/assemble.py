@@ -9,18 +9,18 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from core.clock import Clock, SystemClock
-from core.health.history import StartupHistory
-from core.health.poller import HealthPoller
-from core.health.settings import WatchSettings
-from core.health.state import WatchState
-from core.health.watcher import Watcher
-from core.proc.gpu import read_gpus
-from core.proc.launcher import ManagedServer
-from core.proc.probe import ProcessProbe
-from core.serverlog.follower import LogFollower
-from core.sglang.client import SGLangClient
-from core.sglang.types import HealthResult
+from eagle_tui.core.clock import Clock, SystemClock
+from eagle_tui.core.health.history import StartupHistory
+from eagle_tui.core.health.poller import HealthPoller
+from eagle_tui.core.health.settings import WatchSettings
+from eagle_tui.core.health.state import WatchState
+from eagle_tui.core.health.watcher import Watcher
+from eagle_tui.core.proc.gpu import read_gpus
+from eagle_tui.core.proc.launcher import ManagedServer
+from eagle_tui.core.proc.probe import ProcessProbe
+from eagle_tui.core.serverlog.follower import LogFollower
+from eagle_tui.core.sglang.client import SGLangClient
+from eagle_tui.core.sglang.types import HealthResult
 
 _LOOPBACK = {"127.0.0.1", "localhost", "::1", "0.0.0.0", "::"}
 

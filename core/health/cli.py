@@ -30,19 +30,19 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from core.clock import SystemClock
-from core.health.assemble import WatchOptions, build_watcher, is_local, url_port
-from core.health.changes import Change, changes
-from core.health.fmt import clip, duration, quote
-from core.health.output import Output
-from core.health.phase import STARTUP_PHASES
-from core.health.settings import WatchSettings
-from core.health.snapshot import HealthSnapshot, Outcome, Verdict
-from core.health.watcher import Watcher
-from core.paths import state_dir
-from core.proc.launcher import ManagedServer
-from core.proc.ports import port_status
-from core.proc.stop import StopTimeouts, stop_process_tree
+from eagle_tui.core.clock import SystemClock
+from eagle_tui.core.health.assemble import WatchOptions, build_watcher, is_local, url_port
+from eagle_tui.core.health.changes import Change, changes
+from eagle_tui.core.health.fmt import clip, duration, quote
+from eagle_tui.core.health.output import Output
+from eagle_tui.core.health.phase import STARTUP_PHASES
+from eagle_tui.core.health.settings import WatchSettings
+from eagle_tui.core.health.snapshot import HealthSnapshot, Outcome, Verdict
+from eagle_tui.core.health.watcher import Watcher
+from eagle_tui.core.paths import state_dir
+from eagle_tui.core.proc.launcher import ManagedServer
+from eagle_tui.core.proc.ports import port_status
+from eagle_tui.core.proc.stop import StopTimeouts, stop_process_tree
 
 EXIT_CODES: dict[Outcome, int] = {
     Outcome.READY: 0,

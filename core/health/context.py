@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.health.history import Expectations
-from core.health.logtrack import LogTracker
-from core.health.phase import Phase
-from core.health.poller import HealthProbe
-from core.health.settings import WatchSettings
-from core.proc.report import GpuReport, PortStatus, ProcessReport
+from eagle_tui.core.health.history import Expectations
+from eagle_tui.core.health.logtrack import LogTracker
+from eagle_tui.core.health.phase import Phase
+from eagle_tui.core.health.poller import HealthProbe
+from eagle_tui.core.health.settings import WatchSettings
+from eagle_tui.core.proc.report import GpuReport, PortStatus, ProcessReport
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,10 @@ can act on it without opening another window.
 
 from __future__ import annotations
 
-from core.health.context import TickContext
-from core.health.fmt import clip, duration, quote
-from core.health.phase import Phase, is_starting, startup_rank
-from core.proc.report import ProcessReport
+from eagle_tui.core.health.context import TickContext
+from eagle_tui.core.health.fmt import clip, duration, quote
+from eagle_tui.core.health.phase import Phase, is_starting, startup_rank
+from eagle_tui.core.proc.report import ProcessReport
 
 Raised = list[tuple[str, str]]
 

@@ -13,11 +13,11 @@ import re
 import time
 from dataclasses import dataclass, replace
 
-from core.health.phase import Phase, later, startup_rank
-from core.health.snapshot import StartupProgress
-from core.serverlog import events as ev
-from core.serverlog.follower import LogChunk
-from core.serverlog.parser import parse_line, split_glued
+from eagle_tui.core.health.phase import Phase, later, startup_rank
+from eagle_tui.core.health.snapshot import StartupProgress
+from eagle_tui.core.serverlog import events as ev
+from eagle_tui.core.serverlog.follower import LogChunk
+from eagle_tui.core.serverlog.parser import parse_line, split_glued
 
 # The line naming the exception at the end of a Python traceback, e.g.
 # "torch.OutOfMemoryError: CUDA out of memory." or "IndexError: index out of range".

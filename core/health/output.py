@@ -6,9 +6,9 @@ import json
 import time
 from typing import Any, TextIO
 
-from core.health.changes import Change
-from core.health.fmt import duration
-from core.health.snapshot import HealthSnapshot
+from eagle_tui.core.health.changes import Change
+from eagle_tui.core.health.fmt import duration
+from eagle_tui.core.health.snapshot import HealthSnapshot
 
 
 class Output:

@@ -8,9 +8,9 @@ degraded, then crashed when a port that served starts refusing).
 
 from __future__ import annotations
 
-from core.health.context import TickContext
-from core.health.phase import Phase, later
-from core.health.poller import HealthOutcome
+from eagle_tui.core.health.context import TickContext
+from eagle_tui.core.health.phase import Phase, later
+from eagle_tui.core.health.poller import HealthOutcome
 
 
 def decide_phase(c: TickContext) -> Phase:

@@ -14,9 +14,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from core.clock import Clock
-from core.errors import ServerBusy, ServerTimeout, ServerUnreachable
-from core.sglang.types import HealthResult
+from eagle_tui.core.clock import Clock
+from eagle_tui.core.errors import ServerBusy, ServerTimeout, ServerUnreachable
+from eagle_tui.core.sglang.types import HealthResult
 
 HealthCheck = Callable[[float], Awaitable[HealthResult]]
 """``await check(timeout_s)`` → the ``/health`` answer (``SGLangClient.health``)."""

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from core.health.phase import Phase
+from eagle_tui.core.health.phase import Phase
 
 # How long a start-up phase may go without a new log line before it counts as stalled,
 # when no history says better. Weight loading prints a bar update per shard and graph

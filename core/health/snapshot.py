@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from core.health.phase import Phase
-from core.health.poller import HealthProbe
-from core.proc.report import GpuReport, PortStatus, ProcessReport
+from eagle_tui.core.health.phase import Phase
+from eagle_tui.core.health.poller import HealthProbe
+from eagle_tui.core.proc.report import GpuReport, PortStatus, ProcessReport
 
 
 @dataclass(frozen=True)

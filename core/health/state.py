@@ -9,20 +9,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from core.health.context import HealthRun, TickContext
-from core.health.flags import all_flags
-from core.health.fmt import duration, quote
-from core.health.history import Expectations, StartupHistory, StartupRecord, expectations_from
-from core.health.logtrack import LogTracker
-from core.health.phase import STARTUP_PHASES, Phase
-from core.health.phasing import decide_phase
-from core.health.poller import HealthOutcome, HealthProbe
-from core.health.settings import WatchSettings
-from core.health.signature import signature_from_argv, signature_from_server_args
-from core.health.snapshot import Flag, HealthSnapshot, ServingLoad, StartupProgress
-from core.health.verdict import judge
-from core.proc.report import GpuReport, PortStatus, ProbeReport, ProcessReport
-from core.serverlog.follower import LogChunk
+from eagle_tui.core.health.context import HealthRun, TickContext
+from eagle_tui.core.health.flags import all_flags
+from eagle_tui.core.health.fmt import duration, quote
+from eagle_tui.core.health.history import (
+    Expectations,
+    StartupHistory,
+    StartupRecord,
+    expectations_from,
+)
+from eagle_tui.core.health.logtrack import LogTracker
+from eagle_tui.core.health.phase import STARTUP_PHASES, Phase
+from eagle_tui.core.health.phasing import decide_phase
+from eagle_tui.core.health.poller import HealthOutcome, HealthProbe
+from eagle_tui.core.health.settings import WatchSettings
+from eagle_tui.core.health.signature import signature_from_argv, signature_from_server_args
+from eagle_tui.core.health.snapshot import Flag, HealthSnapshot, ServingLoad, StartupProgress
+from eagle_tui.core.health.verdict import judge
+from eagle_tui.core.proc.report import GpuReport, PortStatus, ProbeReport, ProcessReport
+from eagle_tui.core.serverlog.follower import LogChunk
 
 _TIMELINE = (*STARTUP_PHASES, Phase.READY)
 

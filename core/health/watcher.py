@@ -14,17 +14,17 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
-from core.clock import Clock
-from core.health.phase import Phase
-from core.health.poller import HealthPoller
-from core.health.settings import WatchSettings
-from core.health.snapshot import Expectation, HealthSnapshot
-from core.health.state import Observation, WatchState
-from core.proc.launcher import ManagedServer, RestartResult
-from core.proc.probe import ProcessProbe
-from core.proc.report import GpuReport, ProbeReport
-from core.proc.stop import StopTimeouts
-from core.serverlog.follower import LogChunk, LogFollower
+from eagle_tui.core.clock import Clock
+from eagle_tui.core.health.phase import Phase
+from eagle_tui.core.health.poller import HealthPoller
+from eagle_tui.core.health.settings import WatchSettings
+from eagle_tui.core.health.snapshot import Expectation, HealthSnapshot
+from eagle_tui.core.health.state import Observation, WatchState
+from eagle_tui.core.proc.launcher import ManagedServer, RestartResult
+from eagle_tui.core.proc.probe import ProcessProbe
+from eagle_tui.core.proc.report import GpuReport, ProbeReport
+from eagle_tui.core.proc.stop import StopTimeouts
+from eagle_tui.core.serverlog.follower import LogChunk, LogFollower
 
 GpuReader = Callable[[], GpuReport]
 SnapshotCallback = Callable[[HealthSnapshot], None]

@@ -9,7 +9,7 @@ import re
 import psutil
 
 # Words that mark a command line as an SGLang server (or eagle-tui's simulated one).
-SERVER_MARKERS = ("sglang", "launch_server", "core.sim")
+SERVER_MARKERS = ("sglang", "launch_server", "eagle_tui.core.sim")
 
 
 def _mentions_port(argv: list[str], port: int) -> bool:

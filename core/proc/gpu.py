@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.proc.report import NO_GPU_INFO, GpuDevice, GpuProcess, GpuReport
+from eagle_tui.core.proc.report import NO_GPU_INFO, GpuDevice, GpuProcess, GpuReport
 
 _nvml: Any = None
 _init_error: str | None = None

@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.clock import Clock, SystemClock
-from core.proc.stop import StopReport, StopTimeouts, stop_process_tree
+from eagle_tui.core.clock import Clock, SystemClock
+from eagle_tui.core.proc.stop import StopReport, StopTimeouts, stop_process_tree
 
 
 @dataclass(frozen=True)

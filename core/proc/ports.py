@@ -6,7 +6,7 @@ from typing import Any
 
 import psutil
 
-from core.proc.report import PortStatus
+from eagle_tui.core.proc.report import PortStatus
 
 
 def _listeners(port: int) -> list[Any]:

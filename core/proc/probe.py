@@ -12,9 +12,9 @@ from typing import Any
 
 import psutil
 
-from core.proc.discover import find_server_pid
-from core.proc.ports import port_status
-from core.proc.report import ChildInfo, PortStatus, ProbeReport, ProcessReport
+from eagle_tui.core.proc.discover import find_server_pid
+from eagle_tui.core.proc.ports import port_status
+from eagle_tui.core.proc.report import ChildInfo, PortStatus, ProbeReport, ProcessReport
 
 ExitCode = Callable[[], int | None]
 

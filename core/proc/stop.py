@@ -15,9 +15,9 @@ from typing import Any
 
 import psutil
 
-from core.clock import Clock, SystemClock
-from core.proc.gpu import read_gpus
-from core.proc.ports import port_status
+from eagle_tui.core.clock import Clock, SystemClock
+from eagle_tui.core.proc.gpu import read_gpus
+from eagle_tui.core.proc.ports import port_status
 
 
 @dataclass(frozen=True)

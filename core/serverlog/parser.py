@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import re
 
-from core.serverlog import events as ev
-from core.serverlog.patterns import PREFIX, RULES
+from eagle_tui.core.serverlog import events as ev
+from eagle_tui.core.serverlog.patterns import PREFIX, RULES
 
 # A line longer than this is cut before matching: the regexes stay linear and a runaway
 # writer (a binary blob, a megabyte of JSON) cannot stall the watcher.

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from core.serverlog import events as ev
-from core.serverlog.serverargs import extract_server_args
+from eagle_tui.core.serverlog import events as ev
+from eagle_tui.core.serverlog.serverargs import extract_server_args
 
 Builder = Callable[[re.Match[str], ev.LogLine], ev.LogEvent]
 Scope = Literal["message", "text"]

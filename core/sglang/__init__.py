@@ -1,7 +1,7 @@
 """Client for SGLang's native HTTP API (``/generate`` with ``input_ids``, health, info, abort)."""
 
-from core.sglang.client import API_KEY_ENV, ClientTimeouts, SGLangClient
-from core.sglang.types import (
+from eagle_tui.core.sglang.client import API_KEY_ENV, ClientTimeouts, SGLangClient
+from eagle_tui.core.sglang.types import (
     FinishReason,
     GenerateRequest,
     GenerateResult,

@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 
-from core.errors import (
+from eagle_tui.core.errors import (
     ConnectionLost,
     ProtocolError,
     RequestAborted,
@@ -25,8 +25,8 @@ from core.errors import (
     ServerUnreachable,
     SGLangError,
 )
-from core.sglang.stream import DONE, StreamAccumulator, sse_payload
-from core.sglang.types import (
+from eagle_tui.core.sglang.stream import DONE, StreamAccumulator, sse_payload
+from eagle_tui.core.sglang.types import (
     GenerateRequest,
     GenerateResult,
     HealthResult,
@@ -34,7 +34,7 @@ from core.sglang.types import (
     ServerInfo,
     TokenDelta,
 )
-from core.sglang.wire import error_for_status, parse_json, parse_result, rejection
+from eagle_tui.core.sglang.wire import error_for_status, parse_json, parse_result, rejection
 
 API_KEY_ENV = "EAGLE_TUI_API_KEY"
 

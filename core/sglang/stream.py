@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from core.errors import ProtocolError, StreamError
-from core.sglang.types import FinishReason, TokenDelta
-from core.sglang.wire import parse_finish_reason, parse_output_ids
+from eagle_tui.core.errors import ProtocolError, StreamError
+from eagle_tui.core.sglang.types import FinishReason, TokenDelta
+from eagle_tui.core.sglang.wire import parse_finish_reason, parse_output_ids
 
 StreamMode = Literal["unknown", "cumulative", "incremental"]
 

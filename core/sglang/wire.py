@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from core.errors import (
+from eagle_tui.core.errors import (
     ContextTooLong,
     DuplicateRequestId,
     ProtocolError,
@@ -22,7 +22,7 @@ from core.errors import (
     SGLangError,
     Unauthorized,
 )
-from core.sglang.types import FinishKind, FinishReason, GenerateResult
+from eagle_tui.core.sglang.types import FinishKind, FinishReason, GenerateResult
 
 _CONTEXT_MESSAGES = (
     "longer than the model's context length",

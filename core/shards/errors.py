@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from core.errors import EagleError
+from eagle_tui.core.errors import EagleError
 
 
 class ShardError(EagleError):

@@ -19,14 +19,14 @@ from pathlib import Path
 from rich.console import Console
 from rich.text import Text
 
-from core import kimi
-from core.errors import EagleError, TokenizerError
-from core.segments import split_segments
-from core.shards.reader import ShardReader
-from core.shards.render import Decode, TokenName, legend, sample_text
-from core.shards.schema import ShardMetadata, ShardRow
-from core.tokenizer import BoundaryIds
-from core.validate import FLAGS
+from eagle_tui.core import kimi
+from eagle_tui.core.errors import EagleError, TokenizerError
+from eagle_tui.core.segments import split_segments
+from eagle_tui.core.shards.reader import ShardReader
+from eagle_tui.core.shards.render import Decode, TokenName, legend, sample_text
+from eagle_tui.core.shards.schema import ShardMetadata, ShardRow
+from eagle_tui.core.tokenizer import BoundaryIds
+from eagle_tui.core.validate import FLAGS
 
 
 class InspectError(EagleError):
@@ -108,7 +108,7 @@ def decoder_for(
     stored = boundaries_from_metadata(metadata)
     if args.raw_ids:
         return raw_decode, lambda _tid: None, stored or kimi_boundaries()
-    from core.tokenizer import load_tokenizer
+    from eagle_tui.core.tokenizer import load_tokenizer
 
     path = args.tokenizer or tokenizer_path(reader, metadata)
     if path is None:

@@ -19,8 +19,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from core.errors import ConfigError
-from core.shards.fsio import fsync_dir, write_atomic
+from eagle_tui.core.errors import ConfigError
+from eagle_tui.core.shards.fsio import fsync_dir, write_atomic
 
 MANIFEST_NAME = "manifest.json"
 SHARDS_DIR = "shards"

@@ -25,10 +25,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from core.shards.errors import ShardError
-from core.shards.manifest import SHARDS_DIR, Manifest
-from core.shards.resume import IgnoredFile, listing_problem
-from core.shards.schema import ShardMetadata, ShardRow
+from eagle_tui.core.shards.errors import ShardError
+from eagle_tui.core.shards.manifest import SHARDS_DIR, Manifest
+from eagle_tui.core.shards.resume import IgnoredFile, listing_problem
+from eagle_tui.core.shards.schema import ShardMetadata, ShardRow
 
 OPEN_FILES = 8
 CACHED_GROUPS = 2
@@ -237,7 +237,7 @@ class ShardReader:
 
     def _empty(self, columns: Sequence[str] | None) -> pa.Table:
         """A zero-row table with the requested columns."""
-        from core.shards.schema import SHARD_SCHEMA
+        from eagle_tui.core.shards.schema import SHARD_SCHEMA
 
         names = list(columns) if columns is not None else SHARD_SCHEMA.names
         return SHARD_SCHEMA.empty_table().select(names)

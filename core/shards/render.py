@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 
 from rich.text import Text
 
-from core.segments import Segment, SegmentKind
+from eagle_tui.core.segments import Segment, SegmentKind
 
 Decode = Callable[[Sequence[int]], str]
 TokenName = Callable[[int], "str | None"]

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from core.shards.fsio import TMP_SUFFIX, file_sha256
-from core.shards.manifest import MANIFEST_NAME, SHARDS_DIR, Manifest, ShardInfo
+from eagle_tui.core.shards.fsio import TMP_SUFFIX, file_sha256
+from eagle_tui.core.shards.manifest import MANIFEST_NAME, SHARDS_DIR, Manifest, ShardInfo
 
 
 @dataclass(frozen=True, slots=True)

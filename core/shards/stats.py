@@ -14,7 +14,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from core.shards.reader import ShardReader
+from eagle_tui.core.shards.reader import ShardReader
 
 PERCENTILES = (0.5, 0.9, 0.99)
 STATS_COLUMNS = ["flags", "finish_reason", "prompt_len", "think_end", "latency_s", "input_ids"]

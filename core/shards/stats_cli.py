@@ -13,10 +13,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from core.errors import EagleError
-from core.shards.inspect_cli import make_console
-from core.shards.reader import ShardReader
-from core.shards.stats import BatchStats, Distribution, compute_stats
+from eagle_tui.core.errors import EagleError
+from eagle_tui.core.shards.inspect_cli import make_console
+from eagle_tui.core.shards.reader import ShardReader
+from eagle_tui.core.shards.stats import BatchStats, Distribution, compute_stats
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -31,10 +31,10 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from core.shards.errors import ShardWriteError
-from core.shards.fsio import TMP_SUFFIX, HashingFile, fsync_dir
-from core.shards.manifest import Manifest, ShardInfo
-from core.shards.schema import (
+from eagle_tui.core.shards.errors import ShardWriteError
+from eagle_tui.core.shards.fsio import TMP_SUFFIX, HashingFile, fsync_dir
+from eagle_tui.core.shards.manifest import Manifest, ShardInfo
+from eagle_tui.core.shards.schema import (
     COLUMNS,
     SHARD_SCHEMA,
     ShardMetadata,

@@ -15,11 +15,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from core.sim import routes_admin, routes_info
-from core.sim.connection import TransportCapture
-from core.sim.context import SimContext
-from core.sim.routes_generate import generate
-from core.sim.warmup import warm_up
+from eagle_tui.core.sim import routes_admin, routes_info
+from eagle_tui.core.sim.connection import TransportCapture
+from eagle_tui.core.sim.context import SimContext
+from eagle_tui.core.sim.routes_generate import generate
+from eagle_tui.core.sim.warmup import warm_up
 
 # SGLang's API-key middleware lets these through without a key (probes and scrapers).
 OPEN_PREFIXES: Final = ("/health", "/ready", "/metrics", "/sim/")

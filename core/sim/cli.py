@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from core.sim.config import FATAL_KINDS, PHASES, FaultRates, SimConfig
+from eagle_tui.core.sim.config import FATAL_KINDS, PHASES, FaultRates, SimConfig
 
 BUNDLED_MODEL_DIR = (
     Path(__file__).resolve().parent.parent / "tokenizer" / "assets" / "kimi-k2.5-tiny"
@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the server described by ``args``; returns the process exit code."""
-    from core.sim.main import serve  # deferred: --help stays instant
+    from eagle_tui.core.sim.main import serve  # deferred: --help stays instant
 
     return serve(config_from_args(args))
 

@@ -10,19 +10,19 @@ from typing import Any, cast
 
 from starlette.requests import Request
 
-from core.sim import tracebacks
-from core.sim.capacity import Capacity
-from core.sim.config import SimConfig
-from core.sim.death import scheduler_crash
-from core.sim.logsink import SimLog
-from core.sim.model import FakeModel
-from core.sim.modeldir import ModelDir
-from core.sim.prefix_cache import PrefixCache
-from core.sim.request import SimRequest
-from core.sim.runtime_faults import FaultInjector
-from core.sim.scheduler import Scheduler
-from core.sim.state import ServerState
-from core.sim.stats import Stats
+from eagle_tui.core.sim import tracebacks
+from eagle_tui.core.sim.capacity import Capacity
+from eagle_tui.core.sim.config import SimConfig
+from eagle_tui.core.sim.death import scheduler_crash
+from eagle_tui.core.sim.logsink import SimLog
+from eagle_tui.core.sim.model import FakeModel
+from eagle_tui.core.sim.modeldir import ModelDir
+from eagle_tui.core.sim.prefix_cache import PrefixCache
+from eagle_tui.core.sim.request import SimRequest
+from eagle_tui.core.sim.runtime_faults import FaultInjector
+from eagle_tui.core.sim.scheduler import Scheduler
+from eagle_tui.core.sim.state import ServerState
+from eagle_tui.core.sim.stats import Stats
 
 
 @dataclass

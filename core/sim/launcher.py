@@ -35,7 +35,6 @@ from typing import Final, Self
 READY_LINE: Final = r"The server is fired up and ready to roll!"
 BOUND_LINE: Final = r"Uvicorn running on "
 _POLL: Final = 0.02  # seconds between looks at the log file
-_ROOT: Final = Path(__file__).resolve().parent.parent.parent  # the checkout holding ``core``
 
 
 class SimExited(RuntimeError):
@@ -51,7 +50,7 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 class SimProcess:
-    """One ``python -m core.sim`` process and its log."""
+    """One ``python -m eagle_tui.core.sim`` process and its log."""
 
     def __init__(self, args: Sequence[str] = (), *, port: int | None = None,
                  host: str = "127.0.0.1", log_path: Path | None = None,
@@ -72,12 +71,11 @@ class SimProcess:
         if self._process is not None:
             return self
         env = dict(os.environ if self._env is None else self._env)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_ROOT), env.get("PYTHONPATH")]))
         env.setdefault("PYTHONUNBUFFERED", "1")
         with open(self.log_path, "ab") as log:
             self._process = subprocess.Popen(
-                [sys.executable, "-m", "core.sim", *self.args], stdin=subprocess.DEVNULL,
-                stdout=log, stderr=subprocess.STDOUT, env=env, cwd=_ROOT,
+                [sys.executable, "-m", "eagle_tui.core.sim", *self.args], stdin=subprocess.DEVNULL,
+                stdout=log, stderr=subprocess.STDOUT, env=env,
             )
         self._finalizer = weakref.finalize(self, _kill_quietly, self._process)
         atexit.register(self._finalizer)

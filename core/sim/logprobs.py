@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.sim.modeldir import ModelDir
-from core.sim.request import SimRequest
+from eagle_tui.core.sim.modeldir import ModelDir
+from eagle_tui.core.sim.request import SimRequest
 
 
 def logprob_fields(model: ModelDir, request: SimRequest, start: int, upto: int) -> dict[str, Any]:

@@ -12,20 +12,20 @@ from typing import TextIO
 
 import uvicorn
 
-from core.errors import ConfigError
-from core.sim.app import build_app
-from core.sim.capacity import Capacity, capacity_for
-from core.sim.config import SimConfig
-from core.sim.context import SimContext
-from core.sim.http_logging import route_uvicorn_logs
-from core.sim.logsink import SimLog
-from core.sim.modeldir import ModelDir, load_model_dir
-from core.sim.prefix_cache import PrefixCache
-from core.sim.runtime_faults import FaultInjector
-from core.sim.shutdown import die_by_signal, install_signal_handlers
-from core.sim.startup import Startup
-from core.sim.state import ServerState
-from core.sim.stats import Stats
+from eagle_tui.core.errors import ConfigError
+from eagle_tui.core.sim.app import build_app
+from eagle_tui.core.sim.capacity import Capacity, capacity_for
+from eagle_tui.core.sim.config import SimConfig
+from eagle_tui.core.sim.context import SimContext
+from eagle_tui.core.sim.http_logging import route_uvicorn_logs
+from eagle_tui.core.sim.logsink import SimLog
+from eagle_tui.core.sim.modeldir import ModelDir, load_model_dir
+from eagle_tui.core.sim.prefix_cache import PrefixCache
+from eagle_tui.core.sim.runtime_faults import FaultInjector
+from eagle_tui.core.sim.shutdown import die_by_signal, install_signal_handlers
+from eagle_tui.core.sim.startup import Startup
+from eagle_tui.core.sim.state import ServerState
+from eagle_tui.core.sim.stats import Stats
 
 
 def serve(config: SimConfig) -> int:

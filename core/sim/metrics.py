@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from core.sim.context import SimContext
-from core.sim.stats import Histogram
+from eagle_tui.core.sim.context import SimContext
+from eagle_tui.core.sim.stats import Histogram
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 

@@ -14,10 +14,10 @@ from typing import Any
 
 from tokenizers import Tokenizer
 
-from core import kimi
-from core.errors import ConfigError
-from core.sim.config import DEFAULT_CONTEXT_LENGTH
-from core.tokenizer.modelconfig import read_model_config
+from eagle_tui.core import kimi
+from eagle_tui.core.errors import ConfigError
+from eagle_tui.core.sim.config import DEFAULT_CONTEXT_LENGTH
+from eagle_tui.core.tokenizer.modelconfig import read_model_config
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from core.sim.detok import output_text
-from core.sim.logprobs import logprob_fields
-from core.sim.modeldir import ModelDir
-from core.sim.request import SimRequest
+from eagle_tui.core.sim.detok import output_text
+from eagle_tui.core.sim.logprobs import logprob_fields
+from eagle_tui.core.sim.modeldir import ModelDir
+from eagle_tui.core.sim.request import SimRequest
 
 
 @dataclass(frozen=True)

@@ -16,16 +16,16 @@ from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from core.sim.body_gate import parse_body
-from core.sim.connection import DroppedConnection, wait_for_disconnect
-from core.sim.context import SimContext, sim_context
-from core.sim.contract import check_contract
-from core.sim.normalize import GenerateCall, normalize
-from core.sim.payload import ChunkView, response_object
-from core.sim.rejections import BodyRejected, ContractRejected, InputRejected
-from core.sim.request import SimRequest, abort_finish
-from core.sim.runtime_faults import Fault
-from core.sim.sse import DONE, sse_event, stream_events
+from eagle_tui.core.sim.body_gate import parse_body
+from eagle_tui.core.sim.connection import DroppedConnection, wait_for_disconnect
+from eagle_tui.core.sim.context import SimContext, sim_context
+from eagle_tui.core.sim.contract import check_contract
+from eagle_tui.core.sim.normalize import GenerateCall, normalize
+from eagle_tui.core.sim.payload import ChunkView, response_object
+from eagle_tui.core.sim.rejections import BodyRejected, ContractRejected, InputRejected
+from eagle_tui.core.sim.request import SimRequest, abort_finish
+from eagle_tui.core.sim.runtime_faults import Fault
+from eagle_tui.core.sim.sse import DONE, sse_event, stream_events
 
 SSE_MEDIA_TYPE = "text/event-stream"
 _ERROR_MESSAGES = {503: "The request queue is full.",

@@ -13,9 +13,9 @@ from typing import Final
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from core.sim.context import sim_context
-from core.sim.metrics import CONTENT_TYPE, render_metrics
-from core.sim.server_info import model_info, models_list, server_info
+from eagle_tui.core.sim.context import sim_context
+from eagle_tui.core.sim.metrics import CONTENT_TYPE, render_metrics
+from eagle_tui.core.sim.server_info import model_info, models_list, server_info
 
 HEALTH_CHECK_TIMEOUT: Final = 20.0  # SGLANG_HEALTH_CHECK_TIMEOUT: a dead scheduler never answers
 FLUSH_TEXT: Final = (

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from typing import Any, Literal
 
-from core.sim.config import FaultRates
+from eagle_tui.core.sim.config import FaultRates
 
 Fault = Literal["reset", "error", "garbage"]
 

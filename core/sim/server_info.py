@@ -11,10 +11,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from core.sim.capacity import CHUNKED_PREFILL_SIZE, MAX_PREFILL_TOKENS, Capacity
-from core.sim.config import SimConfig
-from core.sim.modeldir import ModelDir
-from core.sim.recorded import (
+from eagle_tui.core.sim.capacity import CHUNKED_PREFILL_SIZE, MAX_PREFILL_TOKENS, Capacity
+from eagle_tui.core.sim.config import SimConfig
+from eagle_tui.core.sim.modeldir import ModelDir
+from eagle_tui.core.sim.recorded import (
     RECORDED_HICACHE_LAYOUT,
     RECORDED_MODEL_EMBEDDING,
     RECORDED_SERVER_ARGS,

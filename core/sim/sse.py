@@ -16,10 +16,10 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from core.sim.detok import output_text
-from core.sim.modeldir import ModelDir
-from core.sim.payload import ChunkView, response_object
-from core.sim.request import SimRequest
+from eagle_tui.core.sim.detok import output_text
+from eagle_tui.core.sim.modeldir import ModelDir
+from eagle_tui.core.sim.payload import ChunkView, response_object
+from eagle_tui.core.sim.request import SimRequest
 
 DONE: Final = b"data: [DONE]\n\n"
 

@@ -3,8 +3,8 @@
 Importing this package is cheap: ``transformers`` is imported only by ``load_tokenizer``.
 """
 
-from core.tokenizer.boundaries import OVERRIDE_KEYS, BoundaryIds, resolve_boundaries
-from core.tokenizer.loader import (
+from eagle_tui.core.tokenizer.boundaries import OVERRIDE_KEYS, BoundaryIds, resolve_boundaries
+from eagle_tui.core.tokenizer.loader import (
     BUNDLED_TOKENIZER_NAME,
     LoadedTokenizer,
     bundled_tokenizer_path,

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from core import kimi
-from core.errors import ConfigError
+from eagle_tui.core import kimi
+from eagle_tui.core.errors import ConfigError
 
 # Override keys a config may use, each naming one boundary token. The token text itself
 # (e.g. "<think>") is accepted as a key too.

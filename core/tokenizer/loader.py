@@ -16,12 +16,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from core.errors import TokenizerError
-from core.tokenizer._hf import transformers_module
-from core.tokenizer.boundaries import BoundaryIds, resolve_boundaries
-from core.tokenizer.fingerprint import template_fingerprint, vocab_fingerprint
-from core.tokenizer.modelconfig import first_vocab_size
-from core.tokenizer.shapes import as_id_list
+from eagle_tui.core.errors import TokenizerError
+from eagle_tui.core.tokenizer._hf import transformers_module
+from eagle_tui.core.tokenizer.boundaries import BoundaryIds, resolve_boundaries
+from eagle_tui.core.tokenizer.fingerprint import template_fingerprint, vocab_fingerprint
+from eagle_tui.core.tokenizer.modelconfig import first_vocab_size
+from eagle_tui.core.tokenizer.shapes import as_id_list
 
 log = logging.getLogger(__name__)
 

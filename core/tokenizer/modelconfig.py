@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from core.errors import ConfigError
+from eagle_tui.core.errors import ConfigError
 
 CONFIG_NAME = "config.json"
 

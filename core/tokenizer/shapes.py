@@ -6,7 +6,7 @@ import operator
 from collections.abc import Mapping
 from typing import Any
 
-from core.errors import TokenizerError
+from eagle_tui.core.errors import TokenizerError
 
 
 def as_id_list(result: Any, where: str) -> list[int]:

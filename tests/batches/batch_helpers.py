@@ -12,16 +12,16 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
-from core.batches.control_app import ControlApi
-from core.batches.control_server import ControlServer
-from core.batches.events import BatchEvent, progress_json, public_state, server_json
-from core.batches.hub import EventHub
-from core.batches.lock import LOCK_NAME
-from core.batches.status import RecentErrors, StatusBuilder, WatchTally
-from core.capture.config import CaptureConfig, RetryPolicy
-from core.capture.progress import CaptureProgress, ProgressTracker
-from core.clock import SystemClock
-from core.tokenizer import bundled_tokenizer_path
+from eagle_tui.core.batches.control_app import ControlApi
+from eagle_tui.core.batches.control_server import ControlServer
+from eagle_tui.core.batches.events import BatchEvent, progress_json, public_state, server_json
+from eagle_tui.core.batches.hub import EventHub
+from eagle_tui.core.batches.lock import LOCK_NAME
+from eagle_tui.core.batches.status import RecentErrors, StatusBuilder, WatchTally
+from eagle_tui.core.capture.config import CaptureConfig, RetryPolicy
+from eagle_tui.core.capture.progress import CaptureProgress, ProgressTracker
+from eagle_tui.core.clock import SystemClock
+from eagle_tui.core.tokenizer import bundled_tokenizer_path
 
 TOOLS = [{"type": "function", "function": {
     "name": "lookup", "description": "look a word up",

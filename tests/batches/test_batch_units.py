@@ -15,17 +15,17 @@ from pathlib import Path
 import pytest
 from batch_helpers import batch_config, wait_lock_free
 
-from core.batches.configjson import config_from_json, config_to_json
-from core.batches.errors import BatchLocked, BatchNotFound, UntrustedSocket
-from core.batches.hub import EventHub, HubFull
-from core.batches.lock import OutputLock, holder_of, is_held
-from core.batches.registry import BatchRecord, Registry
-from core.batches.secretenv import SERVERS_ENV, has_secrets, worker_env
-from core.batches.sockpath import control_socket_path, private_runtime_dir
-from core.batches.survey import survey
-from core.capture.config import RetryPolicy, SamplingPreset
-from core.capture.events import CaptureEvent
-from core.sglang.client import API_KEY_ENV
+from eagle_tui.core.batches.configjson import config_from_json, config_to_json
+from eagle_tui.core.batches.errors import BatchLocked, BatchNotFound, UntrustedSocket
+from eagle_tui.core.batches.hub import EventHub, HubFull
+from eagle_tui.core.batches.lock import OutputLock, holder_of, is_held
+from eagle_tui.core.batches.registry import BatchRecord, Registry
+from eagle_tui.core.batches.secretenv import SERVERS_ENV, has_secrets, worker_env
+from eagle_tui.core.batches.sockpath import control_socket_path, private_runtime_dir
+from eagle_tui.core.batches.survey import survey
+from eagle_tui.core.capture.config import RetryPolicy, SamplingPreset
+from eagle_tui.core.capture.events import CaptureEvent
+from eagle_tui.core.sglang.client import API_KEY_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from batch_helpers import FakeEngine, raw_exchange, serve_fake
 
-from core.batches.control_client import BatchClient
-from core.batches.control_server import ControlServer
-from core.batches.errors import ControlRejected, WorkerUnreachable
-from core.batches.events import SSEDecoder
-from core.batches.hub import EventHub
-from core.capture.events import CaptureEvent
+from eagle_tui.core.batches.control_client import BatchClient
+from eagle_tui.core.batches.control_server import ControlServer
+from eagle_tui.core.batches.errors import ControlRejected, WorkerUnreachable
+from eagle_tui.core.batches.events import SSEDecoder
+from eagle_tui.core.batches.hub import EventHub
+from eagle_tui.core.capture.events import CaptureEvent
 
 Served = tuple[ControlServer, FakeEngine, EventHub]
 

@@ -7,11 +7,11 @@ from pathlib import Path
 
 from batch_helpers import batch_config, write_prompts
 
-from core.batches.detach import EXIT_LOCKED, EXIT_START_FAILED, run_detached
-from core.batches.lock import OutputLock
-from core.batches.registry import Registry
-from core.batches.survey import survey
-from core.shards.manifest import BatchConfig, Manifest
+from eagle_tui.core.batches.detach import EXIT_LOCKED, EXIT_START_FAILED, run_detached
+from eagle_tui.core.batches.lock import OutputLock
+from eagle_tui.core.batches.registry import Registry
+from eagle_tui.core.batches.survey import survey
+from eagle_tui.core.shards.manifest import BatchConfig, Manifest
 
 
 async def test_a_batch_that_cannot_start_reports_why(tmp_path: Path, registry: Registry) -> None:

@@ -65,8 +65,8 @@ def rss_mb() -> float:
 
 
 def capture_config(prompts: Path, out: Path, urls: list[str], **kwargs: Any) -> Any:
-    from core.capture.config import CaptureConfig
-    from core.tokenizer import bundled_tokenizer_path
+    from eagle_tui.core.capture.config import CaptureConfig
+    from eagle_tui.core.tokenizer import bundled_tokenizer_path
 
     return CaptureConfig(prompts=prompts, out_dir=out, servers=tuple(urls),
                          tokenizer=bundled_tokenizer_path(), **kwargs)
@@ -76,8 +76,8 @@ def capture_config(prompts: Path, out: Path, urls: list[str], **kwargs: Any) -> 
 
 
 async def child_capture(args: argparse.Namespace) -> dict[str, Any]:
-    from core.capture.engine import CaptureEngine
-    from core.tokenizer import bundled_tokenizer_path, load_tokenizer
+    from eagle_tui.core.capture.engine import CaptureEngine
+    from eagle_tui.core.tokenizer import bundled_tokenizer_path, load_tokenizer
 
     tokenizer = load_tokenizer(bundled_tokenizer_path())
     config = capture_config(Path(args.prompts), Path(args.out), args.url,
@@ -95,8 +95,8 @@ async def child_capture(args: argparse.Namespace) -> dict[str, Any]:
 async def child_bare(args: argparse.Namespace) -> dict[str, Any]:
     import httpx
 
-    from core.capture.prompts import PromptRecord, open_prompts
-    from core.tokenizer import bundled_tokenizer_path, load_tokenizer
+    from eagle_tui.core.capture.prompts import PromptRecord, open_prompts
+    from eagle_tui.core.tokenizer import bundled_tokenizer_path, load_tokenizer
 
     tokenizer = load_tokenizer(bundled_tokenizer_path())
     prompts = [tokenizer.render(r.messages, r.tools) for r in open_prompts(Path(args.prompts))
@@ -133,8 +133,8 @@ async def child_bare(args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def child_render(args: argparse.Namespace) -> dict[str, Any]:
-    from core.capture.prompts import PromptRecord, open_prompts
-    from core.tokenizer import bundled_tokenizer_path, load_tokenizer
+    from eagle_tui.core.capture.prompts import PromptRecord, open_prompts
+    from eagle_tui.core.tokenizer import bundled_tokenizer_path, load_tokenizer
 
     tokenizer = load_tokenizer(bundled_tokenizer_path())
     records = [r for r in open_prompts(Path(args.prompts)) if isinstance(r, PromptRecord)]
@@ -149,8 +149,8 @@ async def child_capacity(args: argparse.Namespace) -> dict[str, Any]:
     """Server-side tokens/s in a steady-state window, with the capture or a bare loop."""
     import httpx
 
-    from core.capture.engine import CaptureEngine
-    from core.tokenizer import bundled_tokenizer_path, load_tokenizer
+    from eagle_tui.core.capture.engine import CaptureEngine
+    from eagle_tui.core.tokenizer import bundled_tokenizer_path, load_tokenizer
 
     tokenizer = load_tokenizer(bundled_tokenizer_path())
     if args.pools:  # the reference: a bare loop with the same concurrency
@@ -182,8 +182,8 @@ async def child_capacity(args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def child_rss(args: argparse.Namespace) -> dict[str, Any]:
-    from core.capture.engine import CaptureEngine
-    from core.tokenizer import bundled_tokenizer_path, load_tokenizer
+    from eagle_tui.core.capture.engine import CaptureEngine
+    from eagle_tui.core.tokenizer import bundled_tokenizer_path, load_tokenizer
 
     tokenizer = load_tokenizer(bundled_tokenizer_path())
     config = capture_config(Path(args.prompts), Path(args.out), args.url,
@@ -236,7 +236,7 @@ def run_child(*args: str) -> dict[str, Any]:
 
 
 def throughput(work: Path, samples: int) -> None:
-    from core.sim.launcher import SimProcess
+    from eagle_tui.core.sim.launcher import SimProcess
 
     prompts = work / "throughput.jsonl"
     write_prompts(prompts, samples)
@@ -273,7 +273,7 @@ def throughput(work: Path, samples: int) -> None:
 
 
 def capacity(work: Path) -> None:
-    from core.sim.launcher import SimProcess
+    from eagle_tui.core.sim.launcher import SimProcess
 
     tps, cap, max_new = 25, 64, 128
     prompts = work / "capacity.jsonl"
@@ -296,7 +296,7 @@ def capacity(work: Path) -> None:
 
 
 def memory(work: Path, samples: int) -> None:
-    from core.sim.launcher import SimProcess
+    from eagle_tui.core.sim.launcher import SimProcess
 
     prompts = work / "rss.jsonl"
     write_prompts(prompts, samples)

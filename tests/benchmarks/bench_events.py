@@ -48,13 +48,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "batches"))
 
 from batch_helpers import batch_config, write_prompts
 
-from core.batches.control_client import BatchClient
-from core.batches.detach import launch_detached
-from core.batches.errors import BatchError
-from core.batches.hub import EventHub
-from core.batches.registry import Registry
-from core.capture.events import CaptureEvent
-from core.sim.launcher import SimProcess
+from eagle_tui.core.batches.control_client import BatchClient
+from eagle_tui.core.batches.detach import launch_detached
+from eagle_tui.core.batches.errors import BatchError
+from eagle_tui.core.batches.hub import EventHub
+from eagle_tui.core.batches.registry import Registry
+from eagle_tui.core.capture.events import CaptureEvent
+from eagle_tui.core.sim.launcher import SimProcess
 
 FAST_SIM = ("--time-scale", "0", "--tokens-per-s", "0", "--ttft", "0", "--capacity", "256")
 

@@ -20,12 +20,12 @@ from typing import TypeVar
 import numpy as np
 import psutil
 
-from core.shards.manifest import BatchConfig, Manifest
-from core.shards.reader import ShardReader
-from core.shards.resume import scan_completed
-from core.shards.schema import ShardMetadata, ShardRow
-from core.shards.stats import compute_stats
-from core.shards.writer import ShardWriter
+from eagle_tui.core.shards.manifest import BatchConfig, Manifest
+from eagle_tui.core.shards.reader import ShardReader
+from eagle_tui.core.shards.resume import scan_completed
+from eagle_tui.core.shards.schema import ShardMetadata, ShardRow
+from eagle_tui.core.shards.stats import compute_stats
+from eagle_tui.core.shards.writer import ShardWriter
 
 T = TypeVar("T")
 META = ShardMetadata("bench", "/none", "f", "t", {}, None, None, {"think": 163606}, 163840)

@@ -21,7 +21,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from core.sim.launcher import SimProcess
+from eagle_tui.core.sim.launcher import SimProcess
 
 FAST = ["--time-scale", "0", "--tokens-per-s", "0", "--ttft", "0"]
 PROMPT = [163587, 2482, 163601, 1200, 1300, 1400, 163586, 163588, 3702, 163601, 163606]

@@ -29,16 +29,16 @@ import psutil
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from core.sim.launcher import SimProcess  # noqa: E402
-from core.tokenizer import bundled_tokenizer_path  # noqa: E402
-from tui.app import EagleApp  # noqa: E402
-from tui.options import DashboardOptions, ServerTarget  # noqa: E402
-from tui.screens.streams import StreamsScreen  # noqa: E402
-from tui.sources import Sources  # noqa: E402
-from tui.sources.batches import DetachedCapture  # noqa: E402
-from tui.sources.capture import BatchRequest  # noqa: E402
-from tui.sources.server import ServerFeed  # noqa: E402
-from tui.sources.tokenizers import TokenizerCache  # noqa: E402
+from eagle_tui.core.sim.launcher import SimProcess  # noqa: E402
+from eagle_tui.core.tokenizer import bundled_tokenizer_path  # noqa: E402
+from eagle_tui.tui.app import EagleApp  # noqa: E402
+from eagle_tui.tui.options import DashboardOptions, ServerTarget  # noqa: E402
+from eagle_tui.tui.screens.streams import StreamsScreen  # noqa: E402
+from eagle_tui.tui.sources import Sources  # noqa: E402
+from eagle_tui.tui.sources.batches import DetachedCapture  # noqa: E402
+from eagle_tui.tui.sources.capture import BatchRequest  # noqa: E402
+from eagle_tui.tui.sources.server import ServerFeed  # noqa: E402
+from eagle_tui.tui.sources.tokenizers import TokenizerCache  # noqa: E402
 
 TICK_S = 0.01
 WATCHED = 8

@@ -30,7 +30,7 @@ def first_paint(env: dict[str, str]) -> float:
     primary, secondary = pty.openpty()
     started = time.perf_counter()
     process = subprocess.Popen(
-        [sys.executable, "-m", "tui.dashboard"],
+        [sys.executable, "-m", "eagle_tui.tui.dashboard"],
         stdin=secondary,
         stdout=secondary,
         stderr=secondary,

@@ -8,14 +8,20 @@ from typing import Any
 
 import pytest
 
-from core import errors
-from core.capture.config import CaptureConfig, Redactor, RetryPolicy, public_url
-from core.capture.dispatch import NoServerLeft, PoolClosed, Server, ServerPool, ServerState
-from core.capture.healthloop import HealthMonitor
-from core.capture.retry import ServerAction, classify
-from core.capture.rids import RidAllocator
-from core.clock import FakeClock
-from core.sglang.types import FinishReason, GenerateResult, HealthResult
+from eagle_tui.core import errors
+from eagle_tui.core.capture.config import CaptureConfig, Redactor, RetryPolicy, public_url
+from eagle_tui.core.capture.dispatch import (
+    NoServerLeft,
+    PoolClosed,
+    Server,
+    ServerPool,
+    ServerState,
+)
+from eagle_tui.core.capture.healthloop import HealthMonitor
+from eagle_tui.core.capture.retry import ServerAction, classify
+from eagle_tui.core.capture.rids import RidAllocator
+from eagle_tui.core.clock import FakeClock
+from eagle_tui.core.sglang.types import FinishReason, GenerateResult, HealthResult
 
 
 class StubClient:

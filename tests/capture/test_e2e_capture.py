@@ -24,10 +24,10 @@ from test_e2e_support import (
 )
 from test_engine_fakes import bundled_tokenizer, rows_of, write_prompts
 
-from core.sglang import GenerateRequest, SamplingParams, SGLangClient
-from core.shards.manifest import Manifest
-from core.sim.launcher import SimProcess
-from core.tokenizer import bundled_tokenizer_path
+from eagle_tui.core.sglang import GenerateRequest, SamplingParams, SGLangClient
+from eagle_tui.core.shards.manifest import Manifest
+from eagle_tui.core.sim.launcher import SimProcess
+from eagle_tui.core.tokenizer import bundled_tokenizer_path
 
 SECRET = "sk-e2e-do-not-leak-0123456789"
 FAST = ("--time-scale", "0", "--tokens-per-s", "0", "--ttft", "0")
@@ -102,6 +102,15 @@ def wait_for(path: Path, timeout: float = 60.0) -> None:
         time.sleep(0.02)
 
 
+def wait_for_rows(out: Path, rows: int, process: subprocess.Popen[bytes]) -> None:
+    """Until the manifest holds ``rows`` done rows (the capture must still be running)."""
+    deadline = time.monotonic() + 120
+    while (manifest := Manifest.load_optional(out)) is None or manifest.counts.done < rows:
+        assert process.poll() is None, "the capture ended before it could be killed"
+        assert time.monotonic() < deadline, f"{rows} rows never stored"
+        time.sleep(0.01)
+
+
 def test_sigkill_at_random_moments_then_resume(tmp_path: Path,
                                                sims: tuple[SimProcess, SimProcess]) -> None:
     prompts = tmp_path / "prompts.jsonl"
@@ -110,13 +119,15 @@ def test_sigkill_at_random_moments_then_resume(tmp_path: Path,
     args = cli_args(prompts, out, sims, "--shard-rows", "40")
     env = {"EAGLE_TUI_API_KEY": SECRET}
     rng = random.Random(2024)
+    # The moments are progress points, not wall-clock times, so a fast machine cannot finish
+    # the batch before it is killed; the extra sleep lands the kill anywhere inside a shard.
+    targets = sorted(rng.sample(range(1, 1000), 5))
     stored_before = 0
-    for attempt in range(5):
+    for attempt, target in enumerate(targets):
         process = start_cli(*args, *(["--resume"] if attempt else []), env=env,
                             log=tmp_path / f"run{attempt}.log")
-        wait_for(out / "manifest.json")
-        time.sleep(rng.uniform(0.2, 2.5))  # the random moment of the crash
-        assert process.poll() is None, "the capture ended before it could be killed"
+        wait_for_rows(out, target, process)
+        time.sleep(rng.uniform(0.0, 0.08))  # the random moment of the crash
         process.kill()
         process.wait(timeout=30)
         counts = assert_only_valid_shards(out)

@@ -10,10 +10,10 @@ from pathlib import Path
 import httpx
 from test_engine_fakes import bundled_tokenizer, make_config, rows_of, write_prompts
 
-from core.capture.config import RetryPolicy
-from core.capture.engine import CaptureEngine
-from core.capture.report import summary_text
-from core.sim.launcher import SimProcess
+from eagle_tui.core.capture.config import RetryPolicy
+from eagle_tui.core.capture.engine import CaptureEngine
+from eagle_tui.core.capture.report import summary_text
+from eagle_tui.core.sim.launcher import SimProcess
 
 FAST = ("--time-scale", "0", "--tokens-per-s", "0", "--ttft", "0")
 

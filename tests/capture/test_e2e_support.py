@@ -12,9 +12,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from core.capture.prompts import PromptRecord, open_prompts
-from core.shards.resume import scan_completed
-from core.tokenizer import LoadedTokenizer
+from eagle_tui.core.capture.prompts import PromptRecord, open_prompts
+from eagle_tui.core.shards.resume import scan_completed
+from eagle_tui.core.tokenizer import LoadedTokenizer
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -89,7 +89,7 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 240.
 ):
     """``eagle-tui capture ARGS`` in a separate process, plain display."""
     return subprocess.run(
-        [sys.executable, "-m", "tui.cli", "capture", "--display", "plain", *args],
+        [sys.executable, "-m", "eagle_tui.tui.cli", "capture", "--display", "plain", *args],
         capture_output=True, text=True, cwd=ROOT, env=cli_env(env), timeout=timeout,
     )
 
@@ -100,7 +100,7 @@ def start_cli(*args: str, log: Path, env: dict[str, str] | None = None) -> (
     """Like :func:`run_cli`, without waiting; stderr goes to ``log``."""
     with open(log, "ab") as stderr:
         return subprocess.Popen(
-            [sys.executable, "-m", "tui.cli", "capture", "--display", "plain", *args],
+            [sys.executable, "-m", "eagle_tui.tui.cli", "capture", "--display", "plain", *args],
             stdout=subprocess.DEVNULL, stderr=stderr, cwd=ROOT, env=cli_env(env),
         )
 

@@ -19,13 +19,13 @@ from test_engine_fakes import (
     write_prompts,
 )
 
-from core import kimi
-from core.capture.config import SamplingPreset
-from core.capture.engine import CaptureEngine
-from core.capture.events import CaptureEvent
-from core.errors import ConfigError
-from core.shards.manifest import Manifest
-from core.tokenizer import LoadedTokenizer
+from eagle_tui.core import kimi
+from eagle_tui.core.capture.config import SamplingPreset
+from eagle_tui.core.capture.engine import CaptureEngine
+from eagle_tui.core.capture.events import CaptureEvent
+from eagle_tui.core.errors import ConfigError
+from eagle_tui.core.shards.manifest import Manifest
+from eagle_tui.core.tokenizer import LoadedTokenizer
 
 
 @pytest.fixture

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 from test_engine_fakes import FakeSGLang, bundled_tokenizer, capture, make_config, write_prompts
 
-from core.capture import cli
-from core.capture.dispatch import ServerStatus
-from core.capture.progress import CaptureProgress
-from core.capture.report import duration, progress_line, summary_text
-from core.errors import ConfigError
-from core.tokenizer import bundled_tokenizer_path
-from tui.cli import main
+from eagle_tui.core.capture import cli
+from eagle_tui.core.capture.dispatch import ServerStatus
+from eagle_tui.core.capture.progress import CaptureProgress
+from eagle_tui.core.capture.report import duration, progress_line, summary_text
+from eagle_tui.core.errors import ConfigError
+from eagle_tui.core.tokenizer import bundled_tokenizer_path
+from eagle_tui.tui.cli import main
 
 
 def parse(*argv: str) -> argparse.Namespace:

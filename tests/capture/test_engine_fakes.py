@@ -18,12 +18,12 @@ from typing import Any
 
 import httpx
 
-from core import kimi
-from core.capture.config import CaptureConfig, RetryPolicy
-from core.capture.engine import CaptureEngine, CaptureSummary
-from core.sglang import SGLangClient
-from core.shards.reader import ShardReader
-from core.tokenizer import LoadedTokenizer, bundled_tokenizer_path, load_tokenizer
+from eagle_tui.core import kimi
+from eagle_tui.core.capture.config import CaptureConfig, RetryPolicy
+from eagle_tui.core.capture.engine import CaptureEngine, CaptureSummary
+from eagle_tui.core.sglang import SGLangClient
+from eagle_tui.core.shards.reader import ShardReader
+from eagle_tui.core.tokenizer import LoadedTokenizer, bundled_tokenizer_path, load_tokenizer
 
 ANSWER_LEN = 5
 

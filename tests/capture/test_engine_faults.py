@@ -18,8 +18,8 @@ from test_engine_fakes import (
     write_prompts,
 )
 
-from core.capture.engine import CaptureEngine
-from core.tokenizer import LoadedTokenizer
+from eagle_tui.core.capture.engine import CaptureEngine
+from eagle_tui.core.tokenizer import LoadedTokenizer
 
 
 @pytest.fixture
@@ -188,7 +188,7 @@ async def test_disk_full_stops_the_run_and_keeps_complete_shards(
 ) -> None:
     import errno
 
-    from core.shards import writer as writer_module
+    from eagle_tui.core.shards import writer as writer_module
 
     original = writer_module._OpenShard.write_group
     calls = 0

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from test_engine_fakes import FakeSGLang, bundled_tokenizer, make_config, rows_of, write_prompts
 
-from core.capture.engine import CaptureEngine
-from core.capture.events import CaptureEvent
-from core.shards.manifest import Manifest
-from core.tokenizer import LoadedTokenizer
+from eagle_tui.core.capture.engine import CaptureEngine
+from eagle_tui.core.capture.events import CaptureEvent
+from eagle_tui.core.shards.manifest import Manifest
+from eagle_tui.core.tokenizer import LoadedTokenizer
 
 
 @pytest.fixture

@@ -14,15 +14,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from core.capture.prompts import (
+from eagle_tui.core.capture.prompts import (
     PromptRecord,
     Reject,
     RejectLog,
     open_prompts,
     prompt_file_hash,
 )
-from core.capture.sample_id import content_sample_id, variant_id
-from core.errors import ConfigError
+from eagle_tui.core.capture.sample_id import content_sample_id, variant_id
+from eagle_tui.core.errors import ConfigError
 
 USER = {"role": "user", "content": "What is 2+2?"}
 ASSISTANT = {"role": "assistant", "content": "4"}

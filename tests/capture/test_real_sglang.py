@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 from test_engine_fakes import rows_of
 
-from core.capture.config import CaptureConfig, RetryPolicy, SamplingPreset
-from core.capture.engine import CaptureEngine
-from core.capture.prompts import PromptRecord, open_prompts
-from core.sglang import GenerateRequest, SamplingParams, SGLangClient
-from core.tokenizer import load_tokenizer
+from eagle_tui.core.capture.config import CaptureConfig, RetryPolicy, SamplingPreset
+from eagle_tui.core.capture.engine import CaptureEngine
+from eagle_tui.core.capture.prompts import PromptRecord, open_prompts
+from eagle_tui.core.sglang import GenerateRequest, SamplingParams, SGLangClient
+from eagle_tui.core.tokenizer import load_tokenizer
 
 REAL_URL = os.environ.get("EAGLE_REAL_SGLANG_URL")
 MODEL_DIR = Path(os.environ.get("EAGLE_REAL_SGLANG_MODEL", "/work/realsrv/model"))

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core.health.history import StartupHistory
-from core.health.poller import HealthOutcome, HealthProbe
-from core.health.settings import WatchSettings
-from core.health.snapshot import HealthSnapshot
-from core.health.state import Observation, WatchState
-from core.proc.report import ChildInfo, GpuReport, PortStatus, ProbeReport, ProcessReport
-from core.serverlog.follower import LogChunk
+from eagle_tui.core.health.history import StartupHistory
+from eagle_tui.core.health.poller import HealthOutcome, HealthProbe
+from eagle_tui.core.health.settings import WatchSettings
+from eagle_tui.core.health.snapshot import HealthSnapshot
+from eagle_tui.core.health.state import Observation, WatchState
+from eagle_tui.core.proc.report import ChildInfo, GpuReport, PortStatus, ProbeReport, ProcessReport
+from eagle_tui.core.serverlog.follower import LogChunk
 
 WALL0 = 1_800_000_000.0
 T = "[2026-11-30 02:28:44]"

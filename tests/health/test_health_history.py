@@ -8,12 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from core import paths
-from core.clock import FakeClock
-from core.health.history import HISTORY_FILE, StartupHistory, StartupRecord, expectations_from
-from core.health.phase import Phase
-from core.health.settings import WatchSettings
-from core.health.signature import signature_from_argv, signature_from_server_args
+from eagle_tui.core import paths
+from eagle_tui.core.clock import FakeClock
+from eagle_tui.core.health.history import (
+    HISTORY_FILE,
+    StartupHistory,
+    StartupRecord,
+    expectations_from,
+)
+from eagle_tui.core.health.phase import Phase
+from eagle_tui.core.health.settings import WatchSettings
+from eagle_tui.core.health.signature import signature_from_argv, signature_from_server_args
 
 SIG = "model=/m/K tp=8 dp=1 pp=1 ep=1 quant=none spec=none"
 
@@ -84,7 +89,7 @@ def test_signatures_from_server_args_and_command_lines_agree() -> None:
     )
     assert from_args == from_argv == SIG
     assert signature_from_server_args({"tp_size": "8"}) is None
-    assert signature_from_argv(["python", "-m", "core.sim"]) is None
+    assert signature_from_argv(["python", "-m", "eagle_tui.core.sim"]) is None
 
 
 def test_paths_follow_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,11 +6,11 @@ import asyncio
 
 import httpx
 
-from core.clock import FakeClock
-from core.errors import ProtocolError, ServerBusy, ServerTimeout, ServerUnreachable
-from core.health.poller import HealthOutcome, HealthPoller
-from core.sglang.client import SGLangClient
-from core.sglang.types import HealthResult
+from eagle_tui.core.clock import FakeClock
+from eagle_tui.core.errors import ProtocolError, ServerBusy, ServerTimeout, ServerUnreachable
+from eagle_tui.core.health.poller import HealthOutcome, HealthPoller
+from eagle_tui.core.sglang.client import SGLangClient
+from eagle_tui.core.sglang.types import HealthResult
 
 
 def poller_for(check: object, clock: FakeClock | None = None) -> HealthPoller:

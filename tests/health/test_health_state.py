@@ -8,11 +8,11 @@ import health_fakes as f
 import pytest
 from health_fakes import Driver, alive, chunk, gone
 
-from core.health.phase import Phase
-from core.health.poller import HealthOutcome
-from core.health.settings import WatchSettings
-from core.health.snapshot import Outcome
-from core.proc.report import ChildInfo, GpuDevice, GpuProcess, GpuReport, PortStatus
+from eagle_tui.core.health.phase import Phase
+from eagle_tui.core.health.poller import HealthOutcome
+from eagle_tui.core.health.settings import WatchSettings
+from eagle_tui.core.health.snapshot import Outcome
+from eagle_tui.core.proc.report import ChildInfo, GpuDevice, GpuProcess, GpuReport, PortStatus
 
 SAMPLES = Path(__file__).resolve().parents[1] / "fixtures" / "realsrv"  # copied from shared/
 REAL_LOG = SAMPLES / "server_startup.log"

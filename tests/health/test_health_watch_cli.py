@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from proc_helpers import kill_tree
 
-from core.health.cli import EXIT_CODES
-from core.health.snapshot import Outcome
-from core.sim.launcher import SimProcess, free_port
-from tui.cli import main
+from eagle_tui.core.health.cli import EXIT_CODES
+from eagle_tui.core.health.snapshot import Outcome
+from eagle_tui.core.sim.launcher import SimProcess, free_port
+from eagle_tui.tui.cli import main
 
 StartSim = Callable[..., SimProcess]
 QUICK = ("--time-scale", "0.05", "--tp-size", "2", "--health-latency", "0")
@@ -61,7 +61,7 @@ def test_launch_ready_json_lines_then_the_server_keeps_running(
 ) -> None:
     port = free_port()
     log = tmp_path / "server.log"
-    command = [sys.executable, "-m", "core.sim", *QUICK, "--port", str(port)]
+    command = [sys.executable, "-m", "eagle_tui.core.sim", *QUICK, "--port", str(port)]
     code, lines = watch(
         capsys,
         "--url",
@@ -126,7 +126,7 @@ def test_launch_refuses_while_another_process_holds_the_port(
     port_holders: Callable[..., Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     old = port_holders()
-    command = [sys.executable, "-m", "core.sim", *QUICK, "--port", str(old.port)]
+    command = [sys.executable, "-m", "eagle_tui.core.sim", *QUICK, "--port", str(old.port)]
     code, lines = watch(
         capsys,
         "--url",
@@ -151,7 +151,7 @@ def test_launch_with_replace_stops_the_old_holder_first(
     port_holders: Callable[..., Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     old = port_holders()
-    command = [sys.executable, "-m", "core.sim", *QUICK, "--port", str(old.port)]
+    command = [sys.executable, "-m", "eagle_tui.core.sim", *QUICK, "--port", str(old.port)]
     code, lines = watch(
         capsys,
         "--url",
@@ -201,7 +201,7 @@ def test_sigterm_while_keep_watching_exits_7(start_sim: StartSim) -> None:
         [
             sys.executable,
             "-m",
-            "tui.cli",
+            "eagle_tui.tui.cli",
             "watch",
             *FAST,
             *attach(sim),

@@ -17,15 +17,15 @@ from typing import Any
 
 import pytest
 
-from core.clock import Clock, FakeClock, SystemClock
-from core.health.assemble import WatchOptions, build_watcher
-from core.health.phase import Phase
-from core.health.settings import WatchSettings
-from core.health.snapshot import HealthSnapshot, Outcome
-from core.health.watcher import Watcher
-from core.proc.launcher import ManagedServer
-from core.proc.stop import StopTimeouts
-from core.sim.launcher import SimProcess
+from eagle_tui.core.clock import Clock, FakeClock, SystemClock
+from eagle_tui.core.health.assemble import WatchOptions, build_watcher
+from eagle_tui.core.health.phase import Phase
+from eagle_tui.core.health.settings import WatchSettings
+from eagle_tui.core.health.snapshot import HealthSnapshot, Outcome
+from eagle_tui.core.health.watcher import Watcher
+from eagle_tui.core.proc.launcher import ManagedServer
+from eagle_tui.core.proc.stop import StopTimeouts
+from eagle_tui.core.sim.launcher import SimProcess
 
 StartSim = Callable[..., SimProcess]
 QUICK = ("--time-scale", "0.05", "--tp-size", "2", "--health-latency", "0")
@@ -289,11 +289,11 @@ async def test_ready_then_hung_then_dead_is_degraded_then_crashed(
 async def test_managed_restart_rotates_the_log_and_the_watch_follows_the_new_start(
     tmp_path: Path,
 ) -> None:
-    from core.sim.launcher import free_port
+    from eagle_tui.core.sim.launcher import free_port
 
     port = free_port()
     log = tmp_path / "server.log"
-    argv = ["python", "-m", "core.sim", *QUICK, "--port", str(port), "--time-scale", "0"]
+    argv = ["python", "-m", "eagle_tui.core.sim", *QUICK, "--port", str(port), "--time-scale", "0"]
     argv[0] = __import__("sys").executable
     server = ManagedServer(argv, log_path=log, port=port)
     clock = SystemClock()

@@ -8,18 +8,18 @@ from pathlib import Path
 import health_fakes as f
 import pytest
 
-from core.clock import FakeClock
-from core.health.changes import changes
-from core.health.phase import Phase
-from core.health.poller import HealthPoller
-from core.health.settings import WatchSettings
-from core.health.snapshot import Outcome
-from core.health.state import WatchState
-from core.health.watcher import Watcher
-from core.proc.probe import ProcessProbe
-from core.proc.report import GpuReport
-from core.serverlog.follower import LogFollower
-from core.sglang.types import HealthResult
+from eagle_tui.core.clock import FakeClock
+from eagle_tui.core.health.changes import changes
+from eagle_tui.core.health.phase import Phase
+from eagle_tui.core.health.poller import HealthPoller
+from eagle_tui.core.health.settings import WatchSettings
+from eagle_tui.core.health.snapshot import Outcome
+from eagle_tui.core.health.state import WatchState
+from eagle_tui.core.health.watcher import Watcher
+from eagle_tui.core.proc.probe import ProcessProbe
+from eagle_tui.core.proc.report import GpuReport
+from eagle_tui.core.serverlog.follower import LogFollower
+from eagle_tui.core.sglang.types import HealthResult
 
 
 class BrokenProbe(ProcessProbe):
@@ -50,7 +50,7 @@ def make_watcher(log: Path, clock: FakeClock, check: object, **kw: object) -> Wa
 
 
 async def refused(timeout: float) -> HealthResult:
-    from core.errors import ServerUnreachable
+    from eagle_tui.core.errors import ServerUnreachable
 
     raise ServerUnreachable("refused")
 
@@ -98,7 +98,7 @@ async def test_run_loop_on_a_fake_clock_until_ready_with_truncation_midway(tmp_p
 
     async def check(timeout: float) -> HealthResult:
         if not started.is_set():
-            from core.errors import ServerUnreachable
+            from eagle_tui.core.errors import ServerUnreachable
 
             raise ServerUnreachable("refused")
         return answers.pop(0)

@@ -11,9 +11,9 @@ from typing import Any
 
 from proc_helpers import wait_exit
 
-from core.proc.discover import find_server_pid
-from core.proc.ports import port_status
-from core.proc.probe import ProcessProbe
+from eagle_tui.core.proc.discover import find_server_pid
+from eagle_tui.core.proc.ports import port_status
+from eagle_tui.core.proc.probe import ProcessProbe
 
 Spawn = Callable[..., Any]  # the `holders` fixture (tests/process/conftest.py)
 

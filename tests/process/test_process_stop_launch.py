@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from proc_helpers import PORTHOLDER, kill_tree, log_contains, poll_until, spawn_holder, wait_exit
 
-from core.proc import gpu
-from core.proc.launcher import ManagedServer
-from core.proc.ports import port_status
-from core.proc.stop import StopTimeouts, stop_process_tree
+from eagle_tui.core.proc import gpu
+from eagle_tui.core.proc.launcher import ManagedServer
+from eagle_tui.core.proc.ports import port_status
+from eagle_tui.core.proc.stop import StopTimeouts, stop_process_tree
 
 Spawn = Callable[..., Any]
 FAST = StopTimeouts(term_s=5.0, kill_s=5.0, release_s=5.0, poll_s=0.02)

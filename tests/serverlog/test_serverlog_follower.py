@@ -6,7 +6,7 @@ import os
 import random
 from pathlib import Path
 
-from core.serverlog.follower import LogFollower
+from eagle_tui.core.serverlog.follower import LogFollower
 
 
 def _write(path: Path, text: str | bytes, mode: str = "a") -> None:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from core.serverlog import events as ev
-from core.serverlog.parser import parse_line, split_prefix, which_rule
-from core.serverlog.patterns import RULES
+from eagle_tui.core.serverlog import events as ev
+from eagle_tui.core.serverlog.parser import parse_line, split_prefix, which_rule
+from eagle_tui.core.serverlog.patterns import RULES
 
 SAMPLES = Path(__file__).resolve().parents[1] / "fixtures" / "realsrv"  # copied from shared/
 REAL_LOG = SAMPLES / "server_startup.log"
@@ -395,7 +395,7 @@ def test_garbage_never_raises_and_becomes_other_lines() -> None:
 
 
 def test_a_record_glued_to_an_unfinished_bar_is_split_off() -> None:
-    from core.serverlog.parser import parse_lines, split_glued
+    from eagle_tui.core.serverlog.parser import parse_lines, split_glued
 
     glued = (
         "Capturing batches (bs=88 avail_mem=4.29 GB):  58%|█████▊    | 21/36 [00:00<00:00, "

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from core import errors, kimi
-from core.sglang import GenerateRequest, SamplingParams, SGLangClient, TokenDelta
-from core.sim.launcher import SimProcess
+from eagle_tui.core import errors, kimi
+from eagle_tui.core.sglang import GenerateRequest, SamplingParams, SGLangClient, TokenDelta
+from eagle_tui.core.sim.launcher import SimProcess
 
 REAL_URL = os.environ.get("EAGLE_REAL_SGLANG_URL")
 

@@ -11,8 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
-from core import errors
-from core.sglang import GenerateRequest, SamplingParams, SGLangClient, TokenDelta
+from eagle_tui.core import errors
+from eagle_tui.core.sglang import GenerateRequest, SamplingParams, SGLangClient, TokenDelta
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "realsrv"
 URL = "http://sglang.test"

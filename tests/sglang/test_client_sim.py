@@ -9,9 +9,9 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from core import errors, kimi
-from core.sglang import GenerateRequest, SamplingParams, SGLangClient
-from core.sim.launcher import SimProcess
+from eagle_tui.core import errors, kimi
+from eagle_tui.core.sglang import GenerateRequest, SamplingParams, SGLangClient
+from eagle_tui.core.sim.launcher import SimProcess
 
 StartSim = Callable[..., SimProcess]
 

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from core.shards.manifest import BatchConfig, Manifest
-from core.shards.schema import ShardMetadata, ShardRow
+from eagle_tui.core.shards.manifest import BatchConfig, Manifest
+from eagle_tui.core.shards.schema import ShardMetadata, ShardRow
 
 T0 = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
 

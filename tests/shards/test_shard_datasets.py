@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from shard_helpers import META, make_row
 
-from core.shards.writer import ShardWriter
+from eagle_tui.core.shards.writer import ShardWriter
 
 datasets = pytest.importorskip("datasets")
 

@@ -14,12 +14,12 @@ import pyarrow.parquet as pq
 import pytest
 from shard_helpers import META, T0, make_row, new_batch
 
-from core.shards.errors import ShardError
-from core.shards.fsio import file_sha256
-from core.shards.manifest import ShardInfo
-from core.shards.reader import ShardReader
-from core.shards.schema import SHARD_SCHEMA
-from core.shards.writer import ShardWriter
+from eagle_tui.core.shards.errors import ShardError
+from eagle_tui.core.shards.fsio import file_sha256
+from eagle_tui.core.shards.manifest import ShardInfo
+from eagle_tui.core.shards.reader import ShardReader
+from eagle_tui.core.shards.schema import SHARD_SCHEMA
+from eagle_tui.core.shards.writer import ShardWriter
 
 ROWS = 37
 

@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 from shard_helpers import CONFIG, META, make_row, new_batch
 
-from core.errors import ConfigError
-from core.shards.manifest import BatchConfig, Manifest
-from core.shards.resume import (
+from eagle_tui.core.errors import ConfigError
+from eagle_tui.core.shards.manifest import BatchConfig, Manifest
+from eagle_tui.core.shards.resume import (
     completed_sample_ids,
     drop_untrusted,
     remove_temp_files,
     scan_completed,
 )
-from core.shards.writer import ShardWriter
+from eagle_tui.core.shards.writer import ShardWriter
 
 
 class Crash(BaseException):

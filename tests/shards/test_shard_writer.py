@@ -15,12 +15,12 @@ import pyarrow.parquet as pq
 import pytest
 from shard_helpers import META, T0, make_row
 
-from core.shards import fsio
-from core.shards import manifest as manifest_module
-from core.shards.errors import ShardWriteError
-from core.shards.manifest import Manifest
-from core.shards.schema import SHARD_SCHEMA, ShardMetadata, ShardRow, rows_to_table
-from core.shards.writer import ShardWriter
+from eagle_tui.core.shards import fsio
+from eagle_tui.core.shards import manifest as manifest_module
+from eagle_tui.core.shards.errors import ShardWriteError
+from eagle_tui.core.shards.manifest import Manifest
+from eagle_tui.core.shards.schema import SHARD_SCHEMA, ShardMetadata, ShardRow, rows_to_table
+from eagle_tui.core.shards.writer import ShardWriter
 
 
 def shard_files(batch: Path) -> list[str]:

@@ -10,7 +10,7 @@ from typing import Any, Final
 
 from tokenizers import Tokenizer
 
-from core import kimi
+from eagle_tui.core import kimi
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 MODEL_DIR: Final = ROOT / "core" / "tokenizer" / "assets" / "kimi-k2.5-tiny"

@@ -11,7 +11,7 @@ import httpx
 import pytest
 from sim_helpers import FATAL_PATTERNS, PHASE_PATTERNS, PREFIX, RECORDINGS, chat_prompt
 
-from core.sim.launcher import SimProcess
+from eagle_tui.core.sim.launcher import SimProcess
 
 GENERATE = {"input_ids": chat_prompt("fault"), "sampling_params": {"max_new_tokens": 8}}
 

@@ -12,8 +12,8 @@ import httpx
 import pytest
 from sim_helpers import chat_prompt, key_shape, recording, sse_chunks
 
-from core import kimi
-from core.sim.launcher import SimProcess
+from eagle_tui.core import kimi
+from eagle_tui.core.sim.launcher import SimProcess
 
 
 @pytest.fixture(scope="module")

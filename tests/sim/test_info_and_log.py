@@ -11,8 +11,8 @@ import httpx
 import pytest
 from sim_helpers import PREFIX, RUN_DECODE, RUN_PREFILL, chat_prompt, key_shape, recording
 
-from core.sim.launcher import SimProcess
-from core.sim.recorded import RECORDED_SERVER_ARGS
+from eagle_tui.core.sim.launcher import SimProcess
+from eagle_tui.core.sim.recorded import RECORDED_SERVER_ARGS
 
 
 @pytest.fixture(scope="module")

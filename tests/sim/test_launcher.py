@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from core.sim.launcher import SimExited, SimProcess
+from eagle_tui.core.sim.launcher import SimExited, SimProcess
 
 
 async def test_async_use_and_kill() -> None:

@@ -11,8 +11,8 @@ import httpx
 import pytest
 from sim_helpers import WEATHER_TOOLS, chat_prompt, decode
 
-from core import kimi
-from core.sim.launcher import SimProcess
+from eagle_tui.core import kimi
+from eagle_tui.core.sim.launcher import SimProcess
 
 
 @pytest.fixture(scope="module")

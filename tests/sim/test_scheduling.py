@@ -10,7 +10,7 @@ import httpx
 import pytest
 from sim_helpers import chat_prompt
 
-from core.sim.launcher import SimProcess
+from eagle_tui.core.sim.launcher import SimProcess
 
 RUNNING_ABORT = {"type": "abort", "message": "Aborted", "status_code": None, "err_type": None}
 

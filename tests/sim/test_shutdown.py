@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 from sim_helpers import FATAL_PATTERNS, chat_prompt
 
-from core.sim.launcher import SimProcess
+from eagle_tui.core.sim.launcher import SimProcess
 
 # --time-scale 0.02 turns SGLang's 5 s drain poll into 0.1 s
 SLOW_ARGS = ("--time-scale", "0.02", "--tokens-per-s", "40")

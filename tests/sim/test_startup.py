@@ -10,7 +10,7 @@ import httpx
 import pytest
 from sim_helpers import PHASE_PATTERNS, PREFIX
 
-from core.sim.launcher import SimProcess
+from eagle_tui.core.sim.launcher import SimProcess
 
 # 0.1 x the real-time script, loading twice as slow and a 1.5 s warm-up (503) window
 TIMED_ARGS = ["--time-scale", "0.1", "--slow-phase", "loading_weights=2",

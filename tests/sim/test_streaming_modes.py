@@ -8,8 +8,8 @@ from typing import Any
 import httpx
 from sim_helpers import RECORDINGS, chat_prompt, sse_chunks
 
-from core import kimi
-from core.sim.launcher import SimProcess
+from eagle_tui.core import kimi
+from eagle_tui.core.sim.launcher import SimProcess
 
 SAMPLING = {"max_new_tokens": 4000, "temperature": 0.6, "top_p": 0.95, "sampling_seed": 3}
 

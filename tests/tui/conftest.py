@@ -25,8 +25,8 @@ def kill_batch_workers(state: Path) -> None:
     registry_dir = state / "batches"
     if not registry_dir.is_dir():
         return
-    from core.batches.registry import Registry
-    from tui.sources.batches import DetachedCapture
+    from eagle_tui.core.batches.registry import Registry
+    from eagle_tui.tui.sources.batches import DetachedCapture
 
     control = DetachedCapture(Registry(registry_dir))
     for record in control.registry.all():

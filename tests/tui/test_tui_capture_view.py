@@ -13,19 +13,19 @@ from pathlib import Path
 from textual.widgets import DataTable, Input
 from tui_fakes import FakeCapture, batch, progress, wait_for
 
-from core.batches.detach import launch_detached
-from core.batches.lock import is_held
-from core.batches.registry import Registry
-from core.tokenizer import bundled_tokenizer_path
-from tui.app import EagleApp
-from tui.options import DashboardOptions, ServerTarget
-from tui.screens.batch_forms import NewBatchScreen, StopBatchScreen
-from tui.screens.capture import CaptureScreen
-from tui.sources import Sources
-from tui.sources.batches import DetachedCapture, delta_event, progress_of, request_event
-from tui.sources.capture import BatchRequest
-from tui.sources.tokenizers import TokenizerCache
-from tui.widgets.batch_detail import BatchDetail
+from eagle_tui.core.batches.detach import launch_detached
+from eagle_tui.core.batches.lock import is_held
+from eagle_tui.core.batches.registry import Registry
+from eagle_tui.core.tokenizer import bundled_tokenizer_path
+from eagle_tui.tui.app import EagleApp
+from eagle_tui.tui.options import DashboardOptions, ServerTarget
+from eagle_tui.tui.screens.batch_forms import NewBatchScreen, StopBatchScreen
+from eagle_tui.tui.screens.capture import CaptureScreen
+from eagle_tui.tui.sources import Sources
+from eagle_tui.tui.sources.batches import DetachedCapture, delta_event, progress_of, request_event
+from eagle_tui.tui.sources.capture import BatchRequest
+from eagle_tui.tui.sources.tokenizers import TokenizerCache
+from eagle_tui.tui.widgets.batch_detail import BatchDetail
 
 
 def capture_app(control: object, **options: object) -> EagleApp:

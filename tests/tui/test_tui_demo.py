@@ -8,11 +8,11 @@ import argparse
 import psutil
 from tui_fakes import wait_for
 
-from core.batches.registry import Registry
-from core.health.phase import Phase
-from tui.app import EagleApp
-from tui.demo import demo_options, demo_sources, start_batch, start_demo, stop_demo
-from tui.widgets.server_card import ServerCard
+from eagle_tui.core.batches.registry import Registry
+from eagle_tui.core.health.phase import Phase
+from eagle_tui.tui.app import EagleApp
+from eagle_tui.tui.demo import demo_options, demo_sources, start_batch, start_demo, stop_demo
+from eagle_tui.tui.widgets.server_card import ServerCard
 
 
 def demo_args() -> argparse.Namespace:

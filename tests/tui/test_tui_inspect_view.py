@@ -9,16 +9,16 @@ from textual.widgets import DataTable, Input, Select
 from tui_fakes import FakeCapture, wait_for
 from tui_shards import make_row, synthetic_rows, write_shards
 
-from core import kimi
-from core.tokenizer import bundled_tokenizer_path, load_tokenizer
-from tui.app import EagleApp
-from tui.options import DashboardOptions
-from tui.screens.inspect import InspectScreen
-from tui.screens.sample import SampleScreen
-from tui.sources import Sources
-from tui.sources.samples import CLEAN, SampleFilter, SampleSource
-from tui.sources.tokenizers import TokenizerCache
-from tui.widgets.token_view import TokenView
+from eagle_tui.core import kimi
+from eagle_tui.core.tokenizer import bundled_tokenizer_path, load_tokenizer
+from eagle_tui.tui.app import EagleApp
+from eagle_tui.tui.options import DashboardOptions
+from eagle_tui.tui.screens.inspect import InspectScreen
+from eagle_tui.tui.screens.sample import SampleScreen
+from eagle_tui.tui.sources import Sources
+from eagle_tui.tui.sources.samples import CLEAN, SampleFilter, SampleSource
+from eagle_tui.tui.sources.tokenizers import TokenizerCache
+from eagle_tui.tui.widgets.token_view import TokenView
 
 TRICKY = "Explain [INST] and [/] and [bold please"
 

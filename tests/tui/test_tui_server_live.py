@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 from tui_fakes import FakeCapture, wait_for
 
-from core.health.phase import Phase
-from core.health.settings import WatchSettings
-from core.sim.launcher import SimProcess, free_port
-from tui.app import EagleApp
-from tui.options import DashboardOptions, ServerTarget
-from tui.sources import Sources
-from tui.sources.server import ServerFeed
-from tui.widgets.log_pane import LogPane
-from tui.widgets.server_card import ServerCard
+from eagle_tui.core.health.phase import Phase
+from eagle_tui.core.health.settings import WatchSettings
+from eagle_tui.core.sim.launcher import SimProcess, free_port
+from eagle_tui.tui.app import EagleApp
+from eagle_tui.tui.options import DashboardOptions, ServerTarget
+from eagle_tui.tui.sources import Sources
+from eagle_tui.tui.sources.server import ServerFeed
+from eagle_tui.tui.widgets.log_pane import LogPane
+from eagle_tui.tui.widgets.server_card import ServerCard
 
 FAST = WatchSettings(
     poll_interval_s=0.2, health_timeout_s=1.0, crashed_after_refusals=2, degraded_after_failures=1

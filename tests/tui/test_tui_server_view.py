@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from tui_fakes import FakeCapture, FakeServerFeed, health, ready_health, wait_for
 
-from core.health.phase import Phase
-from core.health.snapshot import Flag
-from tui.app import EagleApp
-from tui.options import DashboardOptions, ServerTarget
-from tui.screens.confirm import ConfirmScreen
-from tui.screens.server import ServerScreen
-from tui.sources import Sources
-from tui.sources.server import LogBatch
-from tui.widgets.log_pane import LogPane, ServerLog
-from tui.widgets.server_card import ServerCard
+from eagle_tui.core.health.phase import Phase
+from eagle_tui.core.health.snapshot import Flag
+from eagle_tui.tui.app import EagleApp
+from eagle_tui.tui.options import DashboardOptions, ServerTarget
+from eagle_tui.tui.screens.confirm import ConfirmScreen
+from eagle_tui.tui.screens.server import ServerScreen
+from eagle_tui.tui.sources import Sources
+from eagle_tui.tui.sources.server import LogBatch
+from eagle_tui.tui.widgets.log_pane import LogPane, ServerLog
+from eagle_tui.tui.widgets.server_card import ServerCard
 
 TARGET = ServerTarget("http://127.0.0.1:30000", name="kimi-0", log_file=None)
 SLOW = Flag("slow_startup", "elapsed 700 s > expected 600 s [bold] (3 earlier starts)")

@@ -12,14 +12,14 @@ from rich.color import ColorSystem
 from textual.app import SystemCommand
 from tui_fakes import FakeCapture, batch
 
-from core.errors import ConfigError
-from tui.app import EagleApp
-from tui.dashboard import add_arguments, options_from, read_config, server_targets
-from tui.logsetup import configure_logging
-from tui.options import DashboardOptions
-from tui.screens.help import HelpScreen
-from tui.sources import Sources
-from tui.themes import SHIPPED_THEMES_DIR, load_themes, theme_from_mapping
+from eagle_tui.core.errors import ConfigError
+from eagle_tui.tui.app import EagleApp
+from eagle_tui.tui.dashboard import add_arguments, options_from, read_config, server_targets
+from eagle_tui.tui.logsetup import configure_logging
+from eagle_tui.tui.options import DashboardOptions
+from eagle_tui.tui.screens.help import HelpScreen
+from eagle_tui.tui.sources import Sources
+from eagle_tui.tui.themes import SHIPPED_THEMES_DIR, load_themes, theme_from_mapping
 
 
 def quiet_app(**options: object) -> EagleApp:
@@ -180,11 +180,12 @@ def test_config_file_errors_name_the_file(tmp_path: Path) -> None:
 
 PAINT_PATH_PROBE = """
 import sys
-from tui.app import EagleApp
-from tui.options import DashboardOptions
-from tui.screens.server import ServerScreen
+from eagle_tui.tui.app import EagleApp
+from eagle_tui.tui.options import DashboardOptions
+from eagle_tui.tui.screens.server import ServerScreen
 EagleApp(DashboardOptions())
-print(",".join(m for m in ("transformers", "pyarrow", "core.capture.engine") if m in sys.modules))
+heavy = ("transformers", "pyarrow", "eagle_tui.core.capture.engine")
+print(",".join(m for m in heavy if m in sys.modules))
 """
 
 

@@ -15,21 +15,21 @@ import pytest
 from tui_fakes import FakeCapture, FakeServerFeed, batch, health, progress, wait_for
 from tui_shards import make_row, synthetic_rows, write_shards
 
-from core import kimi
-from core.capture.events import CaptureEvent
-from core.health.snapshot import Flag
-from core.tokenizer import bundled_tokenizer_path, load_tokenizer
-from tui.app import EagleApp
-from tui.options import DashboardOptions, ServerTarget
-from tui.screens.inspect import InspectScreen
-from tui.screens.sample import SampleScreen
-from tui.screens.server import ServerScreen
-from tui.screens.streams import StreamsScreen
-from tui.sources import Sources
-from tui.sources.server import LogBatch
-from tui.sources.tokenizers import TokenizerCache
-from tui.widgets.server_card import ServerCard
-from tui.widgets.token_view import TokenView
+from eagle_tui.core import kimi
+from eagle_tui.core.capture.events import CaptureEvent
+from eagle_tui.core.health.snapshot import Flag
+from eagle_tui.core.tokenizer import bundled_tokenizer_path, load_tokenizer
+from eagle_tui.tui.app import EagleApp
+from eagle_tui.tui.options import DashboardOptions, ServerTarget
+from eagle_tui.tui.screens.inspect import InspectScreen
+from eagle_tui.tui.screens.sample import SampleScreen
+from eagle_tui.tui.screens.server import ServerScreen
+from eagle_tui.tui.screens.streams import StreamsScreen
+from eagle_tui.tui.sources import Sources
+from eagle_tui.tui.sources.server import LogBatch
+from eagle_tui.tui.sources.tokenizers import TokenizerCache
+from eagle_tui.tui.widgets.server_card import ServerCard
+from eagle_tui.tui.widgets.token_view import TokenView
 
 SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"
 UPDATE = os.environ.get("EAGLE_UPDATE_SNAPSHOTS") == "1"
@@ -95,6 +95,10 @@ async def test_capture_view(size: tuple[int, int], theme: str, no_blink: None) -
     )
     async with app.run_test(size=size) as pilot:
         await pilot.press("down")
+        # The sparklines draw one point flat and two equal points full: wait for two.
+        histories = app.screen.histories  # type: ignore[attr-defined]
+        await wait_for(pilot, lambda: len(histories["b2-kimi-zh"].samples_per_s) >= 2,
+                       what="two rate points")
         await pilot.pause()
         check(app, f"capture_{size[0]}x{size[1]}_{theme}")
 

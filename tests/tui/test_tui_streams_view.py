@@ -9,20 +9,20 @@ from pathlib import Path
 
 from tui_fakes import FakeCapture, batch, wait_for
 
-from core import kimi
-from core.capture.events import CaptureEvent
-from core.tokenizer import bundled_tokenizer_path
-from tui.app import EagleApp
-from tui.options import DashboardOptions
-from tui.screens.streams import StreamsScreen
-from tui.sources import Sources
-from tui.sources.batches import DetachedCapture
-from tui.sources.capture import BatchRequest
-from tui.sources.documents import KIMI_BOUNDARIES
-from tui.sources.streams import StreamBoard
-from tui.sources.tokenizers import TokenizerCache
-from tui.widgets.stream_box import StreamBox
-from tui.widgets.token_view import TokenView
+from eagle_tui.core import kimi
+from eagle_tui.core.capture.events import CaptureEvent
+from eagle_tui.core.tokenizer import bundled_tokenizer_path
+from eagle_tui.tui.app import EagleApp
+from eagle_tui.tui.options import DashboardOptions
+from eagle_tui.tui.screens.streams import StreamsScreen
+from eagle_tui.tui.sources import Sources
+from eagle_tui.tui.sources.batches import DetachedCapture
+from eagle_tui.tui.sources.capture import BatchRequest
+from eagle_tui.tui.sources.documents import KIMI_BOUNDARIES
+from eagle_tui.tui.sources.streams import StreamBoard
+from eagle_tui.tui.sources.tokenizers import TokenizerCache
+from eagle_tui.tui.widgets.stream_box import StreamBox
+from eagle_tui.tui.widgets.token_view import TokenView
 
 
 def sent(sample_id: str, attempt: int = 1) -> CaptureEvent:

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from textual.app import App, ComposeResult
 
-from core import kimi
-from tui.render.tokens import build_document, document_content, kimi_token_text, marker_label
-from tui.sources.documents import KIMI_BOUNDARIES
-from tui.widgets.token_view import TokenLegend, TokenView
+from eagle_tui.core import kimi
+from eagle_tui.tui.render.tokens import (
+    build_document,
+    document_content,
+    kimi_token_text,
+    marker_label,
+)
+from eagle_tui.tui.sources.documents import KIMI_BOUNDARIES
+from eagle_tui.tui.widgets.token_view import TokenLegend, TokenView
 
 TRICKY = {1: "[INST] hello [/INST]", 2: " a [/] b", 3: " [bold not bold", 4: " list[int]"}
 PROMPT = [kimi.IM_USER, 1, kimi.IM_END, kimi.IM_ASSISTANT, kimi.THINK]

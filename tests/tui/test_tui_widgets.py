@@ -7,9 +7,15 @@ import re
 from textual.app import App, ComposeResult
 from textual.widgets import Input
 
-from tui.widgets.flags import FlagBadges, FlagEvidence, flag_severity
-from tui.widgets.log_pane import LogBuffer, LogPane, ServerLog, compile_filter, filter_lines
-from tui.widgets.meter import Meter, MeterValue, bar_cells, window_scale
+from eagle_tui.tui.widgets.flags import FlagBadges, FlagEvidence, flag_severity
+from eagle_tui.tui.widgets.log_pane import (
+    LogBuffer,
+    LogPane,
+    ServerLog,
+    compile_filter,
+    filter_lines,
+)
+from eagle_tui.tui.widgets.meter import Meter, MeterValue, bar_cells, window_scale
 
 STYLES = [
     "../../tui/styles/app.tcss",

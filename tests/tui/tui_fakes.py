@@ -14,19 +14,25 @@ from typing import TYPE_CHECKING
 
 from textual.pilot import Pilot
 
-from core.capture.dispatch import ServerStatus
-from core.capture.events import CaptureEvent
-from core.capture.progress import CaptureProgress
-from core.health.phase import Phase
-from core.health.poller import HealthOutcome, HealthProbe
-from core.health.snapshot import Expectation, Flag, HealthSnapshot, ServingLoad, StartupProgress
-from core.proc.report import GpuReport, PortStatus, ProcessReport
-from tui.options import ServerTarget
-from tui.sources.capture import BatchRequest, BatchSnapshot
-from tui.sources.server import Emit, ServerAction
+from eagle_tui.core.capture.dispatch import ServerStatus
+from eagle_tui.core.capture.events import CaptureEvent
+from eagle_tui.core.capture.progress import CaptureProgress
+from eagle_tui.core.health.phase import Phase
+from eagle_tui.core.health.poller import HealthOutcome, HealthProbe
+from eagle_tui.core.health.snapshot import (
+    Expectation,
+    Flag,
+    HealthSnapshot,
+    ServingLoad,
+    StartupProgress,
+)
+from eagle_tui.core.proc.report import GpuReport, PortStatus, ProcessReport
+from eagle_tui.tui.options import ServerTarget
+from eagle_tui.tui.sources.capture import BatchRequest, BatchSnapshot
+from eagle_tui.tui.sources.server import Emit, ServerAction
 
 if TYPE_CHECKING:
-    from tui.sources.server import FeedItem
+    from eagle_tui.tui.sources.server import FeedItem
 
 WAIT_S = 30.0
 

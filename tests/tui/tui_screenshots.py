@@ -18,11 +18,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from core.health.phase import Phase  # noqa: E402
-from tui.app import EagleApp  # noqa: E402
-from tui.demo import demo_options, demo_sources, start_batch, start_demo, stop_demo  # noqa: E402
-from tui.screens.sample import SampleScreen  # noqa: E402
-from tui.widgets.server_card import ServerCard  # noqa: E402
+from eagle_tui.core.health.phase import Phase  # noqa: E402
+from eagle_tui.tui.app import EagleApp  # noqa: E402
+from eagle_tui.tui.demo import demo_options, demo_sources, start_batch, start_demo, stop_demo  # noqa: E402
+from eagle_tui.tui.screens.sample import SampleScreen  # noqa: E402
+from eagle_tui.tui.widgets.server_card import ServerCard  # noqa: E402
 
 
 async def until(pilot: object, condition: object, timeout: float) -> None:

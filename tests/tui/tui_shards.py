@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from core import kimi
-from core.shards.schema import ShardMetadata, ShardRow, rows_to_table
+from eagle_tui.core import kimi
+from eagle_tui.core.shards.schema import ShardMetadata, ShardRow, rows_to_table
 
 TRICKY_TEXTS = ("[INST] hello [/INST]", "a [/] b", "[bold not bold", "list[int] = [1, 2]")
 WHEN = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)

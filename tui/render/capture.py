@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping
 
-from core.capture.progress import CaptureProgress
-from core.health.fmt import duration
-from tui.sources.capture import BatchSnapshot
-from tui.widgets.meter import MeterValue
+from eagle_tui.core.capture.progress import CaptureProgress
+from eagle_tui.core.health.fmt import duration
+from eagle_tui.tui.sources.capture import BatchSnapshot
+from eagle_tui.tui.widgets.meter import MeterValue
 
 RATE_POINTS = 120
 

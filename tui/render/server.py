@@ -11,13 +11,13 @@ from collections import deque
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
-from core.health.fmt import clip, duration
-from core.health.phase import Phase
-from tui.widgets.meter import MeterValue, window_scale
+from eagle_tui.core.health.fmt import clip, duration
+from eagle_tui.core.health.phase import Phase
+from eagle_tui.tui.widgets.meter import MeterValue, window_scale
 
 if TYPE_CHECKING:
-    from core.health.snapshot import Flag, HealthSnapshot
-    from core.proc.report import GpuReport, PortStatus, ProcessReport
+    from eagle_tui.core.health.snapshot import Flag, HealthSnapshot
+    from eagle_tui.core.proc.report import GpuReport, PortStatus, ProcessReport
 
 PhaseTone = Literal["ok", "busy", "warn", "bad"]
 

@@ -17,9 +17,9 @@ from typing import Literal
 from textual.content import Content
 from textual.style import Style
 
-from core import kimi
-from core.segments import Segment, SegmentKind, split_segments
-from core.validate import Boundaries
+from eagle_tui.core import kimi
+from eagle_tui.core.segments import Segment, SegmentKind, split_segments
+from eagle_tui.core.validate import Boundaries
 
 ViewMode = Literal["text", "ids"]
 Decoder = Callable[[Sequence[int]], str]

@@ -10,10 +10,10 @@ from textual.app import ComposeResult, SystemCommand
 from textual.screen import Screen
 from textual.widgets import Footer
 
-from tui.widgets.view_tabs import ViewTab, ViewTabs
+from eagle_tui.tui.widgets.view_tabs import ViewTab, ViewTabs
 
 if TYPE_CHECKING:
-    from tui.app import EagleApp
+    from eagle_tui.tui.app import EagleApp
 
 
 class ViewScreen(Screen[None]):

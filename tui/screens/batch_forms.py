@@ -13,8 +13,8 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
-from core.errors import ConfigError
-from tui.sources.capture import PRESETS, BatchRequest, validate_request
+from eagle_tui.core.errors import ConfigError
+from eagle_tui.tui.sources.capture import PRESETS, BatchRequest, validate_request
 
 StopChoice = str
 """``drain`` or ``abort``."""

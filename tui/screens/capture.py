@@ -17,12 +17,12 @@ from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Static
 
-from core.errors import ConfigError
-from tui.render.capture import BatchHistory, table_cells
-from tui.screens.base import ViewScreen
-from tui.screens.batch_forms import NewBatchScreen, StopBatchScreen
-from tui.sources.capture import BatchRequest, BatchSnapshot, CaptureControl
-from tui.widgets.batch_detail import BatchDetail
+from eagle_tui.core.errors import ConfigError
+from eagle_tui.tui.render.capture import BatchHistory, table_cells
+from eagle_tui.tui.screens.base import ViewScreen
+from eagle_tui.tui.screens.batch_forms import NewBatchScreen, StopBatchScreen
+from eagle_tui.tui.sources.capture import BatchRequest, BatchSnapshot, CaptureControl
+from eagle_tui.tui.widgets.batch_detail import BatchDetail
 
 HELP = """\
 Every capture batch in the registry (detached workers: they keep running when the

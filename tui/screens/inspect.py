@@ -19,10 +19,10 @@ from textual.content import Content
 from textual.message import Message
 from textual.widgets import DataTable, Input, Select, Static
 
-from core.validate import FLAGS
-from tui.screens.base import ViewScreen
-from tui.screens.sample import SampleScreen, SampleView
-from tui.sources.samples import (
+from eagle_tui.core.validate import FLAGS
+from eagle_tui.tui.screens.base import ViewScreen
+from eagle_tui.tui.screens.sample import SampleScreen, SampleView
+from eagle_tui.tui.sources.samples import (
     ANY,
     CLEAN,
     FLAGGED,
@@ -32,7 +32,7 @@ from tui.sources.samples import (
     SampleSource,
     ShardSummary,
 )
-from tui.widgets.flags import badge_text
+from eagle_tui.tui.widgets.flags import badge_text
 
 HELP = """\
 Pick a batch directory, a `shards/` directory or one parquet file (`o` edits the path,
@@ -300,7 +300,7 @@ class InspectScreen(ViewScreen):
 
     @work(thread=True, exclusive=True, group="inspect-sample", exit_on_error=False)
     def _read_sample(self, index: int) -> None:
-        from tui.sources.documents import sample_document
+        from eagle_tui.tui.sources.documents import sample_document
 
         source, cache = self.source, self.eagle.sources.tokenizers
         if source is None:

@@ -8,19 +8,19 @@ from textual.screen import Screen
 def view_screen_factory(view: str) -> Screen[None]:
     """A new screen for ``view``; each module is imported only when its view is first shown."""
     if view == "server":
-        from tui.screens.server import ServerScreen
+        from eagle_tui.tui.screens.server import ServerScreen
 
         return ServerScreen()
     if view == "capture":
-        from tui.screens.capture import CaptureScreen
+        from eagle_tui.tui.screens.capture import CaptureScreen
 
         return CaptureScreen()
     if view == "streams":
-        from tui.screens.streams import StreamsScreen
+        from eagle_tui.tui.screens.streams import StreamsScreen
 
         return StreamsScreen()
     if view == "inspect":
-        from tui.screens.inspect import InspectScreen
+        from eagle_tui.tui.screens.inspect import InspectScreen
 
         return InspectScreen()
     raise ValueError(f"unknown view {view!r}")

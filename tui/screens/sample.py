@@ -12,10 +12,10 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from core.shards.schema import ShardRow
-from tui.render.tokens import TokenDocument
-from tui.widgets.flags import FlagBadges
-from tui.widgets.token_view import TokenLegend, TokenView
+from eagle_tui.core.shards.schema import ShardRow
+from eagle_tui.tui.render.tokens import TokenDocument
+from eagle_tui.tui.widgets.flags import FlagBadges
+from eagle_tui.tui.widgets.token_view import TokenLegend, TokenView
 
 
 @dataclass(frozen=True)

@@ -19,17 +19,17 @@ from textual.notifications import SeverityLevel
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
-from tui.render.server import ServerHistory
-from tui.screens.base import ViewScreen
-from tui.screens.confirm import ConfirmScreen
-from tui.sources.server import LogBatch, ServerAction
-from tui.widgets.flags import flag_severity
-from tui.widgets.log_pane import LogBuffer, LogPane
-from tui.widgets.server_card import ServerCard
+from eagle_tui.tui.render.server import ServerHistory
+from eagle_tui.tui.screens.base import ViewScreen
+from eagle_tui.tui.screens.confirm import ConfirmScreen
+from eagle_tui.tui.sources.server import LogBatch, ServerAction
+from eagle_tui.tui.widgets.flags import flag_severity
+from eagle_tui.tui.widgets.log_pane import LogBuffer, LogPane
+from eagle_tui.tui.widgets.server_card import ServerCard
 
 if TYPE_CHECKING:
-    from core.health.snapshot import Flag, HealthSnapshot
-    from tui.sources.server import FeedItem, ServerFeed
+    from eagle_tui.core.health.snapshot import Flag, HealthSnapshot
+    from eagle_tui.tui.sources.server import FeedItem, ServerFeed
 
 HELP = """\
 One card per server: its **phase** and time in phase, elapsed start-up time against the

@@ -21,12 +21,12 @@ from textual.message import Message
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
-from tui.screens.base import ViewScreen
-from tui.sources.capture import BatchSnapshot, CaptureControl
-from tui.sources.documents import KIMI_BOUNDARIES
-from tui.sources.streams import KEEP_STREAMS, StreamBoard, StreamView
-from tui.widgets.stream_box import StreamBox
-from tui.widgets.token_view import TokenLegend
+from eagle_tui.tui.screens.base import ViewScreen
+from eagle_tui.tui.sources.capture import BatchSnapshot, CaptureControl
+from eagle_tui.tui.sources.documents import KIMI_BOUNDARIES
+from eagle_tui.tui.sources.streams import KEEP_STREAMS, StreamBoard, StreamView
+from eagle_tui.tui.widgets.stream_box import StreamBox
+from eagle_tui.tui.widgets.token_view import TokenLegend
 
 FLUSH_S = 0.1
 AUTO_WATCH_S = 1.0

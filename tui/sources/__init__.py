@@ -12,13 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from core.clock import Clock
-from tui.options import DashboardOptions
+from eagle_tui.core.clock import Clock
+from eagle_tui.tui.options import DashboardOptions
 
 if TYPE_CHECKING:
-    from tui.sources.capture import CaptureControl
-    from tui.sources.server import ServerFeed
-    from tui.sources.tokenizers import TokenizerCache
+    from eagle_tui.tui.sources.capture import CaptureControl
+    from eagle_tui.tui.sources.server import ServerFeed
+    from eagle_tui.tui.sources.tokenizers import TokenizerCache
 
 
 @dataclass
@@ -33,8 +33,8 @@ class Sources:
 
 def default_sources(options: DashboardOptions, clock: Clock) -> Sources:
     """Real sources over ``core`` for ``options``."""
-    from tui.sources.server import ServerFeed
-    from tui.sources.tokenizers import TokenizerCache
+    from eagle_tui.tui.sources.server import ServerFeed
+    from eagle_tui.tui.sources.tokenizers import TokenizerCache
 
     return Sources(
         servers=tuple(ServerFeed(target) for target in options.servers),
@@ -53,7 +53,7 @@ class LazyCapture:
 
     def _get(self) -> CaptureControl:
         if self._real is None:
-            from tui.sources.batches import DetachedCapture
+            from eagle_tui.tui.sources.batches import DetachedCapture
 
             self._real = DetachedCapture()
         return self._real

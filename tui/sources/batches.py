@@ -33,18 +33,18 @@ from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
 from typing import Any
 
-from core.batches.control_client import BatchClient
-from core.batches.detach import launch_detached, relaunch
-from core.batches.errors import BatchError
-from core.batches.events import DELTA, END, HELLO, LOST, REQUEST
-from core.batches.lock import is_held
-from core.batches.registry import FINAL_STATES, BatchRecord, Registry
-from core.batches.survey import RESUMABLE_STATES, BatchView, survey_all
-from core.capture.dispatch import ServerStatus
-from core.capture.events import CaptureEvent
-from core.capture.progress import CaptureProgress
-from core.errors import ConfigError, EagleError
-from tui.sources.capture import BatchRequest, BatchSnapshot, validate_request
+from eagle_tui.core.batches.control_client import BatchClient
+from eagle_tui.core.batches.detach import launch_detached, relaunch
+from eagle_tui.core.batches.errors import BatchError
+from eagle_tui.core.batches.events import DELTA, END, HELLO, LOST, REQUEST
+from eagle_tui.core.batches.lock import is_held
+from eagle_tui.core.batches.registry import FINAL_STATES, BatchRecord, Registry
+from eagle_tui.core.batches.survey import RESUMABLE_STATES, BatchView, survey_all
+from eagle_tui.core.capture.dispatch import ServerStatus
+from eagle_tui.core.capture.events import CaptureEvent
+from eagle_tui.core.capture.progress import CaptureProgress
+from eagle_tui.core.errors import ConfigError, EagleError
+from eagle_tui.tui.sources.capture import BatchRequest, BatchSnapshot, validate_request
 
 log = logging.getLogger(__name__)
 

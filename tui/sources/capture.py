@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from core.capture.config import CaptureConfig, SamplingPreset
-from core.capture.events import CaptureEvent
-from core.capture.progress import CaptureProgress
-from core.errors import ConfigError
+from eagle_tui.core.capture.config import CaptureConfig, SamplingPreset
+from eagle_tui.core.capture.events import CaptureEvent
+from eagle_tui.core.capture.progress import CaptureProgress
+from eagle_tui.core.errors import ConfigError
 
 PRESETS: dict[str, SamplingPreset] = {
     "greedy": SamplingPreset("", temperature=0.0),
@@ -119,7 +119,7 @@ class CaptureControl(Protocol):
 
 def validate_request(request: BatchRequest) -> CaptureConfig:
     """Check a request before starting it (cheap checks only); ConfigError says what to fix."""
-    from core.capture.prompts import open_prompts
+    from eagle_tui.core.capture.prompts import open_prompts
 
     config = request.to_config()
     open_prompts(config.prompts)

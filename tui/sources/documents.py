@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from core import kimi
-from core.shards.schema import ShardMetadata, ShardRow
-from core.tokenizer import BoundaryIds
-from tui.render.tokens import TokenDocument, build_document, kimi_token_text
-from tui.sources.tokenizers import SharedTokenizer
+from eagle_tui.core import kimi
+from eagle_tui.core.shards.schema import ShardMetadata, ShardRow
+from eagle_tui.core.tokenizer import BoundaryIds
+from eagle_tui.tui.render.tokens import TokenDocument, build_document, kimi_token_text
+from eagle_tui.tui.sources.tokenizers import SharedTokenizer
 
 KIMI_BOUNDARIES = BoundaryIds(
     think=kimi.THINK,

@@ -17,8 +17,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from core.shards.reader import ShardReader
-from core.shards.schema import ShardMetadata, ShardRow
+from eagle_tui.core.shards.reader import ShardReader
+from eagle_tui.core.shards.schema import ShardMetadata, ShardRow
 
 ANY = "any"
 CLEAN = "clean"

@@ -19,14 +19,14 @@ from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
-from core.clock import Clock, SystemClock
-from core.health.settings import WatchSettings
-from tui.options import ServerTarget
+from eagle_tui.core.clock import Clock, SystemClock
+from eagle_tui.core.health.settings import WatchSettings
+from eagle_tui.tui.options import ServerTarget
 
 if TYPE_CHECKING:  # the watcher's modules pull in httpx and psutil: imported when run
-    from core.health.snapshot import HealthSnapshot
-    from core.health.watcher import Watcher
-    from core.proc.launcher import ManagedServer
+    from eagle_tui.core.health.snapshot import HealthSnapshot
+    from eagle_tui.core.health.watcher import Watcher
+    from eagle_tui.core.proc.launcher import ManagedServer
 
 log = logging.getLogger(__name__)
 
@@ -133,7 +133,7 @@ class ServerFeed:
         emit(snapshot)
 
     async def _tail_log(self, stop: threading.Event, emit: Emit, clock: Clock) -> None:
-        from core.serverlog.follower import LogFollower
+        from eagle_tui.core.serverlog.follower import LogFollower
 
         if self.target.log_file is None:
             return
@@ -152,7 +152,7 @@ class ServerFeed:
     # -- building and controlling -------------------------------------------------------------
 
     def _build(self, clock: Clock, launched_at: float | None) -> Watcher:
-        from core.health.assemble import WatchOptions, build_watcher
+        from eagle_tui.core.health.assemble import WatchOptions, build_watcher
 
         options = WatchOptions(
             url=self.target.url,

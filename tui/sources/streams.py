@@ -16,11 +16,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from core.capture.events import CaptureEvent
-from core.segments import Segment, Segmenter
-from core.tokenizer import BoundaryIds
-from tui.render.tokens import Piece, TokenDocument, kimi_token_text, make_piece
-from tui.sources.tokenizers import SharedTokenizer
+from eagle_tui.core.capture.events import CaptureEvent
+from eagle_tui.core.segments import Segment, Segmenter
+from eagle_tui.core.tokenizer import BoundaryIds
+from eagle_tui.tui.render.tokens import Piece, TokenDocument, kimi_token_text, make_piece
+from eagle_tui.tui.sources.tokenizers import SharedTokenizer
 
 StreamState = Literal["waiting", "streaming", "retrying", "finished", "failed"]
 KEEP_STREAMS = 8

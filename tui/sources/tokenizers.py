@@ -12,11 +12,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core.errors import TokenizerError
+from eagle_tui.core.errors import TokenizerError
 
 if TYPE_CHECKING:
-    from core.shards.schema import ShardMetadata
-    from core.tokenizer import BoundaryIds, LoadedTokenizer
+    from eagle_tui.core.shards.schema import ShardMetadata
+    from eagle_tui.core.tokenizer import BoundaryIds, LoadedTokenizer
 
 
 class SharedTokenizer:
@@ -51,7 +51,7 @@ LOAD_LOCK = threading.Lock()
 
 def load_private(path: Path, *, trust_remote_code: bool = False) -> LoadedTokenizer:
     """A new tokenizer instance for one user (a capture engine); loads are serialised."""
-    from core.tokenizer import load_tokenizer
+    from eagle_tui.core.tokenizer import load_tokenizer
 
     with LOAD_LOCK:
         return load_tokenizer(path, trust_remote_code=trust_remote_code)
@@ -68,7 +68,7 @@ class TokenizerCache:
     def choose(self, metadata: ShardMetadata | None) -> Path | None:
         """The directory to decode with: ``--tokenizer``, the shard's recorded tokenizer if it
         still exists, the bundled tokenizer if the shard names it, else None."""
-        from core.tokenizer import BUNDLED_TOKENIZER_NAME, bundled_tokenizer_path
+        from eagle_tui.core.tokenizer import BUNDLED_TOKENIZER_NAME, bundled_tokenizer_path
 
         if self.preferred is not None:
             return self.preferred

@@ -7,9 +7,9 @@ from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.widgets import Sparkline, Static
 
-from tui.render import capture as text
-from tui.sources.capture import BatchSnapshot
-from tui.widgets.meter import Meter
+from eagle_tui.tui.render import capture as text
+from eagle_tui.tui.sources.capture import BatchSnapshot
+from eagle_tui.tui.widgets.meter import Meter
 
 
 class BatchDetail(Vertical):

@@ -15,7 +15,7 @@ from textual.reactive import reactive
 from textual.style import Style
 from textual.widget import Widget
 
-from tui.widgets.styling import component_style
+from eagle_tui.tui.widgets.styling import component_style
 
 FILL = "█"
 EMPTY = "░"

@@ -13,13 +13,13 @@ from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.widgets import Sparkline, Static
 
-from tui.options import ServerTarget
-from tui.render import server as text
-from tui.widgets.flags import FlagEvidence
-from tui.widgets.meter import Meter, MeterValue
+from eagle_tui.tui.options import ServerTarget
+from eagle_tui.tui.render import server as text
+from eagle_tui.tui.widgets.flags import FlagEvidence
+from eagle_tui.tui.widgets.meter import Meter, MeterValue
 
 if TYPE_CHECKING:
-    from core.health.snapshot import HealthSnapshot
+    from eagle_tui.core.health.snapshot import HealthSnapshot
 
 TONES = ("ok", "busy", "warn", "bad")
 

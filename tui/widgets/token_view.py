@@ -15,7 +15,7 @@ from textual.reactive import reactive
 from textual.style import Style
 from textual.widget import Widget
 
-from tui.render.tokens import (
+from eagle_tui.tui.render.tokens import (
     EMPTY_DOCUMENT,
     SEGMENT_KINDS,
     StyleMap,
@@ -23,7 +23,7 @@ from tui.render.tokens import (
     ViewMode,
     document_content,
 )
-from tui.widgets.styling import component_style
+from eagle_tui.tui.widgets.styling import component_style
 
 LEGEND: tuple[tuple[str, str], ...] = (
     ("prompt", "prompt"),

@@ -9,7 +9,7 @@ from textual.events import Click
 from textual.message import Message
 from textual.widgets import Static
 
-from tui.options import VIEW_TITLES, VIEWS
+from eagle_tui.tui.options import VIEW_TITLES, VIEWS
 
 
 class ViewTab(Static):
