@@ -1,15 +1,19 @@
-"""Every error eagle-tui raises on purpose, as one small tree.
+"""Every error eagle-tui raises on purpose, as one small tree, all defined in this file.
 
     EagleError                     base; ``str(e)`` says what, where, and what to do
     ├── ConfigError                bad user input: a file, a flag, a config field
     ├── TokenizerError             a tokenizer or chat template that cannot be loaded or used
-    ├── ShardError                 (core/shards/errors.py) a shard or manifest unusable
+    ├── ShardError                 a shard or shard directory that cannot be read as one
     │   └── ShardWriteError        a shard not saved (disk full…); names the rows lost
-    ├── InspectError               (core/shards/inspect_cli.py) nothing to show for a query
-    ├── BatchError                 (core/batches/errors.py) detached batches
-    │   ├── BatchNotFound, BatchLocked, WorkerStartFailed, WorkerUnreachable,
-    │   ├── UntrustedSocket, ControlRejected (a 4xx from the control API)
-    │   └── WrongState             (core/batches/cli_common.py) e.g. pausing a finished batch
+    ├── InspectError               nothing to show for an ``inspect`` query; carries the exit code
+    ├── BatchError                 detached batches, their workers, control sockets, registry
+    │   ├── BatchNotFound          no registered batch matches the name/id/directory given
+    │   ├── BatchLocked            another worker (or capture) already writes that output dir
+    │   ├── WorkerStartFailed      a detached worker died or refused before it started capturing
+    │   ├── WorkerUnreachable      the control socket is missing or does not answer
+    │   ├── UntrustedSocket        the control socket is not ours (owner or type is wrong)
+    │   ├── ControlRejected        the worker answered 4xx: the request itself was refused
+    │   └── WrongState             the verb does not apply in the batch's state (pause a done one)
     └── SGLangError                talking to an SGLang server; carries ``url`` and ``retryable``
         ├── ServerUnreachable      connection refused / reset before any response   (transient)
         ├── ServerTimeout          connect or read timeout                           (transient)
@@ -25,14 +29,24 @@
         └── RequestAborted         ``finish_reason.type == "abort"``; ``partial`` holds what came
 
 ``retryable`` answers one question: can sending the same request again help?
+
+Exceptions that never leave their module (the sim's request rejections, the dispatcher's
+"no server left", a full event hub) are control flow, not errors for users, and are not
+``EagleError``s. This module imports nothing of the project: every layer may use it.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from eagle_tui.core.sglang.types import GenerateResult
+
+class PartialResult(Protocol):
+    """What an aborted request had produced (an ``eagle_tui.core.sglang.GenerateResult``)."""
+
+    @property
+    def output_ids(self) -> tuple[int, ...]: ...
 
 
 class EagleError(Exception):
@@ -141,8 +155,73 @@ class RequestAborted(SGLangError):
     """
 
     def __init__(
-        self, message: str, *, partial: GenerateResult, url: str = "", status: int | None = None
+        self, message: str, *, partial: PartialResult, url: str = "", status: int | None = None
     ) -> None:
         super().__init__(message, url=url, status=status)
         self.partial = partial
         self.retryable = status is None or status >= 500
+
+
+class ShardError(EagleError):
+    """A shard file or batch directory that cannot be read as one; names the path."""
+
+
+class ShardWriteError(ShardError):
+    """A shard (or the manifest listing it) could not be written.
+
+    Nothing partial is left behind: no shard file, no manifest entry. ``lost_sample_ids``
+    are the rows that were in that shard; they are not saved, and resume captures them again.
+    """
+
+    def __init__(self, message: str, *, path: Path, lost_sample_ids: Sequence[str]) -> None:
+        super().__init__(message)
+        self.path = path
+        self.lost_sample_ids = tuple(lost_sample_ids)
+
+
+class InspectError(EagleError):
+    """A selection or tokenizer problem of ``inspect``; ``status`` is the exit code."""
+
+    def __init__(self, message: str, status: int = 2) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class BatchError(EagleError):
+    """Base of the errors of detached batches."""
+
+
+class BatchNotFound(BatchError):
+    """No registered batch matches the reference the user gave."""
+
+
+class BatchLocked(BatchError):
+    """The output directory is held by another worker; ``holder_pid`` when known."""
+
+    def __init__(self, message: str, *, holder_pid: int | None = None) -> None:
+        super().__init__(message)
+        self.holder_pid = holder_pid
+
+
+class WorkerStartFailed(BatchError):
+    """A detached worker exited or refused before it started capturing."""
+
+
+class WorkerUnreachable(BatchError):
+    """The worker's control socket is missing, refuses connections or stopped answering."""
+
+
+class UntrustedSocket(BatchError):
+    """A control socket that belongs to someone else (or is not a socket): never talk to it."""
+
+
+class ControlRejected(BatchError):
+    """The worker refused a control request (HTTP 4xx); ``status`` is the HTTP status."""
+
+    def __init__(self, message: str, *, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class WrongState(BatchError):
+    """The batch is not in a state where the verb applies."""

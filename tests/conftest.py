@@ -1,4 +1,8 @@
-"""Shared fixtures: the simulated SGLang server as a separate process on a free port.
+"""Shared fixtures: the simulated SGLang server as a separate process on a free port, and
+port-holding processes.
+
+``port_holders`` spawns processes that hold a TCP port (tests/support/portholder.py), all
+killed at teardown. Shared helpers (waiting, processes) are in ``tests/support``.
 
 ``sim_server`` is one fast sim per test module (no start-up delays, generation as
 fast as the HTTP stack allows); tests must not break it (no crash faults, no
@@ -11,12 +15,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import pytest
+from support.processes import Holder, reap, spawn_holder
 
 from eagle_tui.core.sim.launcher import SimProcess
 
 FAST_SIM_ARGS = ("--time-scale", "0", "--tokens-per-s", "0", "--ttft", "0")
 
 StartSim = Callable[..., SimProcess]
+SpawnHolder = Callable[..., Holder]
 
 
 @pytest.fixture(scope="module")
@@ -49,3 +55,19 @@ def start_sim() -> Iterator[StartSim]:
     yield start
     for sim in started:
         sim.close()
+
+
+@pytest.fixture
+def port_holders() -> Iterator[SpawnHolder]:
+    """``port_holders(*args)`` -> a Holder bound to a port; every one (and its children) dies
+    at teardown."""
+    made: list[Holder] = []
+
+    def make(*args: str) -> Holder:
+        holder = spawn_holder(*args)
+        made.append(holder)
+        return holder
+
+    yield make
+    for holder in made:
+        reap(holder)

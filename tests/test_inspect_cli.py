@@ -14,13 +14,13 @@ import pytest
 from rich.console import Console
 
 from eagle_tui.core import kimi
-from eagle_tui.core.shards.inspect_cli import run as run_inspect
 from eagle_tui.core.shards.manifest import BatchConfig, Manifest
 from eagle_tui.core.shards.schema import ShardMetadata, ShardRow
 from eagle_tui.core.shards.writer import ShardWriter
 from eagle_tui.core.tokenizer import LoadedTokenizer, bundled_tokenizer_path, load_tokenizer
 from eagle_tui.core.validate import validate_sample
-from eagle_tui.tui.cli import build_parser, main
+from eagle_tui.tui.cli.inspect import run as run_inspect
+from eagle_tui.tui.cli.main import build_parser, main
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 USER_TEXT = "Add 2 and 2 [bold]please[/bold] \x1b[2J"

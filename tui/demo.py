@@ -62,26 +62,6 @@ WEATHER_TOOL = {
 }
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The demo's options."""
-    parser.add_argument(
-        "--time-scale",
-        type=float,
-        default=1.0,
-        help="server start-up speed (1: about 35 s; 0: instant)",
-    )
-    parser.add_argument("--prompts", type=int, default=400, help="prompts in the demo batch")
-    parser.add_argument(
-        "--tokens-per-s", type=float, default=40.0, help="decode speed of each simulated request"
-    )
-    parser.add_argument("--theme", default="eagle-dark")
-    parser.add_argument("--no-mouse", action="store_true")
-    parser.add_argument("--keep", action="store_true", help="keep the demo's batch and logs")
-    parser.add_argument(
-        "--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR")
-    )
-
-
 @dataclass
 class Demo:
     """What the demo started (so it can all be stopped)."""
@@ -92,22 +72,6 @@ class Demo:
     capture: DetachedCapture
     batch_dir: Path
     batch_id: str | None = None
-
-
-def run(args: argparse.Namespace) -> int:
-    """Start the demo, run the dashboard, clean up; returns the exit code."""
-    from eagle_tui.tui.app import EagleApp
-    from eagle_tui.tui.logsetup import configure_logging
-
-    configure_logging(None, args.log_level)
-    demo = start_demo(args)
-    try:
-        app = EagleApp(demo_options(demo, args), sources=demo_sources(demo))
-        start_batch(demo, app, args)
-        app.run(mouse=not args.no_mouse)
-        return app.return_code or 0
-    finally:
-        stop_demo(demo, keep=args.keep)
 
 
 def start_demo(args: argparse.Namespace) -> Demo:
@@ -236,14 +200,3 @@ def _free_port() -> int:
     from eagle_tui.core.sim.launcher import free_port
 
     return free_port()
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m tui.demo``."""
-    parser = argparse.ArgumentParser(prog="eagle-tui demo", description=__doc__.splitlines()[0])
-    add_arguments(parser)
-    return run(parser.parse_args(argv))
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -22,9 +22,9 @@ from typing import Any, Self
 
 import httpx
 
-from eagle_tui.core.batches.errors import BatchError, ControlRejected, WorkerUnreachable
 from eagle_tui.core.batches.events import DISCONNECTED, END, BatchEvent, SSEDecoder
 from eagle_tui.core.batches.sockpath import check_socket_is_ours
+from eagle_tui.core.errors import BatchError, ControlRejected, WorkerUnreachable
 
 _BASE_URL = "http://eagle-batch"
 EVENT_READ_TIMEOUT_S = 45.0  # the worker sends a keep-alive every 15 s

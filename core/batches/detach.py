@@ -1,24 +1,16 @@
-"""Starting a capture batch as a detached worker, and ``capture --detach``.
+"""Starting a capture batch as a detached worker.
 
 ``launch_detached(config)`` registers the batch (or re-uses the record of the same output
-directory), starts ``python -m core.batches.daemon`` in a new session with stdin from
-``/dev/null`` and stdout/stderr appended to ``<out_dir>/worker.log``, and waits on a pipe
-until the worker reports that it is dispatching, that it cannot start (raised, with its
+directory), starts ``python -m eagle_tui.core.batches.daemon`` in a new session with stdin
+from ``/dev/null`` and stdout/stderr appended to ``<out_dir>/worker.log``, and waits on a
+pipe until the worker reports that it is dispatching, that it cannot start (raised, with its
 reason), or dies (raised, with the log's tail). A worker still loading its tokenizer when
-``ready_timeout_s`` passes is left running and reported as starting.
-
-For the capture CLI (``core/capture/cli.py``)::
-
-    from eagle_tui.core.batches.detach import add_detach_arguments, run_detached
-    add_detach_arguments(parser)            # --detach, --name
-    ...
-    if args.detach:
-        return run_detached(config, name=args.name)
+``ready_timeout_s`` passes is left running and reported as starting. The ``capture
+--detach`` front end is ``eagle_tui.tui.cli.batch_verbs.run_detached``.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import os
@@ -28,22 +20,19 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from eagle_tui.core.batches.configjson import config_from_json, config_to_json
-from eagle_tui.core.batches.errors import BatchLocked, WorkerStartFailed
-from eagle_tui.core.batches.lock import holder_of
 from eagle_tui.core.batches.ready import FAILED, STARTED
 from eagle_tui.core.batches.registry import BatchRecord, Registry, new_batch_id
 from eagle_tui.core.batches.secretenv import has_secrets, secrets_from_env, worker_env
 from eagle_tui.core.batches.sockpath import control_socket_path
 from eagle_tui.core.capture.config import CaptureConfig
-from eagle_tui.core.errors import EagleError
+from eagle_tui.core.capture.outlock import holder_of
+from eagle_tui.core.errors import BatchLocked, WorkerStartFailed
 
 LOG_NAME = "worker.log"
 READY_TIMEOUT_S = 120.0
-
-EXIT_STARTED, EXIT_USAGE, EXIT_START_FAILED, EXIT_LOCKED = 0, 2, 3, 4
 
 
 @dataclass(frozen=True)
@@ -52,45 +41,6 @@ class Launched:
 
     record: BatchRecord
     started: bool
-
-
-def add_detach_arguments(parser: argparse._ActionsContainer) -> None:
-    """Add ``--detach`` and ``--name`` to the capture verb's parser (or one of its groups)."""
-    parser.add_argument(
-        "--detach", action="store_true",
-        help="run the batch in a background worker that outlives this terminal; follow and "
-        "control it with `eagle-tui batches|pause|resume|stop`")
-    parser.add_argument("--name", default=None,
-                        help="name of the detached batch (default: the output directory's)")
-
-
-def run_detached(config: CaptureConfig, *, name: str | None = None,
-                 registry: Registry | None = None, out: TextIO | None = None,
-                 err: TextIO | None = None) -> int:
-    """``capture --detach``: start the batch, print how to follow it; the exit status."""
-    out, err = out or sys.stdout, err or sys.stderr
-    try:
-        launched = launch_detached(config, name=name, registry=registry)
-    except BatchLocked as e:
-        print(f"eagle-tui: {e}", file=err)
-        return EXIT_LOCKED
-    except WorkerStartFailed as e:
-        print(f"eagle-tui: {e}", file=err)
-        return EXIT_START_FAILED
-    except EagleError as e:
-        print(f"eagle-tui: {e}", file=err)
-        return EXIT_USAGE
-    print(describe_launch(launched), file=out)
-    return EXIT_STARTED
-
-
-def describe_launch(launched: Launched) -> str:
-    """What the user needs after starting a batch: where it is and how to drive it."""
-    r = launched.record
-    verb = "started" if launched.started else "is starting (still loading)"
-    return (f"batch {r.id} ({r.name}) {verb}, worker pid {r.pid}\n"
-            f"  output   {r.out_dir}\n  log      {r.log}\n  control  {r.socket}\n"
-            f"  follow with `eagle-tui batches`; `eagle-tui pause|resume|stop {r.id}`")
 
 
 def launch_detached(config: CaptureConfig, *, name: str | None = None,

@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eagle_tui.core.batches.errors import BatchError, BatchNotFound
+from eagle_tui.core.errors import BatchError, BatchNotFound
+from eagle_tui.core.fsio import fsync_dir, write_atomic
 from eagle_tui.core.paths import state_dir
-from eagle_tui.core.shards.fsio import fsync_dir, write_atomic
 
 log = logging.getLogger(__name__)
 

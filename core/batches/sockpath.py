@@ -21,7 +21,7 @@ import struct
 import tempfile
 from pathlib import Path
 
-from eagle_tui.core.batches.errors import BatchError, UntrustedSocket
+from eagle_tui.core.errors import BatchError, UntrustedSocket
 
 SOCKET_NAME = "control.sock"
 MAX_SOCKET_PATH = 107  # Linux sun_path is 108 bytes including the terminating NUL

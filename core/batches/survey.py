@@ -23,10 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from eagle_tui.core.batches.control_client import BatchClient
-from eagle_tui.core.batches.errors import BatchError
-from eagle_tui.core.batches.lock import is_held
 from eagle_tui.core.batches.registry import BatchRecord
-from eagle_tui.core.errors import ConfigError
+from eagle_tui.core.capture.outlock import is_held
+from eagle_tui.core.errors import BatchError, ConfigError
 from eagle_tui.core.shards.manifest import Manifest
 
 LIVE_STATES = ("starting", "running", "paused", "stopping", "unresponsive")

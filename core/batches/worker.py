@@ -36,10 +36,8 @@ import psutil
 
 from eagle_tui.core.batches.control_app import ControlApi
 from eagle_tui.core.batches.control_server import ControlServer
-from eagle_tui.core.batches.errors import BatchError, BatchLocked
 from eagle_tui.core.batches.events import progress_json, public_state, server_json
 from eagle_tui.core.batches.hub import EventHub
-from eagle_tui.core.batches.lock import OutputLock
 from eagle_tui.core.batches.ready import LISTENING, ReadyChannel
 from eagle_tui.core.batches.registry import BatchRecord, Registry
 from eagle_tui.core.batches.runstate import EXIT_CANNOT_START, RunOutcome, outcome_of
@@ -47,7 +45,8 @@ from eagle_tui.core.batches.secretenv import secrets_from_env
 from eagle_tui.core.batches.status import RecentErrors, StatusBuilder, WatchTally
 from eagle_tui.core.capture.engine import CaptureEngine
 from eagle_tui.core.capture.events import CaptureEvent, EventSink
-from eagle_tui.core.errors import EagleError
+from eagle_tui.core.capture.outlock import OutputLock
+from eagle_tui.core.errors import BatchError, BatchLocked, EagleError
 
 log = logging.getLogger("eagle_tui.core.batches.worker")
 

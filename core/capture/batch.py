@@ -23,7 +23,7 @@ from pathlib import Path
 from eagle_tui.core.capture.config import CaptureConfig, sampling_identity
 from eagle_tui.core.capture.prompts import PromptSource, open_prompts
 from eagle_tui.core.errors import ConfigError
-from eagle_tui.core.shards.fsio import TMP_SUFFIX
+from eagle_tui.core.fsio import TMP_SUFFIX
 from eagle_tui.core.shards.manifest import BatchConfig, Manifest
 from eagle_tui.core.shards.resume import (
     ResumeScan,

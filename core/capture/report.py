@@ -2,31 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from eagle_tui.core.capture.engine import CaptureSummary
 from eagle_tui.core.capture.progress import CaptureProgress
-
-
-def duration(seconds: float | None) -> str:
-    """``1h02m``, ``3m05s``, ``12s``; ``?`` when unknown."""
-    if seconds is None:
-        return "?"
-    whole = round(seconds)
-    hours, rest = divmod(whole, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours}h{minutes:02d}m"
-    if minutes:
-        return f"{minutes}m{secs:02d}s"
-    return f"{secs}s"
-
-
-def counts_text(kinds: Mapping[str, int]) -> str:
-    """``busy 3, timeout 1`` (largest first), or ``none``."""
-    if not kinds:
-        return "none"
-    return ", ".join(f"{k} {v}" for k, v in sorted(kinds.items(), key=lambda kv: -kv[1]))
+from eagle_tui.core.text import counts_text, duration
 
 
 def progress_line(p: CaptureProgress) -> str:

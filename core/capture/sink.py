@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from eagle_tui.core.clock import Clock
-from eagle_tui.core.shards.errors import ShardWriteError
+from eagle_tui.core.errors import ShardWriteError
 from eagle_tui.core.shards.manifest import ShardInfo
 from eagle_tui.core.shards.schema import ShardRow
 from eagle_tui.core.shards.writer import ShardWriter

@@ -11,10 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from eagle_tui.core.health.fmt import clip, duration
 from eagle_tui.core.health.phase import Phase
 from eagle_tui.core.health.poller import HealthOutcome
 from eagle_tui.core.health.snapshot import HealthSnapshot
+from eagle_tui.core.text import clip, duration
 
 
 @dataclass(frozen=True)

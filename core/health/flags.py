@@ -8,9 +8,9 @@ can act on it without opening another window.
 from __future__ import annotations
 
 from eagle_tui.core.health.context import TickContext
-from eagle_tui.core.health.fmt import clip, duration, quote
 from eagle_tui.core.health.phase import Phase, is_starting, startup_rank
 from eagle_tui.core.proc.report import ProcessReport
+from eagle_tui.core.text import clip, duration, quote
 
 Raised = list[tuple[str, str]]
 

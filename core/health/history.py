@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from eagle_tui.core.fsio import write_atomic
 from eagle_tui.core.health.phase import STARTUP_PHASES, Phase
 from eagle_tui.core.health.settings import WatchSettings
 from eagle_tui.core.health.snapshot import Expectation
 from eagle_tui.core.paths import state_dir
-from eagle_tui.core.shards.fsio import write_atomic
 
 HISTORY_FILE = "startup-history.jsonl"
 _MAX_LINES = 2000  # beyond this the file is compacted to its newest half

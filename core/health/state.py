@@ -11,7 +11,6 @@ from dataclasses import dataclass, replace
 
 from eagle_tui.core.health.context import HealthRun, TickContext
 from eagle_tui.core.health.flags import all_flags
-from eagle_tui.core.health.fmt import duration, quote
 from eagle_tui.core.health.history import (
     Expectations,
     StartupHistory,
@@ -28,6 +27,7 @@ from eagle_tui.core.health.snapshot import Flag, HealthSnapshot, ServingLoad, St
 from eagle_tui.core.health.verdict import judge
 from eagle_tui.core.proc.report import GpuReport, PortStatus, ProbeReport, ProcessReport
 from eagle_tui.core.serverlog.follower import LogChunk
+from eagle_tui.core.text import duration, quote
 
 _TIMELINE = (*STARTUP_PHASES, Phase.READY)
 

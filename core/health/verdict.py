@@ -7,10 +7,10 @@ stalled, ready. ``timeout`` is decided by whoever set the deadline.
 
 from __future__ import annotations
 
-from eagle_tui.core.health.fmt import duration
 from eagle_tui.core.health.phase import Phase
 from eagle_tui.core.health.settings import WatchSettings
 from eagle_tui.core.health.snapshot import Flag, Outcome, Verdict
+from eagle_tui.core.text import duration
 
 _PORT_FATALS = ("fatal:address_in_use", "fatal:port_in_use")
 

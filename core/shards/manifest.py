@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from eagle_tui.core.errors import ConfigError
-from eagle_tui.core.shards.fsio import fsync_dir, write_atomic
+from eagle_tui.core.fsio import fsync_dir, write_atomic
 
 MANIFEST_NAME = "manifest.json"
 SHARDS_DIR = "shards"

@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from eagle_tui.core.shards.errors import ShardError
+from eagle_tui.core.errors import ShardError
 from eagle_tui.core.shards.manifest import SHARDS_DIR, Manifest
 from eagle_tui.core.shards.resume import IgnoredFile, listing_problem
 from eagle_tui.core.shards.schema import ShardMetadata, ShardRow

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from eagle_tui.core.shards.fsio import TMP_SUFFIX, file_sha256
+from eagle_tui.core.fsio import TMP_SUFFIX, file_sha256
 from eagle_tui.core.shards.manifest import MANIFEST_NAME, SHARDS_DIR, Manifest, ShardInfo
 
 

@@ -31,8 +31,8 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from eagle_tui.core.shards.errors import ShardWriteError
-from eagle_tui.core.shards.fsio import TMP_SUFFIX, HashingFile, fsync_dir
+from eagle_tui.core.errors import ShardWriteError
+from eagle_tui.core.fsio import TMP_SUFFIX, HashingFile, fsync_dir
 from eagle_tui.core.shards.manifest import Manifest, ShardInfo
 from eagle_tui.core.shards.schema import (
     COLUMNS,

@@ -16,9 +16,9 @@ from eagle_tui.core.batches.control_app import ControlApi
 from eagle_tui.core.batches.control_server import ControlServer
 from eagle_tui.core.batches.events import BatchEvent, progress_json, public_state, server_json
 from eagle_tui.core.batches.hub import EventHub
-from eagle_tui.core.batches.lock import LOCK_NAME
 from eagle_tui.core.batches.status import RecentErrors, StatusBuilder, WatchTally
 from eagle_tui.core.capture.config import CaptureConfig, RetryPolicy
+from eagle_tui.core.capture.outlock import LOCK_NAME
 from eagle_tui.core.capture.progress import CaptureProgress, ProgressTracker
 from eagle_tui.core.clock import SystemClock
 from eagle_tui.core.tokenizer import bundled_tokenizer_path

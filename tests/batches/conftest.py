@@ -12,8 +12,8 @@ import psutil
 import pytest
 from batch_helpers import wait_lock_free
 
-from eagle_tui.core.batches.lock import is_held
 from eagle_tui.core.batches.registry import BatchRecord, Registry
+from eagle_tui.core.capture.outlock import is_held
 
 
 @pytest.fixture

@@ -16,15 +16,15 @@ import pytest
 from batch_helpers import batch_config, wait_lock_free
 
 from eagle_tui.core.batches.configjson import config_from_json, config_to_json
-from eagle_tui.core.batches.errors import BatchLocked, BatchNotFound, UntrustedSocket
 from eagle_tui.core.batches.hub import EventHub, HubFull
-from eagle_tui.core.batches.lock import OutputLock, holder_of, is_held
 from eagle_tui.core.batches.registry import BatchRecord, Registry
 from eagle_tui.core.batches.secretenv import SERVERS_ENV, has_secrets, worker_env
 from eagle_tui.core.batches.sockpath import control_socket_path, private_runtime_dir
 from eagle_tui.core.batches.survey import survey
 from eagle_tui.core.capture.config import RetryPolicy, SamplingPreset
 from eagle_tui.core.capture.events import CaptureEvent
+from eagle_tui.core.capture.outlock import OutputLock, holder_of, is_held
+from eagle_tui.core.errors import BatchLocked, BatchNotFound, UntrustedSocket
 from eagle_tui.core.sglang.client import API_KEY_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,7 +46,7 @@ def test_a_second_controller_is_refused_with_who_holds_it(tmp_path: Path) -> Non
 def test_the_lock_dies_with_its_holder(tmp_path: Path) -> None:
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys; from pathlib import Path; "
-         "from core.batches.lock import OutputLock; "
+         "from eagle_tui.core.capture.outlock import OutputLock; "
          "OutputLock(Path(sys.argv[1])).acquire(); print('held', flush=True); sys.stdin.read()",
          str(tmp_path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT)
     try:

@@ -16,10 +16,10 @@ from batch_helpers import FakeEngine, raw_exchange, serve_fake
 
 from eagle_tui.core.batches.control_client import BatchClient
 from eagle_tui.core.batches.control_server import ControlServer
-from eagle_tui.core.batches.errors import ControlRejected, WorkerUnreachable
 from eagle_tui.core.batches.events import SSEDecoder
 from eagle_tui.core.batches.hub import EventHub
 from eagle_tui.core.capture.events import CaptureEvent
+from eagle_tui.core.errors import ControlRejected, WorkerUnreachable
 
 Served = tuple[ControlServer, FakeEngine, EventHub]
 

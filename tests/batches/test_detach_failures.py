@@ -7,11 +7,11 @@ from pathlib import Path
 
 from batch_helpers import batch_config, write_prompts
 
-from eagle_tui.core.batches.detach import EXIT_LOCKED, EXIT_START_FAILED, run_detached
-from eagle_tui.core.batches.lock import OutputLock
 from eagle_tui.core.batches.registry import Registry
 from eagle_tui.core.batches.survey import survey
+from eagle_tui.core.capture.outlock import OutputLock
 from eagle_tui.core.shards.manifest import BatchConfig, Manifest
+from eagle_tui.tui.cli.batch_verbs import EXIT_LOCKED, EXIT_START_FAILED, run_detached
 
 
 async def test_a_batch_that_cannot_start_reports_why(tmp_path: Path, registry: Registry) -> None:

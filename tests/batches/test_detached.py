@@ -22,14 +22,14 @@ from eagle_tui.core import kimi
 from eagle_tui.core.batches.configjson import config_to_json
 from eagle_tui.core.batches.control_client import BatchClient
 from eagle_tui.core.batches.detach import launch_detached
-from eagle_tui.core.batches.errors import BatchLocked
-from eagle_tui.core.batches.lock import OutputLock, is_held
 from eagle_tui.core.batches.registry import Registry
 from eagle_tui.core.batches.survey import survey
+from eagle_tui.core.capture.outlock import OutputLock, is_held
+from eagle_tui.core.errors import BatchLocked
 from eagle_tui.core.shards.manifest import Manifest
 from eagle_tui.core.shards.reader import ShardReader
 from eagle_tui.core.shards.resume import scan_completed
-from eagle_tui.tui.cli import main as cli_main
+from eagle_tui.tui.cli.main import main as cli_main
 
 ROOT = Path(__file__).resolve().parents[2]
 SLOW = ("--tokens-per-s", "50")  # ~0.6 s per 32-token request: slow enough to act mid-batch
@@ -37,7 +37,7 @@ SLOW = ("--tokens-per-s", "50")  # ~0.6 s per 32-token request: slow enough to a
 _LAUNCH = """
 import json, sys
 from eagle_tui.core.batches.configjson import config_from_json
-from eagle_tui.core.batches.detach import run_detached
+from eagle_tui.tui.cli.batch_verbs import run_detached
 sys.exit(run_detached(config_from_json(json.loads(sys.argv[1])), name=sys.argv[2]))
 """
 

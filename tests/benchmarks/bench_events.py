@@ -50,10 +50,10 @@ from batch_helpers import batch_config, write_prompts
 
 from eagle_tui.core.batches.control_client import BatchClient
 from eagle_tui.core.batches.detach import launch_detached
-from eagle_tui.core.batches.errors import BatchError
 from eagle_tui.core.batches.hub import EventHub
 from eagle_tui.core.batches.registry import Registry
 from eagle_tui.core.capture.events import CaptureEvent
+from eagle_tui.core.errors import BatchError
 from eagle_tui.core.sim.launcher import SimProcess
 
 FAST_SIM = ("--time-scale", "0", "--tokens-per-s", "0", "--ttft", "0", "--capacity", "256")

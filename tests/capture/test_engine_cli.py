@@ -9,13 +9,14 @@ from pathlib import Path
 import pytest
 from test_engine_fakes import FakeSGLang, bundled_tokenizer, capture, make_config, write_prompts
 
-from eagle_tui.core.capture import cli
 from eagle_tui.core.capture.dispatch import ServerStatus
 from eagle_tui.core.capture.progress import CaptureProgress
-from eagle_tui.core.capture.report import duration, progress_line, summary_text
+from eagle_tui.core.capture.report import progress_line, summary_text
 from eagle_tui.core.errors import ConfigError
+from eagle_tui.core.text import duration
 from eagle_tui.core.tokenizer import bundled_tokenizer_path
-from eagle_tui.tui.cli import main
+from eagle_tui.tui.cli import capture as cli
+from eagle_tui.tui.cli.main import main
 
 
 def parse(*argv: str) -> argparse.Namespace:

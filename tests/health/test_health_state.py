@@ -144,7 +144,7 @@ def test_silent_death_names_the_exit_and_the_last_line() -> None:
     assert exited is not None
     assert "PID 100 killed by SIGKILL (-9)" in exited.evidence
     assert "no fatal line in the log" in exited.evidence
-    assert "last log line 12 s ago" in exited.evidence
+    assert "last log line 12s ago" in exited.evidence
     assert snap.verdict is not None and "silent exit" in snap.verdict.diagnosis
 
 
@@ -228,7 +228,7 @@ def test_ready_then_dying_goes_degraded_then_crashed() -> None:
     snap = d.tick(chunk(), alive())
     assert snap.phase == Phase.DEGRADED
     degraded = snap.flag("degraded")
-    assert degraded is not None and "2 bad probes in a row, for 3 s" in degraded.evidence
+    assert degraded is not None and "2 bad probes in a row, for 3s" in degraded.evidence
     d.answer(HealthOutcome.REFUSED)
     snap = d.tick(chunk(), gone())
     assert snap.phase == Phase.CRASHED
@@ -297,7 +297,7 @@ def test_expected_window_and_stall_limits_are_learned_from_history(tmp_path: Pat
     second.advance(11)  # 136 s
     stalled = second.tick(chunk(), alive()).flag("stalled")
     assert stalled is not None and "limit 2m15s, history (1 start-ups)" in stalled.evidence
-    assert "capturing_graphs usually takes 45 s" in stalled.evidence
+    assert "capturing_graphs usually takes 45s" in stalled.evidence
 
 
 def test_nothing_malformed_escapes_as_an_exception() -> None:

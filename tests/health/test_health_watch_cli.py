@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from proc_helpers import kill_tree
+from support.processes import kill_tree
 
-from eagle_tui.core.health.cli import EXIT_CODES
 from eagle_tui.core.health.snapshot import Outcome
 from eagle_tui.core.sim.launcher import SimProcess, free_port
-from eagle_tui.tui.cli import main
+from eagle_tui.tui.cli.main import main
+from eagle_tui.tui.cli.watch import EXIT_CODES
 
 StartSim = Callable[..., SimProcess]
 QUICK = ("--time-scale", "0.05", "--tp-size", "2", "--health-latency", "0")

@@ -9,19 +9,19 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from proc_helpers import wait_exit
+from support.processes import wait_exit
 
 from eagle_tui.core.proc.discover import find_server_pid
 from eagle_tui.core.proc.ports import port_status
 from eagle_tui.core.proc.probe import ProcessProbe
 
-Spawn = Callable[..., Any]  # the `holders` fixture (tests/process/conftest.py)
+Spawn = Callable[..., Any]  # the `port_holders` fixture (tests/conftest.py)
 
 
 def test_probe_reports_alive_process_children_cpu_and_its_own_port(
-    holders: Spawn,
+    port_holders: Spawn,
 ) -> None:
-    holder = holders("--children", "2")
+    holder = port_holders("--children", "2")
     probe = ProcessProbe(holder.pid, port=holder.port)
     report = probe.probe()
     assert report.problems == ()
@@ -40,9 +40,9 @@ def test_probe_reports_alive_process_children_cpu_and_its_own_port(
     assert probe.probe().process.cpu_percent is not None  # type: ignore[union-attr]
 
 
-def test_another_process_on_the_port_is_not_the_server(holders: Spawn) -> None:
-    old = holders()
-    new = holders()
+def test_another_process_on_the_port_is_not_the_server(port_holders: Spawn) -> None:
+    old = port_holders()
+    new = port_holders()
     report = ProcessProbe(new.pid, port=old.port).probe()
     assert report.port is not None
     assert report.port.holder_pid == old.pid
@@ -50,8 +50,8 @@ def test_another_process_on_the_port_is_not_the_server(holders: Spawn) -> None:
     assert f"PID {old.pid}" in report.port.describe_holder()
 
 
-def test_a_child_that_dies_is_reported_lost(holders: Spawn) -> None:
-    holder = holders("--children", "2")
+def test_a_child_that_dies_is_reported_lost(port_holders: Spawn) -> None:
+    holder = port_holders("--children", "2")
     probe = ProcessProbe(holder.pid, port=holder.port)
     probe.probe()
     os.kill(holder.children[0], signal.SIGKILL)
@@ -62,8 +62,8 @@ def test_a_child_that_dies_is_reported_lost(holders: Spawn) -> None:
     assert [c.pid for c in report.process.children_lost] == [holder.children[0]]
 
 
-def test_exit_code_of_a_managed_child_and_gone_state(holders: Spawn) -> None:
-    holder = holders()
+def test_exit_code_of_a_managed_child_and_gone_state(port_holders: Spawn) -> None:
+    holder = port_holders()
     probe = ProcessProbe(holder.pid, port=holder.port, exit_code=holder.popen.poll)
     assert probe.probe().process.alive  # type: ignore[union-attr]
     holder.popen.send_signal(signal.SIGKILL)
@@ -85,13 +85,13 @@ def test_a_pid_that_does_not_exist_is_not_found_not_an_error() -> None:
     assert (report.process.alive, report.process.status) == (False, "not-found")
 
 
-def test_discovery_finds_the_newest_server_on_the_port(holders: Spawn) -> None:
-    free = holders()
+def test_discovery_finds_the_newest_server_on_the_port(port_holders: Spawn) -> None:
+    free = port_holders()
     port = free.port
-    first = holders("sglang", "--port", "1")  # a server command line on another port
-    old = holders("sglang.launch_server", "--port", str(port))
+    first = port_holders("sglang", "--port", "1")  # a server command line on another port
+    old = port_holders("sglang.launch_server", "--port", str(port))
     assert find_server_pid(port) == old.pid
-    newer = holders("sglang.launch_server", f"--port={port}")
+    newer = port_holders("sglang.launch_server", f"--port={port}")
     assert find_server_pid(port) == newer.pid
     assert find_server_pid(port + 1) is None or find_server_pid(port + 1) not in (
         old.pid,
@@ -102,8 +102,8 @@ def test_discovery_finds_the_newest_server_on_the_port(holders: Spawn) -> None:
     assert first.pid != newer.pid
 
 
-def test_adopting_a_pid_from_the_log(holders: Spawn) -> None:
-    holder = holders()
+def test_adopting_a_pid_from_the_log(port_holders: Spawn) -> None:
+    holder = port_holders()
     probe = ProcessProbe(port=holder.port)
     assert probe.probe().process is None
     probe.adopt(holder.pid)

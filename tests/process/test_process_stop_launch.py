@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from proc_helpers import PORTHOLDER, kill_tree, log_contains, poll_until, spawn_holder, wait_exit
+from support.processes import PORTHOLDER, kill_tree, spawn_holder, wait_exit
+from support.waiting import log_contains, poll_until
 
 from eagle_tui.core.proc import gpu
 from eagle_tui.core.proc.launcher import ManagedServer
@@ -20,8 +21,8 @@ Spawn = Callable[..., Any]
 FAST = StopTimeouts(term_s=5.0, kill_s=5.0, release_s=5.0, poll_s=0.02)
 
 
-async def test_sigterm_stops_the_tree_and_releases_the_port(holders: Spawn) -> None:
-    holder = holders("--children", "2")
+async def test_sigterm_stops_the_tree_and_releases_the_port(port_holders: Spawn) -> None:
+    holder = port_holders("--children", "2")
     report = await stop_process_tree(
         holder.pid, port=holder.port, timeouts=FAST, reap=holder.popen.poll
     )
@@ -32,8 +33,8 @@ async def test_sigterm_stops_the_tree_and_releases_the_port(holders: Spawn) -> N
     assert holder.popen.returncode == 0
 
 
-async def test_a_process_ignoring_sigterm_is_killed_after_the_timeout(holders: Spawn) -> None:
-    holder = holders("--ignore-term", "--children", "1")
+async def test_a_process_ignoring_sigterm_is_killed_after_the_timeout(port_holders: Spawn) -> None:
+    holder = port_holders("--ignore-term", "--children", "1")
     quick = StopTimeouts(term_s=0.3, kill_s=5.0, release_s=5.0, poll_s=0.02)
     report = await stop_process_tree(
         holder.pid, port=holder.port, timeouts=quick, reap=holder.popen.poll

@@ -14,8 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 from shard_helpers import META, T0, make_row, new_batch
 
-from eagle_tui.core.shards.errors import ShardError
-from eagle_tui.core.shards.fsio import file_sha256
+from eagle_tui.core.errors import ShardError
+from eagle_tui.core.fsio import file_sha256
 from eagle_tui.core.shards.manifest import ShardInfo
 from eagle_tui.core.shards.reader import ShardReader
 from eagle_tui.core.shards.schema import SHARD_SCHEMA

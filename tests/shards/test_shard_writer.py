@@ -15,9 +15,9 @@ import pyarrow.parquet as pq
 import pytest
 from shard_helpers import META, T0, make_row
 
-from eagle_tui.core.shards import fsio
+from eagle_tui.core import fsio
+from eagle_tui.core.errors import ShardWriteError
 from eagle_tui.core.shards import manifest as manifest_module
-from eagle_tui.core.shards.errors import ShardWriteError
 from eagle_tui.core.shards.manifest import Manifest
 from eagle_tui.core.shards.schema import SHARD_SCHEMA, ShardMetadata, ShardRow, rows_to_table
 from eagle_tui.core.shards.writer import ShardWriter

@@ -14,8 +14,8 @@ from textual.widgets import DataTable, Input
 from tui_fakes import FakeCapture, batch, progress, wait_for
 
 from eagle_tui.core.batches.detach import launch_detached
-from eagle_tui.core.batches.lock import is_held
 from eagle_tui.core.batches.registry import Registry
+from eagle_tui.core.capture.outlock import is_held
 from eagle_tui.core.tokenizer import bundled_tokenizer_path
 from eagle_tui.tui.app import EagleApp
 from eagle_tui.tui.options import DashboardOptions, ServerTarget

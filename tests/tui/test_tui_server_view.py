@@ -43,11 +43,11 @@ async def test_card_shows_phase_window_shards_and_process() -> None:
         await wait_for(pilot, lambda: card.snapshot is not None, what="first snapshot")
         await pilot.pause()
         text = card_text(app)
-        assert "loading_weights" in text and "42 s in phase" in text
+        assert "loading_weights" in text and "42s in phase" in text
         assert "│" in text and "window" in text
         assert "shards 29/64 (45%)" in text
         assert "PID 4242 running" in text and "port 30000 closed" in text
-        assert "weights 42 s (50 s)" in text  # timeline with last start-up's duration
+        assert "weights 42s (50s)" in text  # timeline with last start-up's duration
 
 
 async def test_new_flag_toasts_once_with_literal_evidence() -> None:

@@ -6,7 +6,7 @@ from collections import deque
 from collections.abc import Mapping
 
 from eagle_tui.core.capture.progress import CaptureProgress
-from eagle_tui.core.health.fmt import duration
+from eagle_tui.core.text import duration
 from eagle_tui.tui.sources.capture import BatchSnapshot
 from eagle_tui.tui.widgets.meter import MeterValue
 

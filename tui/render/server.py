@@ -11,8 +11,8 @@ from collections import deque
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
-from eagle_tui.core.health.fmt import clip, duration
 from eagle_tui.core.health.phase import Phase
+from eagle_tui.core.text import clip, duration
 from eagle_tui.tui.widgets.meter import MeterValue, window_scale
 
 if TYPE_CHECKING:

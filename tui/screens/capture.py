@@ -100,8 +100,8 @@ class CaptureScreen(ViewScreen):
             else:
                 table.add_row(*cells, key=key)
         known = {snapshot.batch_id for snapshot in self.snapshots}
-        for key in [key for key in table.rows if key.value not in known]:
-            table.remove_row(key)  # forgotten from the registry
+        for row_key in [row_key for row_key in table.rows if row_key.value not in known]:
+            table.remove_row(row_key)  # forgotten from the registry
         self.query_one("#batch-empty").display = not self.snapshots
 
     def _update_detail(self) -> None:

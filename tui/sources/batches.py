@@ -35,15 +35,14 @@ from typing import Any
 
 from eagle_tui.core.batches.control_client import BatchClient
 from eagle_tui.core.batches.detach import launch_detached, relaunch
-from eagle_tui.core.batches.errors import BatchError
 from eagle_tui.core.batches.events import DELTA, END, HELLO, LOST, REQUEST
-from eagle_tui.core.batches.lock import is_held
 from eagle_tui.core.batches.registry import FINAL_STATES, BatchRecord, Registry
 from eagle_tui.core.batches.survey import RESUMABLE_STATES, BatchView, survey_all
 from eagle_tui.core.capture.dispatch import ServerStatus
 from eagle_tui.core.capture.events import CaptureEvent
+from eagle_tui.core.capture.outlock import is_held
 from eagle_tui.core.capture.progress import CaptureProgress
-from eagle_tui.core.errors import ConfigError, EagleError
+from eagle_tui.core.errors import BatchError, ConfigError, EagleError
 from eagle_tui.tui.sources.capture import BatchRequest, BatchSnapshot, validate_request
 
 log = logging.getLogger(__name__)

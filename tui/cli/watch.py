@@ -33,8 +33,6 @@ from pathlib import Path
 from eagle_tui.core.clock import SystemClock
 from eagle_tui.core.health.assemble import WatchOptions, build_watcher, is_local, url_port
 from eagle_tui.core.health.changes import Change, changes
-from eagle_tui.core.health.fmt import clip, duration, quote
-from eagle_tui.core.health.output import Output
 from eagle_tui.core.health.phase import STARTUP_PHASES
 from eagle_tui.core.health.settings import WatchSettings
 from eagle_tui.core.health.snapshot import HealthSnapshot, Outcome, Verdict
@@ -43,6 +41,8 @@ from eagle_tui.core.paths import state_dir
 from eagle_tui.core.proc.launcher import ManagedServer
 from eagle_tui.core.proc.ports import port_status
 from eagle_tui.core.proc.stop import StopTimeouts, stop_process_tree
+from eagle_tui.core.text import clip, duration, quote
+from eagle_tui.tui.cli.watch_output import Output
 
 EXIT_CODES: dict[Outcome, int] = {
     Outcome.READY: 0,

@@ -20,21 +20,13 @@ from rich.console import Console
 from rich.text import Text
 
 from eagle_tui.core import kimi
-from eagle_tui.core.errors import EagleError, TokenizerError
+from eagle_tui.core.errors import EagleError, InspectError, TokenizerError
 from eagle_tui.core.segments import split_segments
 from eagle_tui.core.shards.reader import ShardReader
 from eagle_tui.core.shards.render import Decode, TokenName, legend, sample_text
 from eagle_tui.core.shards.schema import ShardMetadata, ShardRow
 from eagle_tui.core.tokenizer import BoundaryIds
 from eagle_tui.core.validate import FLAGS
-
-
-class InspectError(EagleError):
-    """A selection or tokenizer problem; ``status`` is the exit code."""
-
-    def __init__(self, message: str, status: int = 2) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -14,10 +14,11 @@ import json
 import sys
 from typing import Any
 
-from eagle_tui.core.batches.cli_common import EXIT_OK, WrongState, run_verb
-from eagle_tui.core.batches.cli_format import details, table
 from eagle_tui.core.batches.registry import Registry
 from eagle_tui.core.batches.survey import BatchView, survey, survey_all
+from eagle_tui.core.errors import WrongState
+from eagle_tui.tui.cli.batch_table import details, table
+from eagle_tui.tui.cli.batch_verbs import EXIT_OK, run_verb
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import argparse
 
-from eagle_tui.core.batches.cli_common import (
+from eagle_tui.core.batches.control_client import BatchClient
+from eagle_tui.tui.cli.batch_verbs import (
     EXIT_OK,
     add_batch_argument,
     find_view,
     not_running,
     run_verb,
 )
-from eagle_tui.core.batches.control_client import BatchClient
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -14,9 +14,9 @@ from rich.console import Console
 from rich.table import Table
 
 from eagle_tui.core.errors import EagleError
-from eagle_tui.core.shards.inspect_cli import make_console
 from eagle_tui.core.shards.reader import ShardReader
 from eagle_tui.core.shards.stats import BatchStats, Distribution, compute_stats
+from eagle_tui.tui.cli.inspect import make_console
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

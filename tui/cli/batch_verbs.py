@@ -11,23 +11,21 @@ import argparse
 import asyncio
 import sys
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import Any, TextIO
 
-from eagle_tui.core.batches.errors import (
-    BatchError,
-    BatchLocked,
-    WorkerStartFailed,
-    WorkerUnreachable,
-)
+from eagle_tui.core.batches.detach import Launched, launch_detached
 from eagle_tui.core.batches.registry import Registry
 from eagle_tui.core.batches.survey import BatchView, survey
-from eagle_tui.core.errors import EagleError
+from eagle_tui.core.capture.config import CaptureConfig
+from eagle_tui.core.errors import (
+    BatchLocked,
+    EagleError,
+    WorkerStartFailed,
+    WorkerUnreachable,
+    WrongState,
+)
 
 EXIT_OK, EXIT_USAGE, EXIT_WORKER, EXIT_LOCKED, EXIT_STATE = 0, 2, 3, 4, 5
-
-
-class WrongState(BatchError):
-    """The batch is not in a state where the verb applies."""
 
 
 def add_batch_argument(parser: argparse.ArgumentParser) -> None:
@@ -71,3 +69,46 @@ def not_running(view: BatchView, verb: str) -> WrongState:
             "failed": f"{view.detail or 'see ' + r.log}; `eagle-tui resume {r.id}` retries it",
             "done": "it has finished"}.get(view.state, f"see {r.log}")
     return WrongState(f"cannot {verb} batch {r.id} ({r.name}): it is {view.state}; {hint}")
+
+
+EXIT_STARTED, EXIT_LAUNCH_USAGE, EXIT_START_FAILED = 0, 2, 3  # and EXIT_LOCKED
+"""Exit statuses of ``capture --detach``."""
+
+
+def add_detach_arguments(parser: argparse._ActionsContainer) -> None:
+    """Add ``--detach`` and ``--name`` to the capture verb's parser (or one of its groups)."""
+    parser.add_argument(
+        "--detach", action="store_true",
+        help="run the batch in a background worker that outlives this terminal; follow and "
+        "control it with `eagle-tui batches|pause|resume|stop`")
+    parser.add_argument("--name", default=None,
+                        help="name of the detached batch (default: the output directory's)")
+
+
+def run_detached(config: CaptureConfig, *, name: str | None = None,
+                 registry: Registry | None = None, out: TextIO | None = None,
+                 err: TextIO | None = None) -> int:
+    """``capture --detach``: start the batch, print how to follow it; the exit status."""
+    out, err = out or sys.stdout, err or sys.stderr
+    try:
+        launched = launch_detached(config, name=name, registry=registry)
+    except BatchLocked as e:
+        print(f"eagle-tui: {e}", file=err)
+        return EXIT_LOCKED
+    except WorkerStartFailed as e:
+        print(f"eagle-tui: {e}", file=err)
+        return EXIT_START_FAILED
+    except EagleError as e:
+        print(f"eagle-tui: {e}", file=err)
+        return EXIT_LAUNCH_USAGE
+    print(describe_launch(launched), file=out)
+    return EXIT_STARTED
+
+
+def describe_launch(launched: Launched) -> str:
+    """What the user needs after starting a batch: where it is and how to drive it."""
+    r = launched.record
+    verb = "started" if launched.started else "is starting (still loading)"
+    return (f"batch {r.id} ({r.name}) {verb}, worker pid {r.pid}\n"
+            f"  output   {r.out_dir}\n  log      {r.log}\n  control  {r.socket}\n"
+            f"  follow with `eagle-tui batches`; `eagle-tui pause|resume|stop {r.id}`")

@@ -11,7 +11,8 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from eagle_tui.core.capture.progress import CaptureProgress
-from eagle_tui.core.capture.report import counts_text, duration, progress_line
+from eagle_tui.core.capture.report import progress_line
+from eagle_tui.core.text import counts_text, duration
 
 Snapshot = Callable[[], CaptureProgress]
 

@@ -1,7 +1,6 @@
 """Helpers for tests that need real processes: spawn port holders, wait for exits, clean up.
 
-Imported by the conftest files of tests/process and tests/health (the directory is put on
-``sys.path`` by pytest for tests here, and explicitly by tests/health/conftest.py).
+The ``port_holders`` fixture (tests/conftest.py) is built on these.
 """
 
 from __future__ import annotations
@@ -11,8 +10,6 @@ import os
 import select
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -91,22 +88,3 @@ def reap(holder: Holder) -> None:
     holder.popen.wait(timeout=5)
     if holder.popen.stdout is not None:
         holder.popen.stdout.close()
-
-
-def poll_until(condition: Callable[[], bool], timeout: float = 10.0) -> bool:
-    """Check ``condition`` every 10 ms until it holds or ``timeout`` passes.
-
-    For conditions with no event to wait on (a line appearing in a file another process
-    writes). It returns as soon as the condition holds: it never waits a fixed delay.
-    """
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.01)
-    return True
-
-
-def log_contains(path: Path, text: str) -> Callable[[], bool]:
-    """A condition: ``text`` occurs in the file at ``path``."""
-    return lambda: path.exists() and text in path.read_text(errors="replace")

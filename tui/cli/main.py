@@ -1,6 +1,6 @@
 """The ``eagle-tui`` command: the dashboard with no verb, headless verbs otherwise.
 
-Each verb lives in the module that owns its job and exposes
+Each verb is the module of the same name in this package and exposes
 ``add_arguments(parser)`` and ``run(args) -> int``; this file only routes, and
 imports a verb's module only when that verb is used, so ``eagle-tui sim`` never
 pays for Textual or transformers.
@@ -17,50 +17,23 @@ from types import ModuleType
 from eagle_tui.tui import dashboard
 
 # verb -> (module, one-line help). Order is the order `--help` lists them in.
-VERBS: dict[str, tuple[str, str]] = {
-    "demo": (
-        "eagle_tui.tui.demo",
-        "simulated server + small capture batch + the dashboard on them",
-    ),
-    "status": (
-        "eagle_tui.core.status_cli",
-        "one JSON snapshot of every known server and batch (scripts)",
-    ),
-    "sim": ("eagle_tui.core.sim.cli", "run the simulated SGLang server (for demos and tests)"),
-    "capture": (
-        "eagle_tui.core.capture.cli",
-        "capture exact-token training rows from SGLang servers",
-    ),
-    "batches": ("eagle_tui.core.batches.cli_batches", "list detached capture batches, or show one"),
-    "pause": (
-        "eagle_tui.core.batches.cli_pause",
-        "pause a detached batch (in-flight requests finish)",
-    ),
-    "resume": (
-        "eagle_tui.core.batches.cli_resume",
-        "resume a paused batch, or restart an interrupted one",
-    ),
-    "stop": (
-        "eagle_tui.core.batches.cli_stop",
-        "stop a detached batch, draining in-flight requests",
-    ),
-    "inspect": (
-        "eagle_tui.core.shards.inspect_cli",
-        "print one captured sample, decoded, with its flags",
-    ),
-    "stats": (
-        "eagle_tui.core.shards.stats_cli",
-        "counts per flag and finish reason, length percentiles",
-    ),
-    "watch": (
-        "eagle_tui.core.health.cli",
-        "watch a server start up; exit 0 when ready, non-zero with a diagnosis",
-    ),
+VERBS: dict[str, str] = {
+    "demo": "simulated server + small capture batch + the dashboard on them",
+    "status": "one JSON snapshot of every known server and batch (scripts)",
+    "sim": "run the simulated SGLang server (for demos and tests)",
+    "capture": "capture exact-token training rows from SGLang servers",
+    "batches": "list detached capture batches, or show one",
+    "pause": "pause a detached batch (in-flight requests finish)",
+    "resume": "resume a paused batch, or restart an interrupted one",
+    "stop": "stop a detached batch, draining in-flight requests",
+    "inspect": "print one captured sample, decoded, with its flags",
+    "stats": "counts per flag and finish reason, length percentiles",
+    "watch": "watch a server start up; exit 0 when ready, non-zero with a diagnosis",
 }
 
 
 def _load(verb: str) -> ModuleType:
-    return importlib.import_module(VERBS[verb][0])
+    return importlib.import_module(f"eagle_tui.tui.cli.{verb}")
 
 
 def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
@@ -74,7 +47,7 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
         dest="verb", metavar="VERB", help="with no verb, the dashboard opens"
     )
     chosen = next((a for a in argv if not a.startswith("-")), None)
-    for verb, (_, help_text) in VERBS.items():
+    for verb, help_text in VERBS.items():
         verb_parser = sub.add_parser(verb, help=help_text, description=help_text)
         if verb == chosen:
             _load(verb).add_arguments(verb_parser)

@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 from eagle_tui.core.batches.survey import BatchView
+from eagle_tui.core.text import duration
 
 HEADER = ("ID", "NAME", "STATE", "ROWS", "FAILED", "SAMPLES/S", "TOK/S", "ETA", "PID")
 
@@ -13,18 +14,6 @@ HEADER = ("ID", "NAME", "STATE", "ROWS", "FAILED", "SAMPLES/S", "TOK/S", "ETA", 
 def rows_done(counts: dict[str, Any]) -> int:
     """Rows captured over all runs of the batch."""
     return int(counts.get("already_done") or 0) + int(counts.get("done") or 0)
-
-
-def duration(seconds: float | None) -> str:
-    """``1h02m``, ``3m05s``, ``12s`` or ``-``."""
-    if seconds is None:
-        return "-"
-    s = int(seconds)
-    if s >= 3600:
-        return f"{s // 3600}h{s % 3600 // 60:02d}m"
-    if s >= 60:
-        return f"{s // 60}m{s % 60:02d}s"
-    return f"{s}s"
 
 
 def table_row(view: BatchView) -> tuple[str, ...]:
@@ -36,7 +25,7 @@ def table_row(view: BatchView) -> tuple[str, ...]:
     tokens = c.get("tokens_per_s")
     return (r.id, r.name, view.state, rows, str(c.get("failed", 0)),
             "-" if rate is None else f"{rate:.2f}", "-" if tokens is None else f"{tokens:.0f}",
-            duration(c.get("eta_s")) if view.live else "-",
+            duration(c.get("eta_s"), unknown="-") if view.live else "-",
             str(r.pid) if view.live and r.pid else "-")
 
 

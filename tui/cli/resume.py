@@ -12,17 +12,18 @@ from __future__ import annotations
 
 import argparse
 
-from eagle_tui.core.batches.cli_common import (
+from eagle_tui.core.batches.control_client import BatchClient
+from eagle_tui.core.batches.detach import relaunch
+from eagle_tui.core.batches.registry import Registry
+from eagle_tui.core.batches.survey import RESUMABLE_STATES, BatchView
+from eagle_tui.core.errors import WrongState
+from eagle_tui.tui.cli.batch_verbs import (
     EXIT_OK,
-    WrongState,
     add_batch_argument,
+    describe_launch,
     find_view,
     run_verb,
 )
-from eagle_tui.core.batches.control_client import BatchClient
-from eagle_tui.core.batches.detach import describe_launch, relaunch
-from eagle_tui.core.batches.registry import Registry
-from eagle_tui.core.batches.survey import RESUMABLE_STATES, BatchView
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

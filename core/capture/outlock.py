@@ -23,7 +23,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from eagle_tui.core.batches.errors import BatchLocked
+from eagle_tui.core.errors import BatchLocked
 
 LOCK_NAME = ".eagle-tui.lock"
 PROBE_RETRY_S = 1.0  # a probe holds the lock for microseconds; a real holder for hours

@@ -7,8 +7,8 @@ import time
 from typing import Any, TextIO
 
 from eagle_tui.core.health.changes import Change
-from eagle_tui.core.health.fmt import duration
 from eagle_tui.core.health.snapshot import HealthSnapshot
+from eagle_tui.core.text import duration
 
 
 class Output:
