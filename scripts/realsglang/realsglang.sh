@@ -20,7 +20,7 @@
 #   REALSGLANG_PORT   server port           30001
 #   REALSGLANG_LOG    server log            $REALSGLANG_HOME/server.log (pid in LOG.pid)
 #   REALSGLANG_START_TIMEOUT  seconds to wait for readiness (300)
-#   PYTHON            interpreter that creates the venv (python3, 3.10-3.12)
+#   PYTHON            interpreter that creates the venv (python3; tested with 3.11)
 # The random model goes to $REALSGLANG_HOME/model, the script model to
 # $REALSGLANG_HOME/script-model.
 set -euo pipefail
