@@ -93,7 +93,7 @@ CHAT_WORDS = (
 
 DEFAULT_SYSTEM = "You are Kimi, an AI assistant created by Moonshot AI."
 
-# The chat template, in the Kimi-K2.5 layout (see shared/reference/kimi-k2.md). Written as
+# The chat template, in the Kimi-K2.5 layout (ids in core/kimi.py). Written as
 # one line per construct; every tag trims whitespace so only literal output reaches the prompt.
 CHAT_TEMPLATE_LINES = (
     "{#- Tiny stand-in for Kimi-K2.5's chat template (eagle-tui). -#}",

@@ -16,7 +16,7 @@ from eagle_tui.core import kimi
 from eagle_tui.core.errors import ConfigError, TokenizerError
 from eagle_tui.core.tokenizer import LoadedTokenizer, bundled_tokenizer_path, load_tokenizer
 
-# (id, text, special flag) from shared/reference/kimi-k2.md.
+# (id, text, special flag) of Kimi-K2's tokenizer_config.json (core/kimi.py has the ids).
 KIMI_SPECIALS = [
     (163584, "[BOS]", True),
     (163585, "[EOS]", True),

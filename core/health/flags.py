@@ -1,4 +1,4 @@
-"""The flags of one tick, each with the evidence that raised it (DESIGN.md, flags).
+"""The flags of one tick, each with the evidence that raised it (README, Server view).
 
 Every function returns ``(name, evidence)`` pairs; evidence quotes the log line, counts
 the seconds without progress, or names the PID holding the port, so a reader at 2 a.m.

@@ -1,4 +1,4 @@
-"""The phases a server goes through, as the watcher names them (DESIGN.md, "Server health")."""
+"""The phases a server goes through, as the watcher names them."""
 
 from __future__ import annotations
 

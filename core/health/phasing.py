@@ -1,4 +1,4 @@
-"""Decide the phase from the log, the process and ``/health`` (DESIGN.md, phases).
+"""Decide the phase from the log, the process and ``/health`` (see phase.py).
 
 Order of evidence: a process that is gone outranks everything (crashed, or down after a
 SIGTERM); then a fatal log line; then a shutdown line; then ``/health``; then how far the

@@ -1,4 +1,5 @@
-"""The one table of SGLang log patterns (reference: sglang-protocol.md §6, SGLang 0.5.23).
+"""The one table of SGLang log patterns (SGLang 0.5.23; a real log is
+tests/fixtures/realsrv/server_startup.log).
 
 ``RULES`` is tried in order and the first match wins: the ``server_args`` line first (it is
 long and quotes flag names such as ``enable_nccl_nvls``), then the fatal patterns (a line

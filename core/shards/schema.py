@@ -1,4 +1,4 @@
-"""The shard format: one parquet row per generation, plus file metadata (DESIGN.md).
+"""The shard format: one parquet row per generation, plus file metadata (docs/shard-format.md).
 
 Columns (in this order; see :data:`SHARD_SCHEMA`):
 

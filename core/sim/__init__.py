@@ -1,7 +1,7 @@
 """A simulated SGLang 0.5.23 server: the demo's server and every test's server.
 
-It follows shared/reference/sglang-protocol.md, checked against recordings of a
-real server, on every path a capture client uses: the start-up log (with ``\\r``
+It follows SGLang 0.5.23's behaviour, checked against recordings of a real
+server (tests/fixtures/realsrv), on every path a capture client uses: the start-up log (with ``\\r``
 progress bars, per-rank tags) and a closed port until "weights" are loaded,
 ``/health`` 503 then 200, ``/generate`` (single, batch, streaming cumulative or
 incremental, SGLang's three layers of 400s), ``/abort_request``, the info

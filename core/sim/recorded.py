@@ -1,9 +1,9 @@
 """SGLang 0.5.23's resolved server arguments, as recorded from a real server.
 
-Copied from shared/tools/realsrv/samples/get_server_info.json (a CPU run of the
-real server): every key and its order, so ``/server_info`` and the ``server_args=``
-start-up line have SGLang's exact shape. The sim overrides the values it knows
-(paths, ports, parallelism) in ``server_info.py``; this module is data only.
+Taken from ``/get_server_info`` of real SGLang 0.5.23 on a CPU (the setup in
+scripts/realsglang, docs/real-sglang.md): every key and its order, so ``/server_info``
+and the ``server_args=`` start-up line have SGLang's exact shape. The sim overrides the
+values it knows (paths, ports, parallelism) in ``server_info.py``; this module is data only.
 """
 
 from __future__ import annotations

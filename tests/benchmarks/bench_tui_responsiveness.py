@@ -7,7 +7,7 @@ plus the Server view's watcher and log follower. Measures the UI event loop's la
 a 10 ms sleep wakes up: p50, p99, max), the UI thread's CPU share, the dashboard process's
 CPU (UI + batch follower thread) and the worker's. Target: p99 lag <= 50 ms.
 
-    /work/venv/bin/python tests/benchmarks/bench_tui_responsiveness.py [--seconds 20]
+    .venv/bin/python tests/benchmarks/bench_tui_responsiveness.py [--seconds 20]
         [--concurrency 64] [--tokens-per-s 100] [--max-new-tokens 256]
 """
 

@@ -4,7 +4,7 @@ Starts ``python -m tui.dashboard`` on a pseudo-terminal (as a user's shell would
 its output until the view bar has been drawn, then sends ``q``. Repeats and prints the
 median and worst. Transformers must not be imported before the first paint.
 
-    /work/venv/bin/python tests/benchmarks/bench_tui_startup.py [--runs 5]
+    .venv/bin/python tests/benchmarks/bench_tui_startup.py [--runs 5]
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """The capture engine against a real SGLang server (opt-in).
 
-Skipped unless ``EAGLE_REAL_SGLANG_URL`` names a running server, e.g. one started with
-shared/tools/realsrv in ``--mode script``; ``EAGLE_REAL_SGLANG_MODEL`` is its model
-directory (default /work/realsrv/model: tokenizer, vocab 1024, eos 2, <think>=1020,
-</think>=1021). After a prompt ending in "\\n" that model answers exactly
+Skipped unless ``EAGLE_REAL_SGLANG_URL`` names a running server serving the script model of
+scripts/realsglang (``realsglang.sh start script``, see docs/real-sglang.md) and
+``EAGLE_REAL_SGLANG_MODEL`` is that model's directory (tokenizer, vocab 1024, eos 2,
+<think>=1020, </think>=1021). After a prompt ending in "\\n" that model answers exactly
 ``<think>Hmm.</think> Hi!<|im_end|>`` greedily.
 """
 
@@ -24,12 +24,15 @@ from eagle_tui.core.sglang import GenerateRequest, SamplingParams, SGLangClient
 from eagle_tui.core.tokenizer import load_tokenizer
 
 REAL_URL = os.environ.get("EAGLE_REAL_SGLANG_URL")
-MODEL_DIR = Path(os.environ.get("EAGLE_REAL_SGLANG_MODEL", "/work/realsrv/model"))
+MODEL_ENV = os.environ.get("EAGLE_REAL_SGLANG_MODEL")
+MODEL_DIR = Path(MODEL_ENV or ".")
 SCRIPT = [1020, 42, 496, 16, 1021, 435, 75, 3, 2]
 
 pytestmark = [
     pytest.mark.realsglang,
     pytest.mark.skipif(not REAL_URL, reason="set EAGLE_REAL_SGLANG_URL to a real SGLang server"),
+    pytest.mark.skipif(not MODEL_ENV, reason="set EAGLE_REAL_SGLANG_MODEL to the script model's "
+                       "directory (docs/real-sglang.md)"),
 ]
 
 

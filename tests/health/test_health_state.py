@@ -14,7 +14,7 @@ from eagle_tui.core.health.settings import WatchSettings
 from eagle_tui.core.health.snapshot import Outcome
 from eagle_tui.core.proc.report import ChildInfo, GpuDevice, GpuProcess, GpuReport, PortStatus
 
-SAMPLES = Path(__file__).resolve().parents[1] / "fixtures" / "realsrv"  # copied from shared/
+SAMPLES = Path(__file__).resolve().parents[1] / "fixtures" / "realsrv"  # recorded from real SGLang
 REAL_LOG = SAMPLES / "server_startup.log"
 
 
@@ -72,7 +72,7 @@ def test_normal_start_goes_through_every_phase_with_shard_percent_tracking_the_l
 
 def test_recorded_real_log_phase_sequence() -> None:
     if not REAL_LOG.exists():
-        pytest.skip("shared/ samples not present")
+        pytest.skip("recorded samples not present")
     d = Driver()
     d.answer(HealthOutcome.REFUSED)
     for line in REAL_LOG.read_text().splitlines():

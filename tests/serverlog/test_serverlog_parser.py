@@ -11,10 +11,10 @@ from eagle_tui.core.serverlog import events as ev
 from eagle_tui.core.serverlog.parser import parse_line, split_prefix, which_rule
 from eagle_tui.core.serverlog.patterns import RULES
 
-SAMPLES = Path(__file__).resolve().parents[1] / "fixtures" / "realsrv"  # copied from shared/
+SAMPLES = Path(__file__).resolve().parents[1] / "fixtures" / "realsrv"  # recorded from real SGLang
 REAL_LOG = SAMPLES / "server_startup.log"
 OOV_LOG = SAMPLES / "error_out_of_vocab_server_log.txt"
-needs_samples = pytest.mark.skipif(not REAL_LOG.exists(), reason="shared/ samples not present")
+needs_samples = pytest.mark.skipif(not REAL_LOG.exists(), reason="recorded samples not present")
 
 TS = "[2026-11-30 02:28:44]"
 TS_TP = "[2026-11-30 02:28:44 TP3]"

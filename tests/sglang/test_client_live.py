@@ -2,9 +2,10 @@
 
 Each test runs against the simulated server (a separate process) and, when
 ``EAGLE_REAL_SGLANG_URL`` names a running real SGLang server (for example one
-started by shared/tools/realsrv), against that too. ``EAGLE_REAL_SGLANG_VOCAB``
-(default 1024, realsrv's tiny model) and ``EAGLE_REAL_SGLANG_CONTEXT`` (default
-4096) describe that server's model, which its API does not report.
+started by scripts/realsglang, see docs/real-sglang.md), against that too.
+``EAGLE_REAL_SGLANG_VOCAB`` (default 1024, that script's tiny model) and
+``EAGLE_REAL_SGLANG_CONTEXT`` (default 4096) describe that server's model, which its API
+does not report.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ class Peer:
 
 SIM_PROMPT = (kimi.IM_USER, 1200, 1300, 1400, kimi.IM_END, kimi.IM_ASSISTANT, 1500,
               kimi.IM_MIDDLE, kimi.THINK)
-REAL_PROMPT = (1, 936, 201, 958, 954, 2, 201, 1, 300, 85, 927, 201)  # realsrv "Hello world"
+REAL_PROMPT = (1, 936, 201, 958, 954, 2, 201, 1, 300, 85, 927, 201)  # tiny model, "Hello world"
 
 
 @pytest.fixture(params=["sim", "real"])

@@ -1,5 +1,5 @@
-"""The client against canned answers: every row of the protocol reference's error table,
-and every recorded real-SGLang body (tests/fixtures/realsrv, copied from shared/)."""
+"""The client against canned answers: every row of SGLang 0.5.23's error table,
+and every recorded real-SGLang body (tests/fixtures/realsrv)."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def meta(finish: Any, completion_tokens: int, **extra: Any) -> dict[str, Any]:
             "completion_tokens": completion_tokens, **extra}
 
 
-# -- the error table (sglang-protocol.md §4), one row per case -----------------
+# -- SGLang 0.5.23's error table, one row per case ------------------------------
 
 ERROR_ROWS = [
     pytest.param(

@@ -16,7 +16,7 @@ ROOT: Final = Path(__file__).resolve().parents[2]
 MODEL_DIR: Final = ROOT / "core" / "tokenizer" / "assets" / "kimi-k2.5-tiny"
 RECORDINGS: Final = ROOT / "tests" / "fixtures" / "realsrv"
 
-# sglang-protocol.md §6, verbatim (ARGS also accepts the dict form the 0.5.23 recording shows)
+# SGLang 0.5.23's log-line shapes (ARGS also accepts the dict form the 0.5.23 recording shows)
 PREFIX: Final = re.compile(
     r"^\[(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{3})?)"
     r"((?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)\] (.*)$"

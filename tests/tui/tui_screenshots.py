@@ -3,7 +3,7 @@
 Starts the demo (simulated server, capture batch, dashboard) headless and saves, per view,
 an SVG (and a PNG when ``cairosvg`` is installed) for the README:
 
-    /work/venv/bin/python tests/tui/tui_screenshots.py OUT_DIR [--size 120x40]
+    .venv/bin/python tests/tui/tui_screenshots.py OUT_DIR [--size 120x40]
         [--theme eagle-dark]
 """
 
