@@ -1,6 +1,6 @@
 """Time to first paint of the dashboard (target: <= 1.5 s on the project machine).
 
-Starts ``python -m tui.dashboard`` on a pseudo-terminal (as a user's shell would), reads
+Starts ``python -m eagle_tui.tui.dashboard`` on a pseudo-terminal (as a user's shell would), reads
 its output until the view bar has been drawn, then sends ``q``. Repeats and prints the
 median and worst. Transformers must not be imported before the first paint.
 
