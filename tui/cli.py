@@ -26,7 +26,7 @@ VERBS: dict[str, tuple[str, str]] = {
         "eagle_tui.core.status_cli",
         "one JSON snapshot of every known server and batch (scripts)",
     ),
-    "sim": ("eagle_tui.core.sim.cli", "run the simulated SGLang server (for demos and tests)"),
+    "sim": ("eagle_tui.core.sim.args", "run the simulated SGLang server (for demos and tests)"),
     "capture": (
         "eagle_tui.core.capture.cli",
         "capture exact-token training rows from SGLang servers",

@@ -39,7 +39,7 @@ class FaultRates:
 
 @dataclass(frozen=True)
 class SimConfig:
-    """The resolved command line of ``python -m core.sim``."""
+    """The resolved command line of ``python -m eagle_tui.core.sim``."""
 
     model_dir: Path
     model_path: str  # as the user spelled it: SGLang reports the path it was given

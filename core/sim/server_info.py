@@ -11,9 +11,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from eagle_tui.core.sim.capacity import CHUNKED_PREFILL_SIZE, MAX_PREFILL_TOKENS, Capacity
 from eagle_tui.core.sim.config import SimConfig
-from eagle_tui.core.sim.modeldir import ModelDir
+from eagle_tui.core.sim.engine.capacity import CHUNKED_PREFILL_SIZE, MAX_PREFILL_TOKENS, Capacity
+from eagle_tui.core.sim.model.modeldir import ModelDir
 from eagle_tui.core.sim.recorded import (
     RECORDED_HICACHE_LAYOUT,
     RECORDED_MODEL_EMBEDDING,

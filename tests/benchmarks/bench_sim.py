@@ -1,6 +1,6 @@
 """How fast is the simulated SGLang server in its fastest mode? (A script, not a test.)
 
-Starts ``python -m core.sim --time-scale 0 --tokens-per-s 0 --ttft 0`` and measures,
+Starts ``python -m eagle_tui.core.sim --time-scale 0 --tokens-per-s 0 --ttft 0`` and measures,
 for 1, 16 and 64 concurrent clients, requests/s of short non-streaming generations
 (32 output tokens) and of a trivial route of the same server (``GET /v1/models``),
 the baseline of what the HTTP stack itself allows. Prints both and their ratio.

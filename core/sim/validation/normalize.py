@@ -14,9 +14,9 @@ from collections.abc import Container
 from dataclasses import dataclass
 from typing import Any, Final
 
-from eagle_tui.core.sim.modeldir import ModelDir
-from eagle_tui.core.sim.rejections import InputRejected
-from eagle_tui.core.sim.request import GenerateItem, LogprobSpec, SamplingSpec
+from eagle_tui.core.sim.engine.request import GenerateItem, LogprobSpec, SamplingSpec
+from eagle_tui.core.sim.model.modeldir import ModelDir
+from eagle_tui.core.sim.validation.rejections import InputRejected
 
 DEFAULT_MAX_NEW_TOKENS: Final = 128
 TOP_K_ALL: Final = 1 << 30

@@ -16,10 +16,10 @@ from array import array
 from collections.abc import Iterator, Sequence
 from typing import Final
 
-from eagle_tui.core.sim.modeldir import ModelDir
-from eagle_tui.core.sim.prompt_shape import PromptShape, read_prompt
-from eagle_tui.core.sim.tool_calls import call_arguments, declared_tools
-from eagle_tui.core.sim.words import ANSWER_WORDS, REASONING_WORDS
+from eagle_tui.core.sim.model.modeldir import ModelDir
+from eagle_tui.core.sim.model.prompt_shape import PromptShape, read_prompt
+from eagle_tui.core.sim.model.tool_calls import call_arguments, declared_tools
+from eagle_tui.core.sim.model.words import ANSWER_WORDS, REASONING_WORDS
 
 RUNAWAY_ONE_IN: Final = 12  # this share of outputs never ends on its own (finish: length)
 _GREEDY_EPS: Final = 1e-6  # SGLang treats temperature below this as greedy

@@ -15,11 +15,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from eagle_tui.core.sim import routes_admin, routes_info
-from eagle_tui.core.sim.connection import TransportCapture
 from eagle_tui.core.sim.context import SimContext
-from eagle_tui.core.sim.routes_generate import generate
-from eagle_tui.core.sim.warmup import warm_up
+from eagle_tui.core.sim.http import admin, info
+from eagle_tui.core.sim.http.connection import TransportCapture
+from eagle_tui.core.sim.http.generate import generate
+from eagle_tui.core.sim.lifecycle.warmup import warm_up
 
 # SGLang's API-key middleware lets these through without a key (probes and scrapers).
 OPEN_PREFIXES: Final = ("/health", "/ready", "/metrics", "/sim/")
@@ -29,24 +29,24 @@ def build_app(ctx: SimContext) -> ASGIApp:
     """The ASGI app serving ``ctx``."""
     routes = [
         Route("/generate", generate, methods=["POST", "PUT"]),
-        Route("/health", routes_info.health),
-        Route("/health_generate", routes_info.health),
-        Route("/ready", routes_info.ready),
-        Route("/ping", routes_info.ready),
-        Route("/model_info", routes_info.get_model_info),
-        Route("/get_model_info", routes_info.get_model_info),
-        Route("/server_info", routes_info.get_server_info),
-        Route("/get_server_info", routes_info.get_server_info),
-        Route("/v1/models", routes_info.list_models),
-        Route("/flush_cache", routes_info.flush_cache, methods=["GET", "POST"]),
-        Route("/freeze_gc", routes_info.freeze_gc, methods=["GET", "POST"]),
-        Route("/abort_request", routes_admin.abort_request, methods=["POST", "PUT"]),
-        Route("/sim/faults", routes_admin.sim_faults, methods=["GET", "POST"]),
-        Route("/sim/crash", routes_admin.sim_crash, methods=["POST"]),
-        Route("/sim/state", routes_admin.sim_state),
+        Route("/health", info.health),
+        Route("/health_generate", info.health),
+        Route("/ready", info.ready),
+        Route("/ping", info.ready),
+        Route("/model_info", info.get_model_info),
+        Route("/get_model_info", info.get_model_info),
+        Route("/server_info", info.get_server_info),
+        Route("/get_server_info", info.get_server_info),
+        Route("/v1/models", info.list_models),
+        Route("/flush_cache", info.flush_cache, methods=["GET", "POST"]),
+        Route("/freeze_gc", info.freeze_gc, methods=["GET", "POST"]),
+        Route("/abort_request", admin.abort_request, methods=["POST", "PUT"]),
+        Route("/sim/faults", admin.sim_faults, methods=["GET", "POST"]),
+        Route("/sim/crash", admin.sim_crash, methods=["POST"]),
+        Route("/sim/state", admin.sim_state),
     ]
     if ctx.config.enable_metrics:
-        routes.append(Route("/metrics", routes_info.metrics))
+        routes.append(Route("/metrics", info.metrics))
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:

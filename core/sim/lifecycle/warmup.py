@@ -12,10 +12,10 @@ import asyncio
 import time
 from typing import Final
 
-from eagle_tui.core.sim import startup_faults
 from eagle_tui.core.sim.context import SimContext
-from eagle_tui.core.sim.death import kill_process_tree
-from eagle_tui.core.sim.selfclient import request_status
+from eagle_tui.core.sim.lifecycle import startup_faults
+from eagle_tui.core.sim.lifecycle.death import kill_process_tree
+from eagle_tui.core.sim.lifecycle.selfclient import request_status
 
 WARMUP_BODY: Final = {"text": "The capital city of France is",
                       "sampling_params": {"temperature": 0, "max_new_tokens": 8}}

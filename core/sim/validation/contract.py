@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
-from eagle_tui.core.sim.rejections import ContractRejected
+from eagle_tui.core.sim.validation.rejections import ContractRejected
 
 SAMPLING_FIELDS: Final = (
     "max_new_tokens", "stop", "stop_token_ids", "stop_regex", "temperature", "top_p", "top_k",

@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from eagle_tui.core.sim.context import sim_context
-from eagle_tui.core.sim.metrics import CONTENT_TYPE, render_metrics
+from eagle_tui.core.sim.http.metrics import CONTENT_TYPE, render_metrics
 from eagle_tui.core.sim.server_info import model_info, models_list, server_info
 
 HEALTH_CHECK_TIMEOUT: Final = 20.0  # SGLANG_HEALTH_CHECK_TIMEOUT: a dead scheduler never answers

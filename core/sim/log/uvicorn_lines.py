@@ -11,7 +11,7 @@ import logging
 
 from uvicorn.logging import AccessFormatter, DefaultFormatter
 
-from eagle_tui.core.sim.logsink import SimLog
+from eagle_tui.core.sim.log.sink import SimLog
 
 DATE_FORMAT = "%Y-%m-%d %H:%M:%S"
 

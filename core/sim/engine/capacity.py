@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from eagle_tui.core.sim.config import SimConfig
-from eagle_tui.core.sim.modeldir import ModelDir
+from eagle_tui.core.sim.model.modeldir import ModelDir
 
 CHUNKED_PREFILL_SIZE = 8192
 MAX_PREFILL_TOKENS = 16384

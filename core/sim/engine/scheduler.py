@@ -17,20 +17,20 @@ from collections import deque
 from collections.abc import Callable
 from typing import Final
 
-from eagle_tui.core.sim.batchlog import DECODE_LOG_INTERVAL, decode_line, prefill_line
-from eagle_tui.core.sim.detok import output_text
-from eagle_tui.core.sim.logsink import SimLog
-from eagle_tui.core.sim.model import FakeModel, plan_seed
-from eagle_tui.core.sim.modeldir import ModelDir
-from eagle_tui.core.sim.prefix_cache import PrefixCache
-from eagle_tui.core.sim.request import (
+from eagle_tui.core.sim.engine.prefix_cache import PrefixCache
+from eagle_tui.core.sim.engine.request import (
     WAITING_ABORT,
     SimRequest,
     abort_finish,
     length_finish,
     stop_finish,
 )
-from eagle_tui.core.sim.stats import Stats
+from eagle_tui.core.sim.engine.stats import Stats
+from eagle_tui.core.sim.log.batchlog import DECODE_LOG_INTERVAL, decode_line, prefill_line
+from eagle_tui.core.sim.log.sink import SimLog
+from eagle_tui.core.sim.model.detok import output_text
+from eagle_tui.core.sim.model.fake_model import FakeModel, plan_seed
+from eagle_tui.core.sim.model.modeldir import ModelDir
 
 MAX_BURST: Final = 4096  # tokens per step in fast mode: keeps the event loop responsive
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 import asyncio
 from typing import Final, NoReturn
 
-from eagle_tui.core.sim import tracebacks
 from eagle_tui.core.sim.config import SimConfig
-from eagle_tui.core.sim.death import exit_now, kill_process_tree, sigquit_during_launch
-from eagle_tui.core.sim.logsink import SimLog
+from eagle_tui.core.sim.lifecycle import tracebacks
+from eagle_tui.core.sim.lifecycle.death import exit_now, kill_process_tree, sigquit_during_launch
+from eagle_tui.core.sim.log.sink import SimLog
 
 FATAL_PHASE: Final = {
     "nccl": "launching",

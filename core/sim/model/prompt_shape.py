@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from eagle_tui.core.sim.modeldir import ModelDir
+from eagle_tui.core.sim.model.modeldir import ModelDir
 
 _ROLE_SCAN = 8  # a role name is a couple of tokens; stop looking after this many
 

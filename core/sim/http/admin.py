@@ -14,8 +14,8 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from eagle_tui.core.sim.connection import DroppedConnection
 from eagle_tui.core.sim.context import sim_context
+from eagle_tui.core.sim.http.connection import DroppedConnection
 
 
 async def abort_request(request: Request) -> Response:

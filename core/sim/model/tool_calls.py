@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from eagle_tui.core.sim.words import ARGUMENT_WORDS
+from eagle_tui.core.sim.model.words import ARGUMENT_WORDS
 
 FALLBACK_TOOL = "get_weather"
 _TS_TYPE = re.compile(r"type\s+([A-Za-z_][\w.]*)\s*=\s*\(")

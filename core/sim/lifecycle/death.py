@@ -13,7 +13,7 @@ import os
 import signal
 from typing import NoReturn
 
-from eagle_tui.core.sim.logsink import SimLog
+from eagle_tui.core.sim.log.sink import SimLog
 
 
 def kill_process_tree(log: SimLog) -> NoReturn:

@@ -14,14 +14,14 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Final
 
-from eagle_tui.core.sim import startup_faults
-from eagle_tui.core.sim.capacity import CHUNKED_PREFILL_SIZE, MAX_PREFILL_TOKENS, Capacity
 from eagle_tui.core.sim.config import SimConfig
-from eagle_tui.core.sim.logsink import SimLog
-from eagle_tui.core.sim.modeldir import ModelDir
-from eagle_tui.core.sim.progress import shard_bar, tqdm_bar
+from eagle_tui.core.sim.engine.capacity import CHUNKED_PREFILL_SIZE, MAX_PREFILL_TOKENS, Capacity
+from eagle_tui.core.sim.lifecycle import startup_faults
+from eagle_tui.core.sim.lifecycle.state import ServerState
+from eagle_tui.core.sim.log.progress import shard_bar, tqdm_bar
+from eagle_tui.core.sim.log.sink import SimLog
+from eagle_tui.core.sim.model.modeldir import ModelDir
 from eagle_tui.core.sim.server_info import server_args
-from eagle_tui.core.sim.state import ServerState
 
 SHARDS: Final = 64
 AVAIL_BEFORE_WEIGHTS: Final = 139.12  # GB per GPU (an H200) before anything is loaded

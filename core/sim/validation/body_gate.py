@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable
 from typing import Any, Final
 
-from eagle_tui.core.sim.rejections import BodyRejected
+from eagle_tui.core.sim.validation.rejections import BodyRejected
 
 Check = Callable[[Any], dict[str, Any] | None]  # None: valid; else {"type", "msg", ["at"]}
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from eagle_tui.core.sim.context import SimContext
-from eagle_tui.core.sim.stats import Histogram
+from eagle_tui.core.sim.engine.stats import Histogram
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 

@@ -1,4 +1,4 @@
-"""Command line of the simulated SGLang server (``python -m core.sim``, ``eagle-tui sim``).
+"""Command line of the simulated SGLang server (``python -m eagle_tui.core.sim``, ``eagle-tui sim``).
 
 The flags mirror ``sglang.launch_server`` where SGLang has them (``--model-path``,
 ``--port``, ``--tp-size``, ``--api-key`` ...); the rest shape the simulation:
@@ -27,15 +27,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the server described by ``args``; returns the process exit code."""
-    from eagle_tui.core.sim.main import serve  # deferred: --help stays instant
+    from eagle_tui.core.sim.serve import serve  # deferred: --help stays instant
 
     return serve(config_from_args(args))
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Parse ``argv`` and run (the ``python -m core.sim`` entry point)."""
+    """Parse ``argv`` and run (the ``python -m eagle_tui.core.sim`` entry point)."""
     parser = argparse.ArgumentParser(
-        prog="python -m core.sim", description="Simulated SGLang 0.5.23 server."
+        prog="python -m eagle_tui.core.sim", description="Simulated SGLang 0.5.23 server."
     )
     add_arguments(parser)
     return run(parser.parse_args(argv))

@@ -16,16 +16,16 @@ from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from eagle_tui.core.sim.body_gate import parse_body
-from eagle_tui.core.sim.connection import DroppedConnection, wait_for_disconnect
 from eagle_tui.core.sim.context import SimContext, sim_context
-from eagle_tui.core.sim.contract import check_contract
-from eagle_tui.core.sim.normalize import GenerateCall, normalize
-from eagle_tui.core.sim.payload import ChunkView, response_object
-from eagle_tui.core.sim.rejections import BodyRejected, ContractRejected, InputRejected
-from eagle_tui.core.sim.request import SimRequest, abort_finish
-from eagle_tui.core.sim.runtime_faults import Fault
-from eagle_tui.core.sim.sse import DONE, sse_event, stream_events
+from eagle_tui.core.sim.engine.request import SimRequest, abort_finish
+from eagle_tui.core.sim.http.connection import DroppedConnection, wait_for_disconnect
+from eagle_tui.core.sim.http.payload import ChunkView, response_object
+from eagle_tui.core.sim.http.sse import DONE, sse_event, stream_events
+from eagle_tui.core.sim.lifecycle.runtime_faults import Fault
+from eagle_tui.core.sim.validation.body_gate import parse_body
+from eagle_tui.core.sim.validation.contract import check_contract
+from eagle_tui.core.sim.validation.normalize import GenerateCall, normalize
+from eagle_tui.core.sim.validation.rejections import BodyRejected, ContractRejected, InputRejected
 
 SSE_MEDIA_TYPE = "text/event-stream"
 _ERROR_MESSAGES = {503: "The request queue is full.",
