@@ -1,4 +1,5 @@
-"""Command line of the simulated SGLang server (``python -m eagle_tui.core.sim``, ``eagle-tui sim``).
+"""The simulated SGLang server's own command line: ``python -m eagle_tui.core.sim`` and
+``eagle-tui sim`` (which imports ``add_arguments`` and ``run`` from here).
 
 The flags mirror ``sglang.launch_server`` where SGLang has them (``--model-path``,
 ``--port``, ``--tp-size``, ``--api-key`` ...); the rest shape the simulation:

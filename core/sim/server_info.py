@@ -1,6 +1,6 @@
 """The info endpoints' bodies and the ``server_args=`` start-up line.
 
-Shapes come from the recording (``recorded.py``): every key in SGLang's order,
+Shapes come from the recording (``recorded``, read from ``assets/``): every key in SGLang's order,
 with the values this sim knows put in place (paths, port, parallelism, limits).
 Secrets are never echoed: ``api_key`` reads null, as SGLang's own dump does not
 help anyone either.
