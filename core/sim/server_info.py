@@ -12,7 +12,15 @@ import time
 from typing import Any
 
 from eagle_tui.core.sim.config import SimConfig
-from eagle_tui.core.sim.engine.capacity import CHUNKED_PREFILL_SIZE, MAX_PREFILL_TOKENS, Capacity
+from eagle_tui.core.sim.engine.capacity import (
+    AVAIL_BEFORE_WEIGHTS,
+    CHUNKED_PREFILL_SIZE,
+    GRAPH_GB,
+    KV_GB,
+    MAX_PREFILL_TOKENS,
+    WEIGHT_GB,
+    Capacity,
+)
 from eagle_tui.core.sim.model.modeldir import ModelDir
 from eagle_tui.core.sim.recorded import (
     RECORDED_HICACHE_LAYOUT,
@@ -83,13 +91,13 @@ def server_info(config: SimConfig, capacity: Capacity, *, ready: bool,
         "effective_max_running_requests_per_dp": capacity.max_running_requests,
         "last_gen_throughput": gen_throughput,
         "memory_usage": {
-            "weight": 72.87, "kvcache": 61.25, "startup_available": 139.12,
+            "weight": WEIGHT_GB, "kvcache": KV_GB, "startup_available": AVAIL_BEFORE_WEIGHTS,
             "token_capacity": capacity.max_total_num_tokens, "token_capacity_swa": None,
-            "graph": {"prefill": 0.0, "decode": 1.21, "target_verify": 0.0,
+            "graph": {"prefill": 0.0, "decode": GRAPH_GB, "target_verify": 0.0,
                       "draft_prefill": 0.0, "draft_decode": 0.0, "draft_extend": 0.0},
         },
         "decode_cuda_graph_bs": list(capacity.capture_bs),
-        "decode_cuda_graph_memory_gb": 1.21,
+        "decode_cuda_graph_memory_gb": GRAPH_GB,
     })
     return {
         **args,

@@ -10,6 +10,12 @@ from eagle_tui.core.sim.model.modeldir import ModelDir
 CHUNKED_PREFILL_SIZE = 8192
 MAX_PREFILL_TOKENS = 16384
 
+# GPU memory per rank, in GB, as the start-up log and /server_info report it (an H200).
+AVAIL_BEFORE_WEIGHTS = 139.12  # before anything is loaded
+WEIGHT_GB = 72.87
+KV_GB = 61.25
+GRAPH_GB = 1.21
+
 
 @dataclass(frozen=True)
 class Capacity:

@@ -15,7 +15,15 @@ from collections.abc import Awaitable, Callable
 from typing import Final
 
 from eagle_tui.core.sim.config import SimConfig
-from eagle_tui.core.sim.engine.capacity import CHUNKED_PREFILL_SIZE, MAX_PREFILL_TOKENS, Capacity
+from eagle_tui.core.sim.engine.capacity import (
+    AVAIL_BEFORE_WEIGHTS,
+    CHUNKED_PREFILL_SIZE,
+    GRAPH_GB,
+    KV_GB,
+    MAX_PREFILL_TOKENS,
+    WEIGHT_GB,
+    Capacity,
+)
 from eagle_tui.core.sim.lifecycle import startup_faults
 from eagle_tui.core.sim.lifecycle.state import ServerState
 from eagle_tui.core.sim.log.progress import shard_bar, tqdm_bar
@@ -24,10 +32,6 @@ from eagle_tui.core.sim.model.modeldir import ModelDir
 from eagle_tui.core.sim.server_info import server_args
 
 SHARDS: Final = 64
-AVAIL_BEFORE_WEIGHTS: Final = 139.12  # GB per GPU (an H200) before anything is loaded
-WEIGHT_GB: Final = 72.87
-KV_GB: Final = 61.25
-GRAPH_GB: Final = 1.21
 
 
 class Startup:

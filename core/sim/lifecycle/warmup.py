@@ -4,18 +4,22 @@ Like SGLang's warm-up thread: wait, poll the server's own ``/model_info`` until 
 answers, send one small ``/generate`` and ``/freeze_gc`` to itself, then mark the
 server ready (``/health`` turns 200) and print the "fired up" line. Until then
 ``/health`` answers 503 while ``/model_info`` and ``/v1/models`` already answer 200.
+
+The three loopback calls only need status codes: a few lines on asyncio streams
+(``request_status``) spare every sim process the import of a full HTTP client
+(httpx pulls in a lot at import time, and tests start many sims).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
-from typing import Final
+from typing import Any, Final
 
 from eagle_tui.core.sim.context import SimContext
 from eagle_tui.core.sim.lifecycle import startup_faults
 from eagle_tui.core.sim.lifecycle.death import kill_process_tree
-from eagle_tui.core.sim.lifecycle.selfclient import request_status
 
 WARMUP_BODY: Final = {"text": "The capital city of France is",
                       "sampling_params": {"temperature": 0, "max_new_tokens": 8}}
@@ -54,3 +58,24 @@ async def _poll_model_info(host: str, port: int, headers: dict[str, str]) -> Non
         except OSError:  # not listening yet
             pass
         await asyncio.sleep(_RETRY_DELAY)
+
+
+async def request_status(host: str, port: int, method: str, path: str,
+                         body: Any = None, headers: dict[str, str] | None = None) -> int:
+    """Send one request (``Connection: close``) and return the response's status code."""
+    payload = b"" if body is None else json.dumps(body).encode()
+    lines = [f"{method} {path} HTTP/1.1", f"Host: {host}:{port}", "Connection: close",
+             f"Content-Length: {len(payload)}", "Content-Type: application/json",
+             *(f"{name}: {value}" for name, value in (headers or {}).items())]
+    reader, writer = await asyncio.open_connection(host, port)
+    try:
+        writer.write("\r\n".join(lines).encode() + b"\r\n\r\n" + payload)
+        await writer.drain()
+        status_line = await reader.readline()
+        await reader.read()  # drain until the server closes the connection
+    finally:
+        writer.close()
+    parts = status_line.split()
+    if len(parts) < 2 or not parts[1].isdigit():
+        raise ConnectionError(f"bad status line from {host}:{port}{path}: {status_line!r}")
+    return int(parts[1])

@@ -19,10 +19,37 @@ from typing import Final
 from eagle_tui.core.sim.model.modeldir import ModelDir
 from eagle_tui.core.sim.model.prompt_shape import PromptShape, read_prompt
 from eagle_tui.core.sim.model.tool_calls import call_arguments, declared_tools
-from eagle_tui.core.sim.model.words import ANSWER_WORDS, REASONING_WORDS
 
 RUNAWAY_ONE_IN: Final = 12  # this share of outputs never ends on its own (finish: length)
 _GREEDY_EPS: Final = 1e-6  # SGLang treats temperature below this as greedy
+
+
+# The vocabulary: plain English, so planned ids decode to readable text.
+def _word_list(text: str) -> tuple[str, ...]:
+    return tuple(text.split())
+
+
+REASONING_WORDS: Final = _word_list(
+    """
+    let me think about this carefully the user wants to know how we should approach
+    first consider what is being asked and which parts matter most then check each
+    step so the answer stays correct maybe there is a simpler way to see it since the
+    question mentions a few details I need to keep track of them also remember that
+    edge cases could change the result so verify the assumptions before answering
+    actually wait that does not quite work because the numbers do not add up let me
+    try again from the start okay now it looks consistent with the constraints
+    """
+)
+
+ANSWER_WORDS: Final = _word_list(
+    """
+    here is a short answer to your question the main idea is simple you can start
+    with the first step and then continue until the result is ready in practice this
+    works well for most cases but keep an eye on the details that matter for your
+    setup if anything is unclear feel free to ask again and I will explain it in more
+    depth with an example that shows each part of the process
+    """
+)
 
 
 def plan_seed(prompt: Sequence[int], temperature: float, top_p: float, top_k: int,

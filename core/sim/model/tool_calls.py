@@ -11,11 +11,13 @@ import json
 import random
 import re
 from dataclasses import dataclass
-from typing import Any
-
-from eagle_tui.core.sim.model.words import ARGUMENT_WORDS
+from typing import Any, Final
 
 FALLBACK_TOOL = "get_weather"
+ARGUMENT_WORDS: Final = (  # argument values of the calls
+    "Paris", "Berlin", "Tokyo", "latest news", "weather", "report", "42", "python", "summary",
+    "today",
+)
 _TS_TYPE = re.compile(r"type\s+([A-Za-z_][\w.]*)\s*=\s*\(")
 _TS_PARAM = re.compile(r"^\s*([A-Za-z_]\w*)\??\s*:", re.MULTILINE)
 _JSON_NAME = re.compile(r'"name"\s*:\s*"([^"]+)"')
