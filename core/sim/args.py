@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from eagle_tui.core.sim.config import FATAL_KINDS, PHASES, FaultRates, SimConfig
+from eagle_tui.core.sim.config import FATAL_KINDS, LOG_DIALECTS, PHASES, FaultRates, SimConfig
 
 BUNDLED_MODEL_DIR = (
     Path(__file__).resolve().parent.parent / "tokenizer" / "assets" / "kimi-k2.5-tiny"
@@ -70,6 +70,7 @@ def config_from_args(args: argparse.Namespace) -> SimConfig:
         fatal=args.fatal,
         faults=FaultRates(args.error_rate, args.reset_rate, args.garbage_rate),
         fault_seed=args.fault_seed,
+        log_dialect=args.log_dialect,
     )
 
 
@@ -83,6 +84,11 @@ def _add_server_flags(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--served-model-name", default=None)
     parser.add_argument("--log-file", default=None, help="write the log here (default: stdout)")
+    parser.add_argument(
+        "--log-dialect", choices=LOG_DIALECTS, default=LOG_DIALECTS[0],
+        help="print the log lines of this SGLang version (0.5: 0.5.23; 0.4: 0.4.2); "
+        "behaviour is the same in every dialect",
+    )
     parser.add_argument(
         "--context-length", type=_positive_int, default=None,
         help="default: max_position_embeddings from config.json, else 131072",

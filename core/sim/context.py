@@ -61,13 +61,14 @@ class SimContext:
     def crash(self, traceback_text: str, *, pause: float | None = None) -> None:
         """A scheduler crash: stop serving, log it like SGLang, then kill the process.
 
-        ``pause`` is SGLang's 5 s crash-diagnostics wait (time-scaled by default).
+        ``pause`` defaults to the dialect's crash-diagnostics wait, time-scaled.
         """
         if self.state.crashed:
             return
         self.state.crashed = True
         self.scheduler.halt()
-        wait = self.config.scaled(5.0) if pause is None else pause
+        sglang_pause = self.log.dialect.runtime_crash().pause
+        wait = self.config.scaled(sglang_pause) if pause is None else pause
         self.spawn(scheduler_crash(self.log, traceback_text, wait))
 
     async def run_scheduler(self) -> None:

@@ -23,6 +23,7 @@ from eagle_tui.core.sim.lifecycle.runtime_faults import FaultInjector
 from eagle_tui.core.sim.lifecycle.shutdown import die_by_signal, install_signal_handlers
 from eagle_tui.core.sim.lifecycle.startup import Startup
 from eagle_tui.core.sim.lifecycle.state import ServerState
+from eagle_tui.core.sim.log.dialect import dialect_named
 from eagle_tui.core.sim.log.sink import SimLog
 from eagle_tui.core.sim.log.uvicorn_lines import route_uvicorn_logs
 from eagle_tui.core.sim.model.modeldir import ModelDir, load_model_dir
@@ -36,7 +37,7 @@ def serve(config: SimConfig) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     with _log_stream(config) as stream:
-        log = SimLog(stream, config.tp_size)
+        log = SimLog(stream, config.tp_size, dialect_named(config.log_dialect))
         return asyncio.run(_serve(config, log, model_dir))
 
 

@@ -9,7 +9,8 @@ help anyone either.
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Final
 
 from eagle_tui.core.sim.config import SimConfig
 from eagle_tui.core.sim.engine.capacity import (
@@ -36,36 +37,45 @@ def served_name(config: SimConfig) -> str:
     return config.served_model_name or config.model_path
 
 
-def server_args(config: SimConfig, capacity: Capacity) -> dict[str, Any]:
-    """The resolved server arguments, recorded key order, this run's values."""
-    overrides: dict[str, Any] = {
+# The 0.5.23 recording is a CPU run; a GPU deployment resolves these differently.
+_GPU_VALUES: Final[dict[str, Any]] = {
+    "dtype": "auto",
+    "mem_fraction_static": 0.88,
+    "disable_overlap_schedule": False,
+    "device": "cuda",
+    "sleep_on_idle": False,
+    "attention_backend": "fa3",
+    "sampling_backend": "flashinfer",
+}
+
+GPU_SERVER_ARGS: Final[dict[str, Any]] = {
+    key: _GPU_VALUES.get(key, value) for key, value in RECORDED_SERVER_ARGS.items()
+}
+"""SGLang 0.5.23's recorded server arguments as a GPU deployment resolves them."""
+
+
+def server_args(config: SimConfig, capacity: Capacity,
+                recorded: Mapping[str, Any] = GPU_SERVER_ARGS) -> dict[str, Any]:
+    """``recorded`` server arguments (their keys, in their order) with this run's values."""
+    run_values: dict[str, Any] = {
         "model_path": config.model_path,
         "tokenizer_path": config.model_path,
         "trust_remote_code": True,
         "context_length": config.context_length,
-        "dtype": "auto",
-        "mem_fraction_static": 0.88,
         "max_running_requests": config.max_running_requests,
         "max_total_tokens": None,
         "chunked_prefill_size": CHUNKED_PREFILL_SIZE,
         "max_prefill_tokens": MAX_PREFILL_TOKENS,
-        "disable_overlap_schedule": False,
         "tp_size": config.tp_size,
-        "device": "cuda",
         "random_seed": 1000 + config.port,
-        "sleep_on_idle": False,
         "host": config.host,
         "port": config.port,
         "api_key": None,
         "served_model_name": served_name(config),
         "incremental_streaming_output": config.incremental_streaming_output,
         "enable_metrics": config.enable_metrics,
-        "attention_backend": "fa3",
-        "sampling_backend": "flashinfer",
     }
-    args = dict(RECORDED_SERVER_ARGS)
-    args.update({key: value for key, value in overrides.items() if key in args})
-    return args
+    return {key: run_values.get(key, value) for key, value in recorded.items()}
 
 
 def launch_command(config: SimConfig) -> str:

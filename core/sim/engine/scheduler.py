@@ -26,7 +26,7 @@ from eagle_tui.core.sim.engine.request import (
     stop_finish,
 )
 from eagle_tui.core.sim.engine.stats import Stats
-from eagle_tui.core.sim.log.batchlog import DECODE_LOG_INTERVAL, decode_line, prefill_line
+from eagle_tui.core.sim.log.dialect import DecodeStats, PrefillStats
 from eagle_tui.core.sim.log.sink import SimLog
 from eagle_tui.core.sim.model.detok import output_text
 from eagle_tui.core.sim.model.fake_model import FakeModel, plan_seed
@@ -194,7 +194,7 @@ class Scheduler:
             if request.streaming:  # a finish wakes every waiter; tokens only streamers
                 request.notify.set()
         self._decode_steps += 1
-        if self._decode_steps % DECODE_LOG_INTERVAL == 0:
+        if self._decode_steps % self._log.dialect.decode_log_interval == 0:
             self._log_decode()
 
     def _emit(self, request: SimRequest) -> bool:
@@ -270,18 +270,19 @@ class Scheduler:
         new_tokens = sum(len(r.item.input_ids) - r.cached_tokens for r in admitted)
         elapsed = max(now - self._last_prefill_log, 1e-3)
         self._last_prefill_log = now
-        self._log.rank(0, prefill_line(
+        self._log.rank(0, self._log.dialect.prefill_line(PrefillStats(
             new_seq=len(admitted), new_tokens=new_tokens,
             cached_tokens=sum(r.cached_tokens for r in admitted),
-            token_usage=self.token_usage, running=len(self._running) - len(admitted),
-            queued=len(self._waiting), input_throughput=new_tokens / elapsed,
-        ))
+            cache_hit_rate=self._stats.cache_hit_rate, token_usage=self.token_usage,
+            running=len(self._running) - len(admitted), queued=len(self._waiting),
+            input_throughput=new_tokens / elapsed,
+        )))
 
     def _log_decode(self) -> None:
-        self._log.rank(0, decode_line(
+        self._log.rank(0, self._log.dialect.decode_line(DecodeStats(
             running=len(self._running), tokens=self.kv_tokens, token_usage=self.token_usage,
             throughput=self._stats.close_window(), queued=len(self._waiting),
-        ))
+        )))
 
     def _too_long_message(self, request: SimRequest) -> str:
         return (

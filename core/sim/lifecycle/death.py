@@ -1,9 +1,9 @@
-"""How the simulated server dies, each way as SGLang does.
+"""How the simulated server dies, each way as SGLang does (in the log's dialect).
 
 SGLang ends a failed server with ``kill_process_tree(include_parent=True)``,
 which SIGKILLs the whole tree, itself included: in-flight connections simply
 drop. A scheduler crash at run time first logs the traceback, then the main
-process's SIGQUIT handler, a 5 s pause for crash diagnostics, and the kill.
+process's SIGQUIT handler (0.5: and a 5 s pause for crash diagnostics), then the kill.
 """
 
 from __future__ import annotations
@@ -13,13 +13,16 @@ import os
 import signal
 from typing import NoReturn
 
+from eagle_tui.core.sim.log.dialect import LaunchDeath
 from eagle_tui.core.sim.log.sink import SimLog
 
 
 def kill_process_tree(log: SimLog) -> NoReturn:
-    """Log SGLang's last line and SIGKILL this process (exit status -9)."""
+    """Log SGLang's last line (where its version logs one) and SIGKILL this process (-9)."""
     pid = os.getpid()
-    log.main(f"kill_process_tree called: parent_pid={pid}, include_parent=True, pid={pid}")
+    line = log.dialect.kill_tree_line(pid)
+    if line is not None:
+        log.main(line)
     os.kill(pid, signal.SIGKILL)
     os._exit(137)  # not reached: SIGKILL cannot be caught
 
@@ -29,19 +32,34 @@ def exit_now(code: int) -> NoReturn:
     os._exit(code)
 
 
-def sigquit_during_launch(log: SimLog, rank: int, exit_code: int) -> NoReturn:
-    """A scheduler rank died before the server was up: the launcher's reaction."""
-    log.main("Received sigquit from a child process. It usually means the child failed.")
-    log.main(f"Rank {rank} scheduler died during initialization (exit code: {exit_code})")
-    kill_process_tree(log)
+def rank_failed_during_launch(log: SimLog, rank: int, exit_code: int) -> NoReturn:
+    """A scheduler rank raised before the server was up: the launcher's reaction."""
+    _launcher_reacts(log, log.dialect.child_failed(rank, exit_code))
+
+
+def rank_killed_during_launch(log: SimLog, rank: int, exit_code: int) -> NoReturn:
+    """A scheduler rank vanished (SIGKILL, no traceback) before the server was up."""
+    _launcher_reacts(log, log.dialect.rank_killed(rank, exit_code))
 
 
 async def scheduler_crash(log: SimLog, traceback_text: str, pause: float,
                           rank: int = 0) -> NoReturn:
-    """A scheduler exception while serving: traceback, SIGQUIT, diagnostics pause, kill."""
+    """A scheduler exception while serving: traceback, SIGQUIT, the pause, kill."""
     log.rank(rank, f"Scheduler hit an exception: {traceback_text}\n")
-    log.main("SIGQUIT received. signum=None, frame=None. It usually means one child failed.")
-    log.main("Sleeping 5 seconds before crash diagnostics to let GPU activity settle.")
+    crash = log.dialect.runtime_crash()
+    for line in crash.before:
+        log.main(line)
     await asyncio.sleep(pause)
-    log.main("No live scheduler processes found; skipping py-spy and CUDA coredump.")
+    for line in crash.after:
+        log.main(line)
     kill_process_tree(log)
+
+
+def _launcher_reacts(log: SimLog, death: LaunchDeath) -> NoReturn:
+    for line in death.main_lines:
+        log.main(line)
+    if death.traceback is not None:
+        log.raw(death.traceback + "\n")
+    if death.exit_code is None:
+        kill_process_tree(log)
+    exit_now(death.exit_code)

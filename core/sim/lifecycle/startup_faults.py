@@ -13,7 +13,12 @@ from typing import Final, NoReturn
 
 from eagle_tui.core.sim.config import SimConfig
 from eagle_tui.core.sim.lifecycle import tracebacks
-from eagle_tui.core.sim.lifecycle.death import exit_now, kill_process_tree, sigquit_during_launch
+from eagle_tui.core.sim.lifecycle.death import (
+    exit_now,
+    kill_process_tree,
+    rank_failed_during_launch,
+    rank_killed_during_launch,
+)
 from eagle_tui.core.sim.log.sink import SimLog
 
 FATAL_PHASE: Final = {
@@ -67,9 +72,9 @@ def crash(log: SimLog, phase: str) -> NoReturn:
         "loading_weights": tracebacks.weights_corrupt,
         "allocating_kv": tracebacks.not_enough_memory,
     }.get(phase, lambda: tracebacks.graph_capture_failed(
-        "CUDA error: an illegal memory access was encountered"))()
+        "CUDA error: an illegal memory access was encountered", log.dialect.graph_failure_hint()))()
     log.rank(0, f"Scheduler hit an exception: {traceback_text}\n")
-    sigquit_during_launch(log, rank=0, exit_code=1)
+    rank_failed_during_launch(log, rank=0, exit_code=1)
 
 
 def fatal(config: SimConfig, log: SimLog, kind: str) -> NoReturn:
@@ -80,8 +85,9 @@ def fatal(config: SimConfig, log: SimLog, kind: str) -> NoReturn:
         exit_now(1)
     rank = min(_FATAL_RANK[kind], log.tp_size - 1)
     if kind == "rank-died":  # the OS OOM killer: no traceback, just a dead child
-        sigquit_during_launch(log, rank=rank, exit_code=-9)
+        rank_killed_during_launch(log, rank=rank, exit_code=-9)
     text = (tracebacks.nccl_failure() if kind == "nccl"
-            else tracebacks.graph_capture_failed(tracebacks.cuda_oom(rank)))
+            else tracebacks.graph_capture_failed(tracebacks.cuda_oom(rank),
+                                                 log.dialect.graph_failure_hint()))
     log.rank(rank, f"Scheduler hit an exception: {text}\n")
-    sigquit_during_launch(log, rank=rank, exit_code=1)
+    rank_failed_during_launch(log, rank=rank, exit_code=1)

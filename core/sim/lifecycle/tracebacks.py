@@ -112,7 +112,8 @@ def render(frames: tuple[Frame, ...], exception: str) -> str:
     """A ``Traceback (most recent call last):`` block ending with ``exception``."""
     lines = ["Traceback (most recent call last):"]
     for path, line, function, code, expression in frames:
-        lines.append(f'  File "{SITE}/{path}", line {line}, in {function}')
+        where = path if path.startswith("/") else f"{SITE}/{path}"  # absolute: stdlib frames
+        lines.append(f'  File "{where}", line {line}, in {function}')
         lines.append(f"    {code}")
         if expression and expression != code:
             column = code.index(expression)
@@ -149,18 +150,9 @@ def not_enough_memory() -> str:
                             "--mem-fraction-static. Current value: mem_fraction_static=0.88")
 
 
-def graph_capture_failed(reason: str) -> str:
-    """CUDA-graph capture failed (SGLang wraps the cause in this message)."""
-    return render(_GRAPH_CAPTURE, f"Exception: Capture cuda graph failed: {reason}\n"
-                                  "Possible solutions:\n"
-                                  "1. set --mem-fraction-static to a smaller value (e.g., 0.8 "
-                                  "or 0.7)\n"
-                                  "2. set --cuda-graph-max-bs to a smaller value (e.g., 16)\n"
-                                  "3. disable torch compile by not using --enable-torch-compile\n"
-                                  "4. disable CUDA graph by --disable-cuda-graph. (Not "
-                                  "recommended. Huge performance loss)\n"
-                                  "Open an issue on GitHub https://github.com/sgl-project/sglang"
-                                  "/issues/new/choose ")
+def graph_capture_failed(reason: str, hint: str) -> str:
+    """CUDA-graph capture failed (SGLang wraps the cause and its version's ``hint``)."""
+    return render(_GRAPH_CAPTURE, f"Exception: Capture cuda graph failed: {reason}\n{hint}")
 
 
 def cuda_oom(gpu: int) -> str:
@@ -197,3 +189,20 @@ def launch_failure() -> str:
     )
     return render(frames, "RuntimeError: Failed to initialize the scheduler processes: "
                           "CUDA driver initialization failed, you might not have a CUDA gpu.")
+
+
+def launcher_lost_rank() -> str:
+    """SGLang 0.4's launcher reading EOF from a dead rank's pipe (Python 3.10: no ``^``)."""
+    stdlib = "/usr/lib/python3.10/multiprocessing/connection.py"
+    frames: tuple[Frame, ...] = (
+        ("/usr/local/lib/python3.10/dist-packages/sglang/launch_server.py", 14, "<module>",
+         "launch_server(server_args)", ""),
+        ("/usr/local/lib/python3.10/dist-packages/sglang/srt/entrypoints/http_server.py", 465,
+         "launch_server", "tokenizer_manager, scheduler_info = _launch_subprocesses(", ""),
+        ("/usr/local/lib/python3.10/dist-packages/sglang/srt/entrypoints/engine.py", 441,
+         "_launch_subprocesses", "data = scheduler_pipe_readers[i].recv()", ""),
+        (stdlib, 250, "recv", "buf = self._recv_bytes()", ""),
+        (stdlib, 414, "_recv_bytes", "buf = self._recv(4)", ""),
+        (stdlib, 383, "_recv", "raise EOFError", ""),
+    )
+    return render(frames, "EOFError")

@@ -25,7 +25,8 @@ def tqdm_bar(desc: str, done: int, total: int, elapsed: float) -> str:
     """tqdm's default bar: ``Capturing batches (bs=8 avail_mem=9.10 GB):  40%|████ | 2/5 [...]``."""
     percent = 100.0 * done / total if total else 100.0
     timing = _timing(done, total, elapsed)
-    return f"{desc}: {percent:3.0f}%|{_cells(done, total)}| {done}/{total} [{timing}]"
+    label = f"{desc}: " if desc else ""  # tqdm drops the colon with the description
+    return f"{label}{percent:3.0f}%|{_cells(done, total)}| {done}/{total} [{timing}]"
 
 
 def format_interval(seconds: float) -> str:
