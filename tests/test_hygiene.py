@@ -21,7 +21,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 ENTRY_POINTS = (
-    "eagle_tui.core.sim.app",             # python -m eagle_tui.core.sim
+    "eagle_tui.core.sim.serve",           # python -m eagle_tui.core.sim
     "eagle_tui.core.batches.worker",      # the detached worker (loads a tokenizer lazily)
     "eagle_tui.core.health.watcher",
     "eagle_tui.core.capture.engine",

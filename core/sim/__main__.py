@@ -1,6 +1,6 @@
-"""``python -m core.sim``: run the simulated SGLang server (flags: ``--help``)."""
+"""``python -m eagle_tui.core.sim``: run the simulated SGLang server (flags: ``--help``)."""
 
-from eagle_tui.core.sim.cli import main
+from eagle_tui.core.sim.args import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -25,6 +25,9 @@ PHASE_SECONDS: Final[Mapping[str, float]] = {
 
 FATAL_KINDS: Final = ("oom", "nccl", "address-in-use", "rank-died")
 
+LOG_DIALECTS: Final = ("0.5", "0.4")
+"""SGLang versions whose log lines ``--log-dialect`` can print; the first is the default."""
+
 DEFAULT_CONTEXT_LENGTH: Final = 131072
 
 
@@ -39,7 +42,7 @@ class FaultRates:
 
 @dataclass(frozen=True)
 class SimConfig:
-    """The resolved command line of ``python -m core.sim``."""
+    """The resolved command line of ``python -m eagle_tui.core.sim``."""
 
     model_dir: Path
     model_path: str  # as the user spelled it: SGLang reports the path it was given
@@ -65,6 +68,7 @@ class SimConfig:
     fatal: str | None = None
     faults: FaultRates = FaultRates()
     fault_seed: int | None = None
+    log_dialect: str = LOG_DIALECTS[0]
 
     def phase_seconds(self, phase: str) -> float:
         """How long ``phase`` takes in this run: base x time scale x its slow factor."""

@@ -10,19 +10,19 @@ from typing import Any, cast
 
 from starlette.requests import Request
 
-from eagle_tui.core.sim import tracebacks
-from eagle_tui.core.sim.capacity import Capacity
 from eagle_tui.core.sim.config import SimConfig
-from eagle_tui.core.sim.death import scheduler_crash
-from eagle_tui.core.sim.logsink import SimLog
-from eagle_tui.core.sim.model import FakeModel
-from eagle_tui.core.sim.modeldir import ModelDir
-from eagle_tui.core.sim.prefix_cache import PrefixCache
-from eagle_tui.core.sim.request import SimRequest
-from eagle_tui.core.sim.runtime_faults import FaultInjector
-from eagle_tui.core.sim.scheduler import Scheduler
-from eagle_tui.core.sim.state import ServerState
-from eagle_tui.core.sim.stats import Stats
+from eagle_tui.core.sim.engine.capacity import Capacity
+from eagle_tui.core.sim.engine.prefix_cache import PrefixCache
+from eagle_tui.core.sim.engine.request import SimRequest
+from eagle_tui.core.sim.engine.scheduler import Scheduler
+from eagle_tui.core.sim.engine.stats import Stats
+from eagle_tui.core.sim.lifecycle import tracebacks
+from eagle_tui.core.sim.lifecycle.death import scheduler_crash
+from eagle_tui.core.sim.lifecycle.runtime_faults import FaultInjector
+from eagle_tui.core.sim.lifecycle.state import ServerState
+from eagle_tui.core.sim.log.sink import SimLog
+from eagle_tui.core.sim.model.fake_model import FakeModel
+from eagle_tui.core.sim.model.modeldir import ModelDir
 
 
 @dataclass
@@ -61,13 +61,14 @@ class SimContext:
     def crash(self, traceback_text: str, *, pause: float | None = None) -> None:
         """A scheduler crash: stop serving, log it like SGLang, then kill the process.
 
-        ``pause`` is SGLang's 5 s crash-diagnostics wait (time-scaled by default).
+        ``pause`` defaults to the dialect's crash-diagnostics wait, time-scaled.
         """
         if self.state.crashed:
             return
         self.state.crashed = True
         self.scheduler.halt()
-        wait = self.config.scaled(5.0) if pause is None else pause
+        sglang_pause = self.log.dialect.runtime_crash().pause
+        wait = self.config.scaled(sglang_pause) if pause is None else pause
         self.spawn(scheduler_crash(self.log, traceback_text, wait))
 
     async def run_scheduler(self) -> None:

@@ -1,6 +1,6 @@
 """Run the simulated server as a separate process (tests, demos, benchmarks).
 
-``SimProcess`` starts ``python -m core.sim`` on a free loopback port, sends its
+``SimProcess`` starts ``python -m eagle_tui.core.sim`` on a free loopback port, sends its
 output (stdout and stderr, bars included) to a log file, and offers waits on
 that output instead of sleeps::
 

@@ -1,6 +1,6 @@
 """The info endpoints' bodies and the ``server_args=`` start-up line.
 
-Shapes come from the recording (``recorded.py``): every key in SGLang's order,
+Shapes come from the recording (``recorded``, read from ``assets/``): every key in SGLang's order,
 with the values this sim knows put in place (paths, port, parallelism, limits).
 Secrets are never echoed: ``api_key`` reads null, as SGLang's own dump does not
 help anyone either.
@@ -9,11 +9,20 @@ help anyone either.
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Final
 
-from eagle_tui.core.sim.capacity import CHUNKED_PREFILL_SIZE, MAX_PREFILL_TOKENS, Capacity
 from eagle_tui.core.sim.config import SimConfig
-from eagle_tui.core.sim.modeldir import ModelDir
+from eagle_tui.core.sim.engine.capacity import (
+    AVAIL_BEFORE_WEIGHTS,
+    CHUNKED_PREFILL_SIZE,
+    GRAPH_GB,
+    KV_GB,
+    MAX_PREFILL_TOKENS,
+    WEIGHT_GB,
+    Capacity,
+)
+from eagle_tui.core.sim.model.modeldir import ModelDir
 from eagle_tui.core.sim.recorded import (
     RECORDED_HICACHE_LAYOUT,
     RECORDED_MODEL_EMBEDDING,
@@ -28,36 +37,45 @@ def served_name(config: SimConfig) -> str:
     return config.served_model_name or config.model_path
 
 
-def server_args(config: SimConfig, capacity: Capacity) -> dict[str, Any]:
-    """The resolved server arguments, recorded key order, this run's values."""
-    overrides: dict[str, Any] = {
+# The 0.5.23 recording is a CPU run; a GPU deployment resolves these differently.
+_GPU_VALUES: Final[dict[str, Any]] = {
+    "dtype": "auto",
+    "mem_fraction_static": 0.88,
+    "disable_overlap_schedule": False,
+    "device": "cuda",
+    "sleep_on_idle": False,
+    "attention_backend": "fa3",
+    "sampling_backend": "flashinfer",
+}
+
+GPU_SERVER_ARGS: Final[dict[str, Any]] = {
+    key: _GPU_VALUES.get(key, value) for key, value in RECORDED_SERVER_ARGS.items()
+}
+"""SGLang 0.5.23's recorded server arguments as a GPU deployment resolves them."""
+
+
+def server_args(config: SimConfig, capacity: Capacity,
+                recorded: Mapping[str, Any] = GPU_SERVER_ARGS) -> dict[str, Any]:
+    """``recorded`` server arguments (their keys, in their order) with this run's values."""
+    run_values: dict[str, Any] = {
         "model_path": config.model_path,
         "tokenizer_path": config.model_path,
         "trust_remote_code": True,
         "context_length": config.context_length,
-        "dtype": "auto",
-        "mem_fraction_static": 0.88,
         "max_running_requests": config.max_running_requests,
         "max_total_tokens": None,
         "chunked_prefill_size": CHUNKED_PREFILL_SIZE,
         "max_prefill_tokens": MAX_PREFILL_TOKENS,
-        "disable_overlap_schedule": False,
         "tp_size": config.tp_size,
-        "device": "cuda",
         "random_seed": 1000 + config.port,
-        "sleep_on_idle": False,
         "host": config.host,
         "port": config.port,
         "api_key": None,
         "served_model_name": served_name(config),
         "incremental_streaming_output": config.incremental_streaming_output,
         "enable_metrics": config.enable_metrics,
-        "attention_backend": "fa3",
-        "sampling_backend": "flashinfer",
     }
-    args = dict(RECORDED_SERVER_ARGS)
-    args.update({key: value for key, value in overrides.items() if key in args})
-    return args
+    return {key: run_values.get(key, value) for key, value in recorded.items()}
 
 
 def launch_command(config: SimConfig) -> str:
@@ -83,13 +101,13 @@ def server_info(config: SimConfig, capacity: Capacity, *, ready: bool,
         "effective_max_running_requests_per_dp": capacity.max_running_requests,
         "last_gen_throughput": gen_throughput,
         "memory_usage": {
-            "weight": 72.87, "kvcache": 61.25, "startup_available": 139.12,
+            "weight": WEIGHT_GB, "kvcache": KV_GB, "startup_available": AVAIL_BEFORE_WEIGHTS,
             "token_capacity": capacity.max_total_num_tokens, "token_capacity_swa": None,
-            "graph": {"prefill": 0.0, "decode": 1.21, "target_verify": 0.0,
+            "graph": {"prefill": 0.0, "decode": GRAPH_GB, "target_verify": 0.0,
                       "draft_prefill": 0.0, "draft_decode": 0.0, "draft_extend": 0.0},
         },
         "decode_cuda_graph_bs": list(capacity.capture_bs),
-        "decode_cuda_graph_memory_gb": 1.21,
+        "decode_cuda_graph_memory_gb": GRAPH_GB,
     })
     return {
         **args,

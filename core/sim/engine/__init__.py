@@ -1,0 +1,1 @@
+"""The scheduler side: continuous batching, requests in flight, prefix cache, limits, counters."""

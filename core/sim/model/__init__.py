@@ -1,0 +1,1 @@
+"""The fake model: the served tokenizer directory, deterministic outputs, detokenizing, logprobs."""
