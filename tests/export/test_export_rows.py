@@ -102,7 +102,7 @@ def test_keep_drop_flags_and_finish_reasons(batch: Path, tmp_path: Path) -> None
 
 
 def test_unknown_flags_and_finish_reasons_are_refused() -> None:
-    with pytest.raises(ConfigError, match="unknown flag.*no_such_flag"):
+    with pytest.raises(ConfigError, match=r"unknown flag.*no_such_flag"):
         RowFilter.build(keep_flags=["no_such_flag"])
     with pytest.raises(ConfigError, match="--finish"):
         RowFilter.build(finish=["stopped"])
