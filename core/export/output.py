@@ -22,6 +22,9 @@ from eagle_tui.core.shards.schema import COLUMNS, SHARD_SCHEMA
 from eagle_tui.core.shards.writer import COMPRESSION, STATISTICS_COLUMNS
 
 EXPORT_SCHEMA: pa.Schema = SHARD_SCHEMA.append(pa.field("loss_mask", MASK_TYPE, nullable=False))
+# A dictionary over ~160k distinct token ids costs twice the write time and saves nothing
+# once zstd has run (measured in tests/benchmarks/bench_export.py); the other columns keep it.
+DICTIONARY_COLUMNS = [name for name in EXPORT_SCHEMA.names if name != "input_ids"]
 
 
 class ExportSink:
@@ -42,7 +45,7 @@ class ExportSink:
                 sort_keys=True).encode()}
             self._parquet = pq.ParquetWriter(
                 self.file, EXPORT_SCHEMA.with_metadata(footer), compression=COMPRESSION,
-                write_statistics=STATISTICS_COLUMNS,
+                write_statistics=STATISTICS_COLUMNS, use_dictionary=DICTIONARY_COLUMNS,
             )
 
     @property
