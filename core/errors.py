@@ -5,6 +5,8 @@
     ├── TokenizerError             a tokenizer or chat template that cannot be loaded or used
     ├── ShardError                 a shard or shard directory that cannot be read as one
     │   └── ShardWriteError        a shard not saved (disk full…); names the rows lost
+    ├── ExportError                an export that cannot be made as asked (mixed or overlapping
+    │                              batches, an output already there); nothing is left behind
     ├── InspectError               nothing to show for an ``inspect`` query; carries the exit code
     ├── BatchError                 detached batches, their workers, control sockets, registry
     │   ├── BatchNotFound          no registered batch matches the name/id/directory given
@@ -177,6 +179,13 @@ class ShardWriteError(ShardError):
         super().__init__(message)
         self.path = path
         self.lost_sample_ids = tuple(lost_sample_ids)
+
+
+class ExportError(EagleError):
+    """An export refused before or while writing: source batches that do not belong together
+    (sample ids in two of them, different tokenizers), an existing output without ``force``,
+    or an output that could not be written. No partial file is left under the output name.
+    """
 
 
 class InspectError(EagleError):

@@ -30,6 +30,7 @@ ENTRY_POINTS = (
     "eagle_tui.tui.cli.status",
     "eagle_tui.tui.cli.capture",
     "eagle_tui.tui.cli.batches",
+    "eagle_tui.tui.cli.export",           # eagle-tui export: parquet and JSON, nothing else
 )
 WITHOUT_TEXTUAL_OR_TRANSFORMERS = """
 import importlib, sys

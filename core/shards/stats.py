@@ -7,7 +7,7 @@ columns needed are read (``input_ids`` for its lengths only).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -91,12 +91,20 @@ class _Accumulator:
         self.latency.append(table.column("latency_s").combine_chunks())
 
 
-def compute_stats(reader: ShardReader) -> BatchStats:
+def compute_stats(
+    reader: ShardReader, observers: Sequence[Callable[[pa.Table], None]] = ()
+) -> BatchStats:
     """Statistics over every row ``reader`` sees (reasoning length counts rows with a
-    think_end only: ``think_end - prompt_len`` generated ids before it)."""
+    think_end only: ``think_end - prompt_len`` generated ids before it).
+
+    Each of ``observers`` also sees every row group (:data:`STATS_COLUMNS`), so a caller
+    can count more in the same single read (the ``stats`` verb's export preview does).
+    """
     acc = _Accumulator()
     for table in reader.iter_batches(STATS_COLUMNS):
         acc.add(table)
+        for observe in observers:
+            observe(table)
     manifest = reader.manifest
     return BatchStats(
         rows=reader.num_rows,

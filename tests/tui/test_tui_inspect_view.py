@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from textual.widgets import DataTable, Input, Select
+from textual.widgets import DataTable, Input, Select, Static
 from tui_fakes import FakeCapture, wait_for
 from tui_shards import make_row, synthetic_rows, write_shards
 
@@ -152,3 +152,16 @@ def test_sample_source_reads_pages_not_whole_shards(
     )
     assert summary.flag_counts["tool_call"] == sum("tool_call" in row.flags for row in rows)
     assert summary.finish_counts["length"] == sum(row.finish_reason == "length" for row in rows)
+
+
+async def test_says_what_an_export_would_keep(tmp_path: Path) -> None:
+    rows = synthetic_rows(20)
+    rows[4] = make_row(4, rows[4].prompt_ids, rows[4].output_ids, ("aborted",), "abort")
+    rows[9] = make_row(9, rows[9].prompt_ids, rows[9].output_ids, ("count_mismatch",))
+    rows[11] = make_row(11, rows[11].prompt_ids, rows[11].output_ids, ("count_mismatch",))
+    app = inspect_app(write_shards(tmp_path / "batch", rows))
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = screen_of(app)
+        await wait_for(pilot, lambda: screen.page is not None, what="first page")
+        line = str(screen.query_one("#inspect-export", Static).render())
+        assert line == "export would keep 17 of 20 (dropped: count_mismatch 2, aborted 1)"

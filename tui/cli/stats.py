@@ -1,4 +1,5 @@
-"""``eagle-tui stats DIR [--json]``: rows per flag and finish reason, length percentiles.
+"""``eagle-tui stats DIR [--json]``: rows per flag and finish reason, length percentiles,
+and what ``eagle-tui export`` would keep with the same filter options (same single read).
 
 Exit status: 0 printed, 2 bad path.
 """
@@ -14,8 +15,11 @@ from rich.console import Console
 from rich.table import Table
 
 from eagle_tui.core.errors import EagleError
+from eagle_tui.core.export.options import MASK_STARTS
+from eagle_tui.core.export.tally import KeepTally
 from eagle_tui.core.shards.reader import ShardReader
 from eagle_tui.core.shards.stats import BatchStats, Distribution, compute_stats
+from eagle_tui.tui.cli.export_filters import add_filter_arguments, row_filter_from
 from eagle_tui.tui.cli.inspect import make_console
 
 
@@ -23,21 +27,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``stats`` verb's arguments."""
     parser.add_argument("path", type=Path, help="batch directory, shards directory or shard")
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    add_filter_arguments(parser)
+    parser.add_argument("--mask-start", choices=MASK_STARTS, default="prompt",
+                        help="mask start assumed by --max-length (as export's --mask-start)")
 
 
 def run(args: argparse.Namespace, console: Console | None = None) -> int:
     """Print the statistics of the shards under ``args.path``."""
     out = console or make_console()
     try:
-        stats = compute_stats(ShardReader(args.path))
+        tally = KeepTally(row_filter_from(args), args.mask_start, args.max_length)
+        stats = compute_stats(ShardReader(args.path), observers=[tally.add])
     except EagleError as e:
         print(f"eagle-tui stats: {e}", file=sys.stderr)
         return 2
+    keep = tally.counts()
     if args.json:
-        out.print(json.dumps(stats.to_json(), indent=1), soft_wrap=True)
+        document = {**stats.to_json(), "export": keep.to_json()}
+        out.print(json.dumps(document, indent=1), soft_wrap=True)
         return 0
     for renderable in summary_tables(stats):
         out.print(renderable)
+    out.print(keep.text(), soft_wrap=True)
     for ignored in stats.ignored:
         out.print(f"ignored: {ignored}", style="yellow")
     return 0

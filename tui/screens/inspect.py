@@ -39,7 +39,8 @@ Pick a batch directory, a `shards/` directory or one parquet file (`o` edits the
 Enter opens it). The table pages through the samples without loading the shards whole:
 `n`/`p` next and previous page, `r` reloads (a running batch keeps adding shards).
 Filter by **flag** (`clean`, `flagged` or one flag) and by **finish reason** with the two
-selectors.
+selectors. The line under the summary says how many rows `eagle-tui export` would keep with
+its default filter, and why it would drop the others.
 
 Enter opens the highlighted sample: decoded with the same highlighting as live streams
 (`t` switches to raw ids, `p` hides the prompt), with its validation flags. `c` copies the
@@ -156,6 +157,7 @@ class InspectScreen(ViewScreen):
                 compact=True,
             )
         yield Static("no shards open", id="inspect-summary", markup=False)
+        yield Static("", id="inspect-export", markup=False)
         table: DataTable[Text] = DataTable(
             id="inspect-table", cursor_type="row", zebra_stripes=True
         )
@@ -212,6 +214,10 @@ class InspectScreen(ViewScreen):
         if self.source is not None:
             self.source.close()
         self.source, self.summary, self.page = message.source, message.summary, None
+        export = message.summary.export
+        self.query_one("#inspect-export", Static).update(
+            Content(export.text() if export is not None else "")
+        )
         self._reset_filters(message.summary)
 
     def _reset_filters(self, summary: ShardSummary) -> None:

@@ -17,6 +17,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from eagle_tui.core.export.options import RowFilter
+from eagle_tui.core.export.tally import KeepCounts, KeepTally
 from eagle_tui.core.shards.reader import ShardReader
 from eagle_tui.core.shards.schema import ShardMetadata, ShardRow
 
@@ -65,6 +67,7 @@ class ShardSummary:
     finish_counts: Mapping[str, int] = field(default_factory=dict)
     clean: int = 0
     metadata: ShardMetadata | None = None
+    export: KeepCounts | None = None
 
 
 @dataclass(frozen=True)
@@ -95,12 +98,15 @@ class SampleSource:
         return self.reader.num_rows
 
     def summary(self) -> ShardSummary:
-        """Counts by flag and finish reason (reads the two small columns once)."""
+        """Counts by flag and finish reason, and what ``eagle-tui export`` would keep with
+        its default filter (reads the two small columns once)."""
         flags: Counter[str] = Counter()
         finishes: Counter[str] = Counter()
         clean = 0
+        export = KeepTally(RowFilter())
         with self._lock:
             for table in self._light_batches():
+                export.add(table)
                 flags.update(_value_counts(pc.list_flatten(table["flags"])))
                 finishes.update(_value_counts(table["finish_reason"]))
                 clean += pc.sum(pc.equal(pc.list_value_length(table["flags"]), 0)).as_py() or 0
@@ -115,6 +121,7 @@ class SampleSource:
             dict(finishes),
             clean,
             metadata,
+            export.counts(),
         )
 
     def select(self, wanted: SampleFilter) -> int:

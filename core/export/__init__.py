@@ -1,0 +1,15 @@
+"""Export: batch directories -> a file the drafter trainers' own loaders accept, ids exact.
+
+Public names (import from the submodules):
+
+- ``run``: ``export``, ``ExportResult`` (the whole job, streamed, written atomically);
+- ``options``: ``ExportOptions``, ``RowFilter``, ``FORMATS``, ``MASK_STARTS``,
+  ``DEFAULT_MASK_START``, ``DEFAULT_DROP_FLAGS`` (what is written and which rows are kept);
+- ``tally``: ``KeepTally``, ``KeepCounts``, ``preview`` (what an export would keep, for
+  ``stats`` and the Inspect view);
+- ``sources``: ``open_batches`` (verification of the input batches);
+- ``encode``: row groups -> JSONL text or parquet with ``loss_mask``;
+- ``manifest``: ``manifest_path_for`` and the manifest written beside the export.
+
+docs/export.md explains the formats, the mask start and the trainers' recipes.
+"""

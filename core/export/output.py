@@ -1,0 +1,79 @@
+"""The export's data file, written under a temporary name and hashed on the way out.
+
+JSONL (speculators, specforge) is appended row group by row group; parquet gets one row
+group per source row group that kept rows. Nothing in the bytes depends on when or where
+the export ran, so the same shards and options give byte-identical files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from eagle_tui.core.export.encode import JSONL_COLUMNS, MASK_TYPE, jsonl_lines, with_loss_mask
+from eagle_tui.core.export.options import ExportFormat, MaskStart
+from eagle_tui.core.fsio import HashingFile
+from eagle_tui.core.shards.schema import COLUMNS, SHARD_SCHEMA
+from eagle_tui.core.shards.writer import COMPRESSION, STATISTICS_COLUMNS
+
+EXPORT_SCHEMA: pa.Schema = SHARD_SCHEMA.append(pa.field("loss_mask", MASK_TYPE, nullable=False))
+# A dictionary over ~160k distinct token ids costs twice the write time and saves nothing
+# once zstd has run (measured in tests/benchmarks/bench_export.py); the other columns keep it.
+DICTIONARY_COLUMNS = [name for name in EXPORT_SCHEMA.names if name != "input_ids"]
+
+
+class ExportSink:
+    """Writes kept rows in ``fmt`` to ``tmp``; :meth:`finish` syncs and closes it."""
+
+    def __init__(self, tmp: Path, fmt: ExportFormat, mask_start: MaskStart,
+                 fingerprint: str) -> None:
+        self.tmp = tmp
+        self.fmt = fmt
+        self.mask_start = mask_start
+        self.fingerprint = fingerprint
+        self.rows = 0
+        self.file = HashingFile(tmp)
+        self._parquet: Any = None
+        if fmt == "parquet":
+            footer = {b"eagle_tui.export": json.dumps(
+                {"mask_start": mask_start, "tokenizer_fingerprint": fingerprint},
+                sort_keys=True).encode()}
+            self._parquet = pq.ParquetWriter(
+                self.file, EXPORT_SCHEMA.with_metadata(footer), compression=COMPRESSION,
+                write_statistics=STATISTICS_COLUMNS, use_dictionary=DICTIONARY_COLUMNS,
+            )
+
+    @property
+    def columns(self) -> list[str]:
+        """Shard columns this format needs (JSONL leaves latency and time behind)."""
+        return list(COLUMNS) if self.fmt == "parquet" else list(JSONL_COLUMNS)
+
+    def write(self, table: pa.Table) -> None:
+        """Append the kept rows of one row group (``table`` has every shard column)."""
+        self.rows += table.num_rows
+        if self._parquet is not None:
+            table = with_loss_mask(table.select(list(COLUMNS)), self.mask_start)
+            self._parquet.write_table(table.cast(EXPORT_SCHEMA), row_group_size=table.num_rows)
+            return
+        text = jsonl_lines(table, self.fmt, self.mask_start, self.fingerprint)
+        self.file.write(text.encode("utf-8"))
+
+    def finish(self) -> None:
+        """Footer (parquet), flush and fsync: the bytes are final and hashed."""
+        if self._parquet is not None:
+            self._parquet.close()
+        self.file.sync()
+        self.file.close()
+
+    def discard(self) -> None:
+        """Drop the temporary file (we are failing already: best effort)."""
+        with contextlib.suppress(Exception):
+            if self._parquet is not None:
+                self._parquet.close()
+        self.file.close()
+        self.tmp.unlink(missing_ok=True)

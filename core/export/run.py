@@ -1,0 +1,143 @@
+"""``export``: batch directories -> one training file plus its manifest, streamed.
+
+Steps: check the output name is free (or ``force``); open and verify the batches (see
+:mod:`.sources`); stream every row group through the row filter into ``OUT.tmp``; write
+``OUT.manifest.json.tmp``; then remove an old manifest, rename the data file, rename the
+manifest, fsync the directory. The manifest appears last, so a data file is only vouched
+for once it is complete; on any failure both temporary files are removed and an existing
+output stays as it was. Memory holds one row group (plus the sample ids while verifying).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from eagle_tui.core.errors import ExportError, ShardError
+from eagle_tui.core.export.manifest import build_manifest, manifest_path_for
+from eagle_tui.core.export.options import ExportOptions
+from eagle_tui.core.export.output import ExportSink
+from eagle_tui.core.export.sources import RESTORE, SourceBatch, SourceShard, open_batches
+from eagle_tui.core.export.tally import KeepCounts, KeepTally
+from eagle_tui.core.fsio import TMP_SUFFIX, fsync_dir, write_atomic
+
+Progress = Callable[[int, int], None]
+"""Called after each row group with (rows read, rows in all batches)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ExportResult:
+    """What was written: the data file, its manifest, counts, size and checksum."""
+
+    path: Path
+    manifest_path: Path
+    counts: KeepCounts
+    bytes: int
+    sha256: str
+
+
+def export(directories: Sequence[str | Path], out: str | Path, options: ExportOptions,
+           progress: Progress | None = None) -> ExportResult:
+    """Export the batches in ``directories`` to ``out`` (see the module docstring).
+
+    Raises ConfigError / ShardError / ExportError before writing anything when the input
+    is wrong, ExportError when the output exists (without ``force``) or cannot be written.
+    """
+    path = Path(out).expanduser().absolute()
+    manifest_path = manifest_path_for(path)
+    _check_output(path, manifest_path, options.force)
+    batches = open_batches(directories)
+    mask_start = options.effective_mask_start
+    fingerprint = batches[0].tokenizer_fingerprint
+    tally = KeepTally(options.filter, mask_start, options.max_length)
+    sink = _open_sink(path, options, fingerprint)
+    tmp_manifest = manifest_path.with_name(manifest_path.name + TMP_SUFFIX)
+    try:
+        _stream(batches, sink, tally, progress)
+        sink.finish()
+        manifest = build_manifest(path, options, batches, tally.counts(), sink)
+        write_atomic(tmp_manifest, manifest)
+        _commit(sink.tmp, path, tmp_manifest, manifest_path)
+    except BaseException:
+        sink.discard()
+        tmp_manifest.unlink(missing_ok=True)
+        raise
+    return ExportResult(path, manifest_path, tally.counts(), sink.file.size,
+                        sink.file.hexdigest())
+
+
+def _check_output(path: Path, manifest_path: Path, force: bool) -> None:
+    if not path.parent.is_dir():
+        raise ExportError(f"cannot write {path}: directory {path.parent} does not exist; "
+                          "create it first")
+    if path.is_dir():
+        raise ExportError(f"--out {path} is a directory; name the file to write, e.g. "
+                          f"{path / 'train.jsonl'}")
+    existing = [p for p in (path, manifest_path) if p.exists()]
+    if existing and not force:
+        raise ExportError(f"{existing[0]} already exists; pass --force to replace it, or "
+                          "choose another --out")
+
+
+def _open_sink(path: Path, options: ExportOptions, fingerprint: str) -> ExportSink:
+    tmp = path.with_name(path.name + TMP_SUFFIX)
+    try:
+        return ExportSink(tmp, options.format, options.effective_mask_start, fingerprint)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise ExportError(f"cannot create {tmp}: {e}") from e
+
+
+def _stream(batches: list[SourceBatch], sink: ExportSink, tally: KeepTally,
+            progress: Progress | None) -> None:
+    """Every row group of every batch, in order, filtered into ``sink``."""
+    columns = sorted(set(sink.columns) | set(tally.columns), key=sink.columns.index)
+    total = sum(batch.rows for batch in batches)
+    done = 0
+    for batch in batches:
+        for shard in batch.shards:
+            for table in _row_groups(batch, shard, columns):
+                kept = table.filter(tally.decide(table))
+                if kept.num_rows:
+                    _write(sink, kept)
+                done += table.num_rows
+                if progress is not None:
+                    progress(done, total)
+
+
+def _row_groups(batch: SourceBatch, shard: SourceShard, columns: list[str]) -> Iterator[pa.Table]:
+    """One row group at a time; a read failure names the shard and the row group."""
+    group = 0
+    try:
+        parquet = pq.ParquetFile(shard.path)
+        for group in range(parquet.num_row_groups):
+            yield parquet.read_row_group(group, columns=columns)
+    except (OSError, pa.ArrowException) as e:
+        raise ShardError(
+            f"shard {shard.path} of batch {batch.directory}: row group {group} cannot be "
+            f"read ({e}); {RESTORE}"
+        ) from e
+
+
+def _write(sink: ExportSink, table: pa.Table) -> None:
+    try:
+        sink.write(table)
+    except OSError as e:
+        raise ExportError(f"cannot write {sink.tmp}: {e}; free disk space (or fix the "
+                          "error) and export again") from e
+
+
+def _commit(tmp: Path, path: Path, tmp_manifest: Path, manifest_path: Path) -> None:
+    """Put the data file, then its manifest, in place (the old manifest goes first, so it
+    never vouches for a file it does not describe)."""
+    with contextlib.suppress(FileNotFoundError):
+        manifest_path.unlink()
+    os.replace(tmp, path)
+    os.replace(tmp_manifest, manifest_path)
+    fsync_dir(path.parent)

@@ -1,0 +1,132 @@
+"""Which rows an export keeps, decided and counted one row group at a time.
+
+The same :class:`KeepTally` decides rows for :func:`eagle_tui.core.export.run.export` and
+counts them for ``eagle-tui stats`` and the Inspect view, so what they show is what an
+export with the same options would write.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from eagle_tui.core.export.options import MaskStart, RowFilter, mask_offset
+from eagle_tui.core.shards.reader import ShardReader
+from eagle_tui.core.text import counts_text
+
+FILTER_COLUMNS = ("flags", "finish_reason")
+LENGTH_COLUMNS = ("prompt_len", "input_ids")
+
+
+@dataclass(frozen=True, slots=True)
+class LengthReport:
+    """At a trainer's max length ``limit``, among kept rows: ``cut`` are longer and lose
+    their tail; ``dropped`` have no trained position left (the mask starts at or past
+    ``limit``), which both trainers skip without saying which rows."""
+
+    limit: int
+    cut: int
+    dropped: int
+
+    def text(self) -> str:
+        """``at max length 4096: 12 rows cut, 1 dropped by the trainer``."""
+        return f"at max length {self.limit}: {self.cut} rows cut, {self.dropped} dropped by " \
+            "the trainer"
+
+
+@dataclass(frozen=True, slots=True)
+class KeepCounts:
+    """Rows seen, kept, dropped per reason (largest first), and the length report."""
+
+    rows: int
+    kept: int
+    dropped: dict[str, int]
+    length: LengthReport | None = None
+
+    def text(self, lead: str = "export would keep") -> str:
+        """``export would keep 97 of 100 (dropped: aborted 2, count_mismatch 1)``."""
+        dropped = counts_text(self.dropped) if self.dropped else "none"
+        line = f"{lead} {self.kept:,} of {self.rows:,} (dropped: {dropped})"
+        return line if self.length is None else f"{line}; {self.length.text()}"
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        return {
+            "rows": self.rows,
+            "kept": self.kept,
+            "dropped": dict(self.dropped),
+            "max_length": None if self.length is None else {
+                "limit": self.length.limit, "cut": self.length.cut,
+                "dropped": self.length.dropped,
+            },
+        }
+
+
+@dataclass
+class KeepTally:
+    """Running decisions over row groups; see :meth:`decide` and :meth:`counts`."""
+
+    filter: RowFilter
+    mask_start: MaskStart = "prompt"
+    max_length: int | None = None
+    rows: int = 0
+    kept: int = 0
+    dropped: Counter[str] = field(default_factory=Counter)
+    cut: int = 0
+    too_long: int = 0
+
+    @property
+    def columns(self) -> list[str]:
+        """The shard columns :meth:`decide` needs (lengths only with a max length)."""
+        extra = LENGTH_COLUMNS if self.max_length is not None else ()
+        return [*FILTER_COLUMNS, *extra]
+
+    def add(self, table: pa.Table) -> None:
+        """Count one row group (the decisions themselves are not needed)."""
+        self.decide(table)
+
+    def decide(self, table: pa.Table) -> pa.Array:
+        """Keep (True) or drop each row of ``table``, counting both; ``table`` holds at
+        least :attr:`columns`."""
+        flags = table.column("flags").to_pylist()
+        finishes = table.column("finish_reason").to_pylist()
+        reasons = [self.filter.reason(f or (), r) for f, r in zip(flags, finishes, strict=True)]
+        keep = [reason is None for reason in reasons]
+        self.rows += len(keep)
+        self.kept += sum(keep)
+        self.dropped.update(reason for reason in reasons if reason is not None)
+        if self.max_length is not None:
+            self._count_lengths(table, keep, self.max_length)
+        return pa.array(keep, pa.bool_())
+
+    def _count_lengths(self, table: pa.Table, keep: list[bool], limit: int) -> None:
+        lengths = pc.list_value_length(table.column("input_ids")).to_pylist()
+        offset = mask_offset(self.mask_start)
+        prompts = table.column("prompt_len").to_pylist()
+        for kept, length, prompt in zip(keep, lengths, prompts, strict=True):
+            if not kept or length <= limit:
+                continue
+            if max(prompt - offset, 0) >= limit:
+                self.too_long += 1
+            else:
+                self.cut += 1
+
+    def counts(self) -> KeepCounts:
+        """The tallies so far; dropped reasons largest first, ties by name."""
+        ordered = dict(sorted(self.dropped.items(), key=lambda kv: (-kv[1], kv[0])))
+        length = None
+        if self.max_length is not None:
+            length = LengthReport(self.max_length, self.cut, self.too_long)
+        return KeepCounts(self.rows, self.kept, ordered, length)
+
+
+def preview(reader: ShardReader, tally: KeepTally) -> KeepCounts:
+    """What an export with ``tally``'s options would keep of ``reader``'s rows (reads only
+    the columns the decision needs, one row group at a time)."""
+    for table in reader.iter_batches(tally.columns):
+        tally.add(table)
+    return tally.counts()
