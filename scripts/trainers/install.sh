@@ -2,7 +2,7 @@
 # Install the two drafter trainers on CPU into a venv of their own, for the opt-in test
 # tests/export/test_trainers_optin.py and for trying docs/export.md's recipes by hand.
 #
-#   scripts/trainers/install.sh [VENV]        (default /work/trainers/venv)
+#   scripts/trainers/install.sh [VENV]        (default ./.trainers-venv)
 #   EAGLE_TRAINERS_PYTHON=VENV/bin/python .venv/bin/python -m pytest tests/export -k trainers
 #
 # Versions and why they are installed this way (checked against their wheels' metadata):
@@ -21,7 +21,7 @@
 #   transformers (5.19.0 today, the newest it allows), which is what a speculators user gets;
 #   SpecForge's prompts path never imports transformers.
 set -euo pipefail
-VENV="${1:-/work/trainers/venv}"
+VENV="${1:-.trainers-venv}"
 python3 -m venv "$VENV"
 PY="$VENV/bin/python"
 CONSTRAINTS="$(mktemp)"

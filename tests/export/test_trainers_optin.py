@@ -1,7 +1,7 @@
 """Opt-in: the trainers' own code takes an eagle-tui export row for row, ids unchanged.
 
-Skipped unless a Python with speculators and SpecForge is found: ``EAGLE_TRAINERS_PYTHON``
-or ``/work/trainers/venv/bin/python`` (``scripts/trainers/install.sh`` makes it). Runs
+Skipped unless ``EAGLE_TRAINERS_PYTHON`` names a Python with speculators and SpecForge
+(``scripts/trainers/install.sh VENV`` makes one: then ``EAGLE_TRAINERS_PYTHON=VENV/bin/python``). Runs
 speculators' ``prepare-data`` and SpecForge's ``prepare_prompt_tasks`` there (see
 ``trainer_check.py``) on exports of a batch captured with the bundled Kimi-shaped tokenizer,
 and asserts every row comes back identical, also at a short max length where the trainers
@@ -33,7 +33,7 @@ from eagle_tui.core.shards.writer import ShardWriter
 from eagle_tui.core.tokenizer import LoadedTokenizer, bundled_tokenizer_path, load_tokenizer
 from eagle_tui.core.validate import validate_sample
 
-TRAINERS_PYTHON = Path(os.environ.get("EAGLE_TRAINERS_PYTHON", "/work/trainers/venv/bin/python"))
+TRAINERS_PYTHON = Path(os.environ.get("EAGLE_TRAINERS_PYTHON", "/nonexistent/trainers-python"))
 CHECK = Path(__file__).with_name("trainer_check.py")
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "export.md"
 LONG = 4096
@@ -46,7 +46,8 @@ ANSWERS = ("Easy.", "Tags in brackets.\n\nDone.", "sorted([3, 1, 2])", "A compac
 
 def _trainers_missing() -> str | None:
     if not TRAINERS_PYTHON.exists():
-        return f"no trainers venv at {TRAINERS_PYTHON} (run scripts/trainers/install.sh)"
+        return ("set EAGLE_TRAINERS_PYTHON to a Python with speculators and SpecForge "
+                "(scripts/trainers/install.sh VENV makes one)")
     probe = "import importlib.util as u; assert u.find_spec('speculators') and " \
             "u.find_spec('specforge')"
     done = subprocess.run([str(TRAINERS_PYTHON), "-c", probe], capture_output=True, check=False)

@@ -6,6 +6,6 @@ own ``launch_server``), so its argument parser lives with it; this verb only rou
 
 from __future__ import annotations
 
-from eagle_tui.core.sim.cli import add_arguments, run
+from eagle_tui.core.sim.args import add_arguments, run
 
 __all__ = ["add_arguments", "run"]
