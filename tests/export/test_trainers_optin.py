@@ -1,7 +1,7 @@
 """Opt-in: the trainers' own code takes an eagle-tui export row for row, ids unchanged.
 
 Skipped unless ``EAGLE_TRAINERS_PYTHON`` names a Python with speculators and SpecForge
-(``scripts/trainers/install.sh VENV`` makes one: then ``EAGLE_TRAINERS_PYTHON=VENV/bin/python``). Runs
+(``scripts/trainers/install.sh VENV`` makes one; then set it to ``VENV/bin/python``). Runs
 speculators' ``prepare-data`` and SpecForge's ``prepare_prompt_tasks`` there (see
 ``trainer_check.py``) on exports of a batch captured with the bundled Kimi-shaped tokenizer,
 and asserts every row comes back identical, also at a short max length where the trainers
