@@ -58,9 +58,12 @@ def _stream(name: str) -> bytes:
 
 
 def _plain(result: GenerateResult) -> dict[str, Any]:
-    data = dataclasses.asdict(result)
+    data = {f.name: getattr(result, f.name) for f in dataclasses.fields(result)}
     data.pop("latency_s")  # measured by the client
     data["output_ids"] = list(result.output_ids)
+    finish = result.finish
+    data["finish"] = {"kind": finish.kind, "matched": finish.matched, "length": finish.length,
+                      "message": finish.message, "status_code": finish.status_code}
     return data
 
 
