@@ -1,12 +1,13 @@
 """What a capture batch is: prompts, servers, tokenizer, sampling presets and limits.
 
 ``CaptureConfig`` is frozen and validated on construction, so a running engine never meets
-a nonsensical value. ``batch_identity`` is the part of it that decides whether two runs
-produce the same data (resume refuses when it changes); everything else (servers,
-concurrency, timeouts) may change between a run and its resume.
+a nonsensical value. ``sampling_identity`` is the sampling part of what decides whether two
+runs produce the same data (the manifest's ``BatchConfig`` holds it with the prompt and
+tokenizer hashes; resume refuses when it changes); everything else (servers, concurrency,
+timeouts) may change between a run and its resume.
 
 The API key is a field only so the engine can hand it to its clients: it is excluded from
-``repr``, from ``batch_identity`` and from everything the tool writes.
+``repr``, from the batch identity and from everything the tool writes.
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ import math
 import random
 import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
+
+import msgspec
 
 from eagle_tui.core.capture.sample_id import variant_id
 from eagle_tui.core.errors import ConfigError
@@ -189,36 +192,20 @@ class CaptureConfig:
         return self.concurrency * len(self.servers)
 
 
-def sampling_identity(config: CaptureConfig) -> dict[str, Any]:
-    """The sampling part of the batch identity (what changes the generated rows)."""
-    return {
-        "max_new_tokens": config.max_new_tokens,
-        "presets": [asdict(p) for p in config.presets],
-        "extra": dict(sorted(config.extra_sampling.items())),
-    }
+class SamplingIdentity(msgspec.Struct, frozen=True):
+    """The sampling part of a batch's identity (what changes the generated rows), as the
+    manifest stores it: ``max_new_tokens``, the presets, and the extra SGLang sampling
+    parameters (any JSON values, passed through)."""
+
+    max_new_tokens: int
+    presets: tuple[SamplingPreset, ...]
+    extra: dict[str, object] = {}
 
 
-def batch_identity(
-    config: CaptureConfig, *, prompt_hash: str, tokenizer_hash: str, template_hash: str,
-    boundaries: Mapping[str, Any],
-) -> dict[str, Any]:
-    """The fields resume compares: if any differs, the old shards are a different dataset."""
-    return {
-        "prompt_file": str(config.prompts),
-        "prompt_hash": prompt_hash,
-        "tokenizer_hash": tokenizer_hash,
-        "template_hash": template_hash,
-        "template_kwargs": dict(sorted(config.template_kwargs.items())),
-        "boundaries": dict(boundaries),
-        "sampling": sampling_identity(config),
-    }
-
-
-def identity_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
-    """Names of the identity fields that differ; ``prompt_file`` (a path) is not compared
-    because moving the file does not change the data its hash describes."""
-    keys = (set(old) | set(new)) - {"prompt_file"}
-    return sorted(k for k in keys if old.get(k) != new.get(k))
+def sampling_identity(config: CaptureConfig) -> SamplingIdentity:
+    """The sampling part of the batch identity of ``config``."""
+    return SamplingIdentity(max_new_tokens=config.max_new_tokens, presets=config.presets,
+                            extra=dict(sorted(config.extra_sampling.items())))
 
 
 def public_url(url: str) -> str:

@@ -329,9 +329,9 @@ class CaptureEngine:
         manifest = parts.writer.manifest
         manifest.counts.failed = parts.failures.count
         manifest.counts.rejected = parts.rejects.count
-        manifest.extra["state"] = self._final_state()
-        manifest.extra["servers"] = [public_url(u) for u in self.config.servers]
-        manifest.extra["presets"] = [p.name for p in self.config.presets]
+        manifest.extra.state = self._final_state()
+        manifest.extra.servers = [public_url(u) for u in self.config.servers]
+        manifest.extra.presets = [p.name for p in self.config.presets]
         try:
             await asyncio.to_thread(manifest.save_atomic)
         except OSError as e:  # the shards are safe; only the final counts are stale

@@ -77,7 +77,7 @@ async def test_every_prompt_once_with_exact_ids(tmp_path: Path, fake: FakeSGLang
     assert summary.progress.written == 36 and summary.progress.total == 40
     manifest = Manifest.load(config.out_dir)
     assert manifest.counts.done == 36 and manifest.counts.rejected == 4
-    assert manifest.extra["state"] == "finished"
+    assert manifest.extra.state == "finished"
 
 
 async def test_request_shape(tmp_path: Path, fake: FakeSGLang,
