@@ -53,9 +53,10 @@ RESUMABLE_STATES = frozenset({BatchState.STOPPED, BatchState.FAILED, BatchState.
 """A new worker can continue a batch in one of these."""
 
 
-def public_state(state: BatchState) -> BatchState:
-    """The state name users see (the engine's ``finished`` is ``done``)."""
-    return state.public
+def public_state(state: BatchState | str) -> BatchState:
+    """The state users see (the engine's ``finished`` is ``done``); ValueError for a name
+    that is not a state."""
+    return BatchState(state).public
 
 
 __all__ = ["FINAL_STATES", "LIVE_STATES", "RESUMABLE_STATES", "BatchState", "public_state"]

@@ -120,8 +120,8 @@ class CaptureConfig:
     trust_remote_code: bool = False
     max_new_tokens: int = 4096
     presets: tuple[SamplingPreset, ...] = (SamplingPreset(),)
-    extra_sampling: Mapping[str, Any] = field(default_factory=dict)
-    template_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    extra_sampling: Mapping[str, object] = field(default_factory=dict)  # any JSON values
+    template_kwargs: Mapping[str, object] = field(default_factory=dict)
     boundary_overrides: Mapping[str, int] = field(default_factory=dict)
     concurrency: int = 64
     request_timeout_s: float = 1800.0
