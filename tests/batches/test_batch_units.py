@@ -22,7 +22,12 @@ from eagle_tui.core.batches.errors import BatchError, BatchLocked, BatchNotFound
 from eagle_tui.core.batches.hub import EventHub, HubFull
 from eagle_tui.core.batches.lock import OutputLock, holder_of, is_held
 from eagle_tui.core.batches.registry import BatchRecord, Registry
-from eagle_tui.core.batches.secretenv import SERVERS_ENV, has_secrets, worker_env
+from eagle_tui.core.batches.secretenv import (
+    SERVERS_ENV,
+    has_secrets,
+    secrets_from_env,
+    worker_env,
+)
 from eagle_tui.core.batches.sockpath import control_socket_path, private_runtime_dir
 from eagle_tui.core.batches.survey import survey
 from eagle_tui.core.batchstate import BatchState
@@ -238,6 +243,17 @@ def test_secrets_travel_only_in_the_worker_environment(tmp_path: Path) -> None:
     assert env[API_KEY_ENV] == "k"
     assert json.loads(env[SERVERS_ENV]) == ["http://u:pw@127.0.0.1:1"]
     assert SERVERS_ENV not in worker_env(plain, base={SERVERS_ENV: "stale"})
+
+
+def test_a_server_list_in_the_environment_must_be_a_json_list_of_urls(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(SERVERS_ENV, '["http://u:pw@h:1", "http://h:2"]')
+    assert secrets_from_env()[1] == ("http://u:pw@h:1", "http://h:2")
+    for bad in ('"http://h:1"', "[1]", "not json"):
+        monkeypatch.setenv(SERVERS_ENV, bad)
+        with pytest.raises(ConfigError, match=f"{SERVERS_ENV} must be a JSON list"):
+            secrets_from_env()
 
 
 # -- event hub ---------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import httpx
 import msgspec
 import pytest
 from batch_helpers import FakeEngine, raw_exchange, serve_fake
@@ -57,8 +58,12 @@ async def test_commands_reach_the_engine_and_status_answers(served: Served) -> N
     assert engine.calls == [("pause",), ("resume",), ("watch", 3), ("stop", 5.0, False),
                             ("stop", None, True)]
     assert status.state == "stopping" and status.batch.id == "test-batch"
-    assert set(StatusDoc.__struct_fields__) >= {"progress", "servers", "errors", "recent_errors",
-                                                "shards", "watch", "events", "manifest"}
+    transport = httpx.AsyncHTTPTransport(uds=str(server.socket_path))
+    async with httpx.AsyncClient(transport=transport, base_url="http://x") as raw:
+        document = (await raw.get("/status")).json()  # every key is on the wire
+    assert set(document) >= {"progress", "servers", "errors", "recent_errors", "shards",
+                             "watch", "events", "manifest"}
+    assert msgspec.convert(document, StatusDoc).batch == status.batch
 
 
 GARBAGE = [
