@@ -6,14 +6,15 @@ import io
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+import msgspec
 import pytest
 from rich.console import Console
 
 from eagle_tui.core import kimi
+from eagle_tui.core.sampling import SamplingIdentity, SamplingPreset
 from eagle_tui.core.shards.manifest import BatchConfig, Manifest
 from eagle_tui.core.shards.schema import ShardMetadata, ShardRow
 from eagle_tui.core.shards.writer import ShardWriter
@@ -51,7 +52,7 @@ def batch(tokenizer: LoadedTokenizer, tmp_path_factory: pytest.TempPathFactory) 
     directory = tmp_path_factory.mktemp("inspect") / "batch"
     boundary = tokenizer.boundary_ids()
     config = BatchConfig("p.jsonl", "00", str(tokenizer.path), tokenizer.fingerprint(),
-                         tokenizer.template_hash(), {})
+                         tokenizer.template_hash(), SamplingIdentity(4096, (SamplingPreset(),)))
     manifest = Manifest(directory, config)
     meta = ShardMetadata(tokenizer.name, str(tokenizer.path), tokenizer.fingerprint(),
                          tokenizer.template_hash(), {}, None, None, boundary.as_dict(), 163840)
@@ -170,7 +171,7 @@ def test_other_tokenizer_triggers_a_warning(
     manifest = Manifest.load(batch)
     copy = tmp_path / "batch"
     meta = ShardMetadata(**{**_meta_fields(batch), "tokenizer_fingerprint": "other"})
-    writer_manifest = Manifest(copy, replace(manifest.config))
+    writer_manifest = Manifest(copy, msgspec.structs.replace(manifest.config))
     with ShardWriter(copy, metadata=meta, manifest=writer_manifest) as writer:
         writer.add(ShardRow("x", [1, 2, kimi.IM_END], 2, "stop", kimi.IM_END, -1, [], "e", "r",
                             0.1, datetime(2026, 1, 1, tzinfo=UTC)))

@@ -2,8 +2,10 @@
 
 Options come from the command line, then the environment (``EAGLE_TUI_THEME``), then
 ``<config dir>/config.toml`` (a ``[tui]`` table: ``theme``, ``readonly``, ``mouse``,
-``tokenizer``, ``view``), then defaults. Everything is checked before the app takes the
-terminal; once it runs, nothing is printed (logging goes to ``<state dir>/logs/tui.log``).
+``tokenizer``, ``view``; see ``TuiConfig``), then defaults. Everything is checked before the
+app takes the terminal (a value of the wrong type, such as ``readonly = "false"``, is an
+error naming the file and the key, not a truthy string); once it runs, nothing is printed
+(logging goes to ``<state dir>/logs/tui.log``).
 """
 
 from __future__ import annotations
@@ -14,13 +16,35 @@ import sys
 import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+
+import msgspec
 
 from eagle_tui.core.errors import ConfigError
 from eagle_tui.core.paths import config_dir
+from eagle_tui.core.wire import where_what
 from eagle_tui.tui.options import VIEWS, DashboardOptions, ServerTarget
 
 EXIT_USAGE = 2
+
+
+class TuiConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """The ``[tui]`` table of ``config.toml``: every key optional, types checked; keys this
+    version does not know are ignored."""
+
+    theme: str | None = None
+    readonly: bool | None = None
+    mouse: bool | None = None
+    tokenizer: str | None = None
+    view: str | None = None
+
+
+_HINTS = {
+    "theme": "a theme name in quotes, e.g. theme = \"eagle-light\"",
+    "readonly": "true or false, without quotes",
+    "mouse": "true or false, without quotes",
+    "tokenizer": "a directory in quotes, e.g. tokenizer = \"~/models/kimi\"",
+    "view": f"one of {', '.join(VIEWS)} in quotes",
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -101,33 +125,45 @@ def run_dashboard(
     return app.return_code or 0
 
 
-def read_config(path: Path | None = None) -> Mapping[str, Any]:
-    """The ``[tui]`` table of the config file ({} when there is none)."""
+def read_config(path: Path | None = None) -> TuiConfig:
+    """The ``[tui]`` table of the config file (all unset when there is none); ConfigError
+    naming the file and the key when a value has the wrong type."""
     path = path or config_dir() / "config.toml"
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        return {}
+        return TuiConfig()
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"config file {path} is unreadable: {exc}; fix or remove it") from exc
     table = data.get("tui", {})
     if not isinstance(table, dict):
         raise ConfigError(f"config file {path}: [tui] must be a table")
-    return table
+    try:
+        config = msgspec.convert(table, TuiConfig)
+    except msgspec.ValidationError as exc:
+        key, problem = where_what(exc)
+        hint = _HINTS.get(key, "fix or remove it")
+        raise ConfigError(f"config file {path}: [tui] {key}: {problem}; it takes {hint}"
+                          ) from exc
+    if config.view is not None and config.view not in VIEWS:
+        raise ConfigError(f"config file {path}: [tui] view: unknown view {config.view!r}; "
+                          f"it takes {_HINTS['view']}")
+    return config
 
 
 def options_from(
-    args: argparse.Namespace, config: Mapping[str, Any], env: Mapping[str, str]
+    args: argparse.Namespace, config: TuiConfig, env: Mapping[str, str]
 ) -> DashboardOptions:
     """Merge command line > environment > config file > defaults."""
+    theme = config.theme if config.theme is not None else "eagle-dark"
     return DashboardOptions(
         servers=server_targets(args.url, args.log),
         shard_dirs=tuple(args.shards),
-        tokenizer=args.tokenizer or _optional_path(config.get("tokenizer")),
-        theme=args.theme or env.get("EAGLE_TUI_THEME") or str(config.get("theme", "eagle-dark")),
-        readonly=_first_bool(args.readonly, config.get("readonly"), default=False),
-        mouse=not _first_bool(args.no_mouse, _negate(config.get("mouse")), default=False),
-        start_view=_view(args.view or config.get("view") or "server"),
+        tokenizer=args.tokenizer or _optional_path(config.tokenizer),
+        theme=args.theme or env.get("EAGLE_TUI_THEME") or theme,
+        readonly=_first_bool(args.readonly, config.readonly, default=False),
+        mouse=not _first_bool(args.no_mouse, _negate(config.mouse), default=False),
+        start_view=_view(args.view or config.view or "server"),
     )
 
 

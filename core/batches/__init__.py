@@ -4,8 +4,11 @@
 - ``worker`` / ``daemon``: the worker process (engine + control server, one event loop);
 - ``control_app`` / ``control_server``: HTTP over a private Unix socket (``sockpath``);
 - ``control_client``: ``BatchClient``, used by the TUI and the CLI verbs;
-- ``events`` / ``status`` / ``hub``: the JSON shapes and the bounded event fan-out;
+- ``api``: every JSON document of the control API, declared once as msgspec structs;
+- ``events`` / ``status`` / ``hub``: the event stream, the status document and the bounded
+  event fan-out;
 - ``registry`` / ``survey``: the records under the state dir and the derived live state;
+- ``configjson``: ``StoredConfig``, the capture config a record keeps (no secrets);
 - ``lock``: one controller per output directory;
 - ``cli_*``: the ``batches``, ``pause``, ``resume`` and ``stop`` verbs.
 """

@@ -1,91 +1,121 @@
-"""``CaptureConfig`` to JSON and back, for the registry record a detached worker starts from.
+"""The stored form of a ``CaptureConfig``: what a registry record keeps to restart its batch.
 
-Secrets never go into the JSON: the API key is left out and server URLs are stored without
-user info or query (``public_url``). A worker gets the real ones through its environment
-(see ``core.batches.secretenv``); a resume from a new shell needs them supplied again.
+``StoredConfig`` is a msgspec struct with one field per field of ``CaptureConfig`` except
+the API key, which it has no place for: secrets never go into the record. Server URLs are
+stored without user info or query (``public_url``); a worker gets the real ones through its
+environment (see ``core.batches.secretenv``), and a resume from a new shell needs them
+supplied again. ``tests/batches`` checks that the two field lists stay in step.
 
-The conversion follows the dataclass's own type hints, so a field the engine adds later
-round-trips without a change here as long as it is a path, number, string, bool, mapping,
-tuple or a nested frozen dataclass.
+Decoding checks types (a record whose config has a value of the wrong type is unreadable,
+the field named); ``to_config`` then builds the ``CaptureConfig``, whose own checks refuse
+values that no longer make sense (ConfigError: start a new batch). Keys written by a newer
+eagle-tui are ignored.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import types
-import typing
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
-from eagle_tui.core.capture.config import CaptureConfig, public_url
+import msgspec
+
+from eagle_tui.core.capture.config import CaptureConfig, RetryPolicy, public_url
 from eagle_tui.core.errors import ConfigError
+from eagle_tui.core.sampling import SamplingPreset
+from eagle_tui.core.wire import ENCODER, explain
 
-_SECRET_FIELDS = frozenset({"api_key"})
+
+class StoredConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """A ``CaptureConfig`` without its secrets, as JSON stores it (paths as strings)."""
+
+    prompts: str
+    out_dir: str
+    servers: tuple[str, ...]
+    tokenizer: str
+    model_dir: str | None = None
+    trust_remote_code: bool = False
+    max_new_tokens: int = 4096
+    presets: tuple[SamplingPreset, ...] = (SamplingPreset(),)
+    extra_sampling: dict[str, object] = {}
+    template_kwargs: dict[str, object] = {}
+    boundary_overrides: dict[str, int] = {}
+    concurrency: int = 64
+    request_timeout_s: float = 1800.0
+    retry: RetryPolicy = msgspec.field(default_factory=RetryPolicy)
+    health_interval_s: float = 10.0
+    health_retry_s: float = 1.0
+    server_down_limit_s: float = 1800.0
+    stop_grace_s: float = 30.0
+    shard_rows: int = 2000
+    shard_max_age_s: float = 120.0
+    resume: bool = False
+    force: bool = False
+    render_chunk: int = 32
+
+    @classmethod
+    def of(cls, config: CaptureConfig) -> StoredConfig:
+        """``config`` without secrets (the API key is dropped, server URLs made public)."""
+        return cls(
+            prompts=str(config.prompts), out_dir=str(config.out_dir),
+            servers=tuple(public_url(url) for url in config.servers),
+            tokenizer=str(config.tokenizer),
+            model_dir=None if config.model_dir is None else str(config.model_dir),
+            trust_remote_code=config.trust_remote_code, max_new_tokens=config.max_new_tokens,
+            presets=config.presets, extra_sampling=dict(config.extra_sampling),
+            template_kwargs=dict(config.template_kwargs),
+            boundary_overrides=dict(config.boundary_overrides), concurrency=config.concurrency,
+            request_timeout_s=config.request_timeout_s, retry=config.retry,
+            health_interval_s=config.health_interval_s, health_retry_s=config.health_retry_s,
+            server_down_limit_s=config.server_down_limit_s, stop_grace_s=config.stop_grace_s,
+            shard_rows=config.shard_rows, shard_max_age_s=config.shard_max_age_s,
+            resume=config.resume, force=config.force, render_chunk=config.render_chunk,
+        )
+
+    def to_config(self, *, api_key: str | None = None, servers: tuple[str, ...] | None = None,
+                  resume: bool | None = None) -> CaptureConfig:
+        """The ``CaptureConfig``; ``servers``/``api_key`` restore what was kept secret,
+        ``resume`` replaces the stored flag. ConfigError when a value no longer fits."""
+        try:
+            return CaptureConfig(
+                prompts=Path(self.prompts), out_dir=Path(self.out_dir),
+                servers=servers or self.servers, tokenizer=Path(self.tokenizer),
+                model_dir=None if self.model_dir is None else Path(self.model_dir),
+                trust_remote_code=self.trust_remote_code, max_new_tokens=self.max_new_tokens,
+                presets=self.presets, extra_sampling=self.extra_sampling,
+                template_kwargs=self.template_kwargs, boundary_overrides=self.boundary_overrides,
+                concurrency=self.concurrency, request_timeout_s=self.request_timeout_s,
+                retry=self.retry, health_interval_s=self.health_interval_s,
+                health_retry_s=self.health_retry_s, server_down_limit_s=self.server_down_limit_s,
+                stop_grace_s=self.stop_grace_s, shard_rows=self.shard_rows,
+                shard_max_age_s=self.shard_max_age_s,
+                resume=self.resume if resume is None else resume, force=self.force,
+                render_chunk=self.render_chunk, api_key=api_key,
+            )
+        except (TypeError, ValueError) as e:
+            raise ConfigError(f"stored batch config cannot be used ({e}); start a new batch") from e
 
 
-def config_to_json(config: CaptureConfig) -> dict[str, Any]:
-    """A JSON-ready dict of ``config`` without secrets (see the module docstring)."""
-    data: dict[str, Any] = {}
-    for item in dataclasses.fields(config):
-        if item.name in _SECRET_FIELDS:
-            continue
-        data[item.name] = _encode(getattr(config, item.name))
-    data["servers"] = [public_url(url) for url in config.servers]
-    return data
+_DECODER = msgspec.json.Decoder(StoredConfig)
+
+
+def config_to_json(config: CaptureConfig) -> bytes:
+    """The JSON of ``config`` without secrets (``StoredConfig``)."""
+    return ENCODER.encode(StoredConfig.of(config))
 
 
 def config_from_json(
-    data: Mapping[str, Any], *, api_key: str | None = None,
-    servers: tuple[str, ...] | None = None, **overrides: Any,
+    data: bytes | str, *, api_key: str | None = None, servers: tuple[str, ...] | None = None,
+    resume: bool | None = None,
 ) -> CaptureConfig:
-    """Rebuild a ``CaptureConfig``; ``servers``/``api_key`` restore what was kept secret.
-
-    Unknown keys (written by a newer eagle-tui) are ignored; ConfigError when a value no
-    longer fits the config.
-    """
-    hints = typing.get_type_hints(CaptureConfig)
-    values: dict[str, Any] = {}
-    for item in dataclasses.fields(CaptureConfig):
-        if item.name in data and item.name not in _SECRET_FIELDS:
-            values[item.name] = _decode(hints[item.name], data[item.name])
-    if servers:
-        values["servers"] = servers
-    values.update(overrides)
+    """Rebuild a ``CaptureConfig`` from stored JSON; ``servers``/``api_key`` restore what was
+    kept secret. ConfigError when the JSON does not fit ``StoredConfig`` (naming the field)
+    or no longer fits the config."""
     try:
-        return CaptureConfig(**values, api_key=api_key)
-    except (TypeError, ValueError) as e:
-        raise ConfigError(f"stored batch config cannot be used ({e}); start a new batch") from e
+        stored = _DECODER.decode(data)
+    except (msgspec.DecodeError, ConfigError) as e:
+        detail = explain(e) if isinstance(e, msgspec.DecodeError) else str(e)
+        raise ConfigError(f"stored batch config is unreadable ({detail}); start a new "
+                          "batch") from e
+    return stored.to_config(api_key=api_key, servers=servers, resume=resume)
 
 
-def _encode(value: Any) -> Any:
-    if isinstance(value, Path):
-        return str(value)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _encode(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, Mapping):
-        return {str(k): _encode(v) for k, v in value.items()}
-    if isinstance(value, (tuple, list)):
-        return [_encode(v) for v in value]
-    return value
-
-
-def _decode(hint: Any, value: Any) -> Any:
-    if value is None:
-        return None
-    origin = typing.get_origin(hint)
-    if origin in (typing.Union, types.UnionType):
-        options = [a for a in typing.get_args(hint) if a is not type(None)]
-        return _decode(options[0], value) if len(options) == 1 else value
-    if hint is Path:
-        return Path(value)
-    if origin is tuple:
-        args = typing.get_args(hint)
-        return tuple(_decode(args[0], v) for v in value) if args else tuple(value)
-    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
-        inner = typing.get_type_hints(hint)
-        names = {f.name for f in dataclasses.fields(hint)}
-        return hint(**{k: _decode(inner[k], v) for k, v in value.items() if k in names})
-    if origin is not None and isinstance(origin, type) and issubclass(origin, Mapping):
-        return dict(value)
-    return value
+__all__ = ["StoredConfig", "config_from_json", "config_to_json"]

@@ -7,37 +7,57 @@
     POST /stop     {"grace_s": float >= 0, "abort": bool} (both optional) -> 202 {"state"}
     POST /watch    {"count": 1..100000} -> {"requested", "started"}
 
-Anything else is a 4xx with ``{"error": "..."}``: unknown path 404, wrong method 405, a
-body that is not a small JSON object or has unknown or ill-typed fields 400, a body over
-16 KiB 413. Malformed HTTP is answered 400 by the HTTP layer. No request can crash the
-worker: unexpected exceptions become a logged 500.
+Bodies and answers are the structs of ``core.batches.api``, decoded and encoded from those
+declarations. Anything else is a 4xx with ``{"error": "..."}``: unknown path 404, wrong
+method 405, a body that is not a small JSON object or has unknown or ill-typed fields 400
+(the message names the field and says what it takes), a body over 16 KiB 413. Malformed
+HTTP is answered 400 by the HTTP layer. No request can crash the worker: unexpected
+exceptions become a logged 500.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import math
-from collections.abc import AsyncIterator, Callable
-from typing import Any, Protocol
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Protocol, TypeVar
 
+import msgspec
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from eagle_tui.core.batches.events import HELLO, public_state, sse_frame
+from eagle_tui.core.batches.api import (
+    MAX_GRACE_S,
+    MAX_WATCH,
+    ErrorReply,
+    Hello,
+    NoFields,
+    StateReply,
+    StopRequest,
+    WatchReply,
+    WatchRequest,
+)
+from eagle_tui.core.batches.api import Request as RequestBody
+from eagle_tui.core.batches.events import HELLO, sse_frame
 from eagle_tui.core.batches.hub import EventHub, HubFull, Subscriber
 from eagle_tui.core.batches.status import StatusBuilder, WatchTally
+from eagle_tui.core.batchstate import FINAL_STATES, BatchState, public_state
 from eagle_tui.core.capture.progress import CaptureProgress
+from eagle_tui.core.wire import ENCODER, explain
 
 log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 16 * 1024
-MAX_WATCH = 100_000
-MAX_GRACE_S = 7 * 24 * 3600.0
 KEEPALIVE_S = 15.0
+__all__ = ["KEEPALIVE_S", "MAX_BODY_BYTES", "MAX_GRACE_S", "MAX_WATCH", "ControlApi",
+           "Controllable", "read_body"]
+
+B = TypeVar("B", bound=RequestBody)
+_DECODERS: dict[type[RequestBody], msgspec.json.Decoder[RequestBody]] = {
+    shape: msgspec.json.Decoder(shape) for shape in (NoFields, StopRequest, WatchRequest)
+}
 
 
 class Controllable(Protocol):
@@ -58,7 +78,7 @@ class ControlApi:
     """Request handlers bound to one worker's engine, status and event hub."""
 
     def __init__(self, engine: Controllable, status: StatusBuilder, hub: EventHub,
-                 watch: WatchTally, hello: Callable[[], dict[str, Any]],
+                 watch: WatchTally, hello: Callable[[], Hello],
                  *, keepalive_s: float = KEEPALIVE_S) -> None:
         self._engine = engine
         self._status = status
@@ -82,54 +102,42 @@ class ControlApi:
 
     async def status(self, request: Request) -> Response:
         """GET /status."""
-        return JSONResponse(await self._status.build())
+        return _json(await self._status.build())
 
     async def pause(self, request: Request) -> Response:
         """POST /pause."""
-        _no_fields(await read_json_object(request))
+        await read_body(request, NoFields)
         self._engine.pause()
         return self._state()
 
     async def resume(self, request: Request) -> Response:
         """POST /resume."""
-        _no_fields(await read_json_object(request))
+        await read_body(request, NoFields)
         self._engine.resume()
         return self._state()
 
     async def stop(self, request: Request) -> Response:
         """POST /stop."""
-        body = await read_json_object(request)
-        _only(body, {"grace_s", "abort"})
-        grace = body.get("grace_s")
-        if grace is not None and not (_is_number(grace) and 0 <= grace <= MAX_GRACE_S):
-            raise HTTPException(400, f"grace_s must be a number of seconds in [0, {MAX_GRACE_S:g}]")
-        abort = body.get("abort", False)
-        if not isinstance(abort, bool):
-            raise HTTPException(400, "abort must be true or false")
-        self._engine.stop(None if grace is None else float(grace), abort=abort)
+        body = await read_body(request, StopRequest)
+        self._engine.stop(body.grace_s, abort=body.abort)
         state = public_state(self._engine.progress().state)
-        if state not in ("done", "stopped", "failed"):
-            state = "stopping"  # the engine's drain task starts on the next loop turn
-        return JSONResponse({"state": state}, status_code=202)
+        if state not in FINAL_STATES:
+            state = BatchState.STOPPING  # the engine's drain task starts on the next loop turn
+        return _json(StateReply(state=state), status_code=202)
 
     async def watch(self, request: Request) -> Response:
         """POST /watch."""
-        body = await read_json_object(request)
-        _only(body, {"count"})
-        count = body.get("count")
-        if not (isinstance(count, int) and not isinstance(count, bool)
-                and 1 <= count <= MAX_WATCH):
-            raise HTTPException(400, f"count must be an integer in [1, {MAX_WATCH}]")
-        self._engine.watch(count)
-        self._watch.requested += count
-        return JSONResponse({"requested": self._watch.requested, "started": self._watch.started})
+        body = await read_body(request, WatchRequest)
+        self._engine.watch(body.count)
+        self._watch.requested += body.count
+        return _json(WatchReply(requested=self._watch.requested, started=self._watch.started))
 
     async def events(self, request: Request) -> Response:
         """GET /events (server-sent events)."""
         try:
             subscriber = self._hub.subscribe()
         except HubFull as e:
-            return JSONResponse({"error": f"{e}; close one and retry"}, status_code=503)
+            return _json(ErrorReply(error=f"{e}; close one and retry"), status_code=503)
         return StreamingResponse(self._stream(subscriber), media_type="text/event-stream",
                                  headers={"cache-control": "no-store"})
 
@@ -150,11 +158,18 @@ class ControlApi:
             self._hub.unsubscribe(subscriber)
 
     def _state(self) -> Response:
-        return JSONResponse({"state": public_state(self._engine.progress().state)})
+        return _json(StateReply(state=public_state(self._engine.progress().state)))
 
 
-async def read_json_object(request: Request) -> dict[str, Any]:
-    """The body as a JSON object ({} when empty); 400/413 HTTPException otherwise."""
+def _json(body: msgspec.Struct, *, status_code: int = 200,
+          headers: Mapping[str, str] | None = None) -> Response:
+    return Response(ENCODER.encode(body), status_code=status_code, headers=headers,
+                    media_type="application/json")
+
+
+async def read_body(request: Request, shape: type[B]) -> B:
+    """The body decoded as ``shape`` ({} when empty); 400/413 HTTPException otherwise, the
+    400 naming the field and what the request takes."""
     declared = request.headers.get("content-length")
     if declared is not None and (not declared.isdigit() or int(declared) > MAX_BODY_BYTES):
         raise HTTPException(413, f"body larger than {MAX_BODY_BYTES} bytes")
@@ -163,40 +178,25 @@ async def read_json_object(request: Request) -> dict[str, Any]:
         body += chunk
         if len(body) > MAX_BODY_BYTES:
             raise HTTPException(413, f"body larger than {MAX_BODY_BYTES} bytes")
-    if not body.strip():
-        return {}
+    what = f"{request.method} {request.url.path}"
     try:
-        data = json.loads(body)
-    except (ValueError, RecursionError):
-        raise HTTPException(400, "body is not JSON; send a JSON object") from None
-    if not isinstance(data, dict):
-        raise HTTPException(400, "body must be a JSON object")
-    return data
-
-
-def _only(body: dict[str, Any], allowed: set[str]) -> None:
-    unknown = sorted(set(body) - allowed)
-    if unknown:
-        raise HTTPException(400, f"unknown field(s) {unknown}; allowed: {sorted(allowed)}")
-
-
-def _no_fields(body: dict[str, Any]) -> None:
-    _only(body, set())
-
-
-def _is_number(value: Any) -> bool:
-    return (isinstance(value, (int, float)) and not isinstance(value, bool)
-            and math.isfinite(value))
+        decoded = _DECODERS[shape].decode(bytes(body) if body.strip() else b"{}")
+    except msgspec.ValidationError as e:
+        raise HTTPException(400, f"{what}: {explain(e)}; {shape.USAGE}") from None
+    except msgspec.DecodeError:
+        raise HTTPException(400, f"{what}: body is not JSON; send a JSON object") from None
+    assert isinstance(decoded, shape)
+    return decoded
 
 
 async def _http_error(request: Request, error: Exception) -> Response:
     assert isinstance(error, HTTPException)
-    return JSONResponse({"error": error.detail}, status_code=error.status_code,
-                        headers=error.headers)
+    return _json(ErrorReply(error=error.detail), status_code=error.status_code,
+                 headers=error.headers)
 
 
 async def _internal_error(request: Request, error: Exception) -> Response:
     log.exception("control request %s %s failed", request.method, request.url.path,
                   exc_info=error)
-    return JSONResponse({"error": f"internal error: {type(error).__name__}; see the batch log"},
-                        status_code=500)
+    return _json(ErrorReply(error=f"internal error: {type(error).__name__}; see the batch log"),
+                 status_code=500)

@@ -3,7 +3,8 @@
 It talks HTTP over the batch's Unix socket with httpx, and refuses to talk to a socket
 that is not ours (``sockpath.check_socket_is_ours``). Every failure is a ``BatchError``:
 ``WorkerUnreachable`` when nothing answers (the worker ended or died), ``ControlRejected``
-for a 4xx, ``UntrustedSocket`` for someone else's socket.
+for a 4xx, ``UntrustedSocket`` for someone else's socket, and a plain ``BatchError`` for an
+answer that does not fit its declared shape (``core.batches.api``; the field is named).
 
 ``events()`` follows ``GET /events`` across worker restarts: when the stream breaks it
 yields a ``disconnected`` event and keeps trying to reconnect for ``reconnect_s``; a worker
@@ -18,16 +19,36 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Self, TypeVar
 
 import httpx
+import msgspec
 
+from eagle_tui.core.batches.api import (
+    Disconnected,
+    ErrorReply,
+    NoFields,
+    Request,
+    StateReply,
+    StatusDoc,
+    StopRequest,
+    WatchReply,
+    WatchRequest,
+)
 from eagle_tui.core.batches.events import DISCONNECTED, END, BatchEvent, SSEDecoder
 from eagle_tui.core.batches.sockpath import check_socket_is_ours
 from eagle_tui.core.errors import BatchError, ControlRejected, WorkerUnreachable
+from eagle_tui.core.wire import ENCODER, explain
 
 _BASE_URL = "http://eagle-batch"
 EVENT_READ_TIMEOUT_S = 45.0  # the worker sends a keep-alive every 15 s
+_JSON = {"content-type": "application/json"}
+
+T = TypeVar("T", bound=msgspec.Struct)
+_DECODERS: dict[type, msgspec.json.Decoder[msgspec.Struct]] = {
+    shape: msgspec.json.Decoder(shape) for shape in (StatusDoc, StateReply, WatchReply)
+}
+_ERROR = msgspec.json.Decoder(ErrorReply)
 
 
 class BatchClient:
@@ -53,39 +74,38 @@ class BatchClient:
 
     # -- requests -------------------------------------------------------------------------
 
-    async def status(self) -> dict[str, Any]:
+    async def status(self) -> StatusDoc:
         """The worker's status document (see ``core.batches.status``)."""
-        return await self._call("GET", "/status")
+        return await self._call("GET", "/status", StatusDoc)
 
-    async def pause(self) -> dict[str, Any]:
-        """Hold new requests (in-flight ones finish); ``{"state": ...}``."""
-        return await self._call("POST", "/pause")
+    async def pause(self) -> StateReply:
+        """Hold new requests (in-flight ones finish)."""
+        return await self._call("POST", "/pause", StateReply, NoFields())
 
-    async def resume(self) -> dict[str, Any]:
+    async def resume(self) -> StateReply:
         """Undo ``pause``."""
-        return await self._call("POST", "/resume")
+        return await self._call("POST", "/resume", StateReply, NoFields())
 
-    async def stop(self, grace_s: float | None = None, *, abort: bool = False) -> dict[str, Any]:
+    async def stop(self, grace_s: float | None = None, *, abort: bool = False) -> StateReply:
         """Stop the batch: drain in-flight requests for ``grace_s`` (default: the batch's
         setting), then abort them; ``abort=True`` aborts at once."""
-        body: dict[str, Any] = {"abort": abort}
-        if grace_s is not None:
-            body["grace_s"] = grace_s
-        return await self._call("POST", "/stop", body)
+        return await self._call("POST", "/stop", StateReply,
+                                StopRequest(grace_s=grace_s, abort=abort))
 
-    async def watch(self, count: int) -> dict[str, Any]:
+    async def watch(self, count: int) -> WatchReply:
         """Stream the next ``count`` requests; their token deltas arrive as ``delta`` events."""
-        return await self._call("POST", "/watch", {"count": count})
+        return await self._call("POST", "/watch", WatchReply, WatchRequest(count=count))
 
-    async def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> (
-        dict[str, Any]
-    ):
+    async def _call(self, method: str, path: str, reply: type[T],
+                    body: Request | None = None) -> T:
         self._check_socket()
+        content = None if body is None else ENCODER.encode(body)
         try:
-            response = await self._http.request(method, path, json=body)
+            response = await self._http.request(method, path, content=content,
+                                                headers=_JSON if content is not None else None)
         except httpx.TransportError as e:
             raise self._unreachable(e) from e
-        return _decode(response, f"{method} {path}")
+        return _decode(response, f"{method} {path}", reply)
 
     # -- events ---------------------------------------------------------------------------
 
@@ -107,7 +127,7 @@ class BatchClient:
                 if not connected:
                     raise
                 reason = str(e)
-            yield BatchEvent(DISCONNECTED, {"reason": reason})
+            yield BatchEvent(DISCONNECTED, Disconnected(reason=reason))
             if not await self._wait_back(reconnect_s):
                 return
 
@@ -119,7 +139,7 @@ class BatchClient:
             async with self._http.stream("GET", "/events", timeout=timeout) as response:
                 if response.status_code != 200:
                     await response.aread()
-                    _decode(response, "GET /events")
+                    _refused(response, "GET /events")
                 async for line in response.aiter_lines():
                     event = decoder.feed(line)
                     if event is not None:
@@ -158,17 +178,29 @@ class BatchClient:
             f"{error}); it may have exited: `eagle-tui batches` shows its state")
 
 
-def _decode(response: httpx.Response, what: str) -> dict[str, Any]:
+def _decode(response: httpx.Response, what: str, reply: type[T]) -> T:
+    """The answer as ``reply``; ControlRejected (4xx) or BatchError (5xx, or a body that
+    does not fit ``reply``) otherwise."""
+    _refused(response, what)
     try:
-        data = response.json()
-    except ValueError:
-        data = {"error": response.text[:200]}
-    if not isinstance(data, dict):
-        data = {"value": data}
-    if 400 <= response.status_code < 500:
-        raise ControlRejected(f"{what} refused: {data.get('error', response.reason_phrase)}",
-                              status=response.status_code)
-    if response.status_code >= 500:
-        raise BatchError(f"{what} failed in the worker ({response.status_code}: "
-                         f"{data.get('error', '')}); see the batch log")
-    return data
+        decoded = _DECODERS[reply].decode(response.content)
+    except msgspec.DecodeError as e:
+        raise BatchError(
+            f"{what}: the worker's answer does not fit ({explain(e)}); it may run another "
+            "eagle-tui version: stop it and `eagle-tui resume` it with this one") from None
+    assert isinstance(decoded, reply)
+    return decoded
+
+
+def _refused(response: httpx.Response, what: str) -> None:
+    """Raise for a 4xx (ControlRejected) or 5xx (BatchError), with the worker's reason."""
+    if response.status_code < 400:
+        return
+    try:
+        error = _ERROR.decode(response.content).error
+    except msgspec.DecodeError:
+        error = response.text[:200] or response.reason_phrase
+    if response.status_code < 500:
+        raise ControlRejected(f"{what} refused: {error}", status=response.status_code)
+    raise BatchError(f"{what} failed in the worker ({response.status_code}: {error}); "
+                     "see the batch log")

@@ -15,21 +15,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import socket
 import time
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from eagle_tui.core.batches.api import End, ErrorReply, ProgressEvent
 from eagle_tui.core.batches.control_app import ControlApi, Controllable
-from eagle_tui.core.batches.events import PROGRESS_HZ, snapshot_json
+from eagle_tui.core.batches.events import PROGRESS_HZ
 from eagle_tui.core.batches.hub import EventHub
 from eagle_tui.core.batches.sockpath import bind_private_socket, peer_uid
+from eagle_tui.core.wire import ENCODER
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +42,7 @@ class _PeerChecked(Protocol):
 
 
 def _forbidden() -> bytes:
-    body = json.dumps({"error": "this batch belongs to another user"}).encode()
+    body = ENCODER.encode(ErrorReply(error="this batch belongs to another user"))
     head = (b"HTTP/1.1 403 Forbidden\r\ncontent-type: application/json\r\n"
             b"connection: close\r\ncontent-length: " + str(len(body)).encode() + b"\r\n\r\n")
     return head + body
@@ -96,7 +97,7 @@ class ControlServer:
         self._tasks = [asyncio.create_task(server.main_loop()),
                        asyncio.create_task(self._tick_progress())]
 
-    async def close(self, end: dict[str, Any]) -> None:
+    async def close(self, end: End) -> None:
         """Tell every event client the batch ended, stop serving, remove the socket."""
         self._hub.finish(end)
         server = self._server
@@ -119,4 +120,4 @@ class ControlServer:
         while True:
             await asyncio.sleep(self._period)
             if self._hub.subscribers:
-                self._hub.publish_progress(snapshot_json(self._engine.progress(), time.time()))
+                self._hub.publish_progress(ProgressEvent.of(self._engine.progress(), time.time()))

@@ -12,7 +12,6 @@ reason), or dies (raised, with the log's tail). A worker still loading its token
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import select
 import subprocess
@@ -20,16 +19,18 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from eagle_tui.core.batches.configjson import config_from_json, config_to_json
-from eagle_tui.core.batches.ready import FAILED, STARTED
+import msgspec
+
+from eagle_tui.core.batches.configjson import StoredConfig
+from eagle_tui.core.batches.ready import FAILED, READY_DECODER, STARTED, ReadyMessage
 from eagle_tui.core.batches.registry import BatchRecord, Registry, new_batch_id
 from eagle_tui.core.batches.secretenv import has_secrets, secrets_from_env, worker_env
 from eagle_tui.core.batches.sockpath import control_socket_path
 from eagle_tui.core.capture.config import CaptureConfig
 from eagle_tui.core.capture.outlock import holder_of
 from eagle_tui.core.errors import BatchLocked, WorkerStartFailed
+from eagle_tui.core.wire import explain
 
 LOG_NAME = "worker.log"
 READY_TIMEOUT_S = 120.0
@@ -75,8 +76,8 @@ def relaunch(record: BatchRecord, registry: Registry, *,
     recorded server list (a moved server, or URLs that carry credentials).
     """
     api_key, env_servers = secrets_from_env()
-    config = config_from_json(record.config, api_key=api_key, servers=servers or env_servers,
-                              resume=True)
+    config = record.config.to_config(api_key=api_key, servers=servers or env_servers,
+                                     resume=True)
     return launch_detached(config, name=record.name, registry=registry,
                            ready_timeout_s=ready_timeout_s)
 
@@ -95,14 +96,15 @@ def _register(registry: Registry, config: CaptureConfig, name: str | None) -> Ba
     now = time.time()
     existing = registry.for_out_dir(out_dir)
     batch_id = existing.id if existing else new_batch_id()
+    stored = StoredConfig.of(config)
     base = existing or BatchRecord(
         id=batch_id, name=name or out_dir.name, out_dir=str(out_dir),
         socket=str(control_socket_path(out_dir, batch_id)), log=str(out_dir / LOG_NAME),
-        config={}, created_at=now)
-    record = dataclasses.replace(
-        base, name=name or base.name, config=config_to_json(config), launched_at=now,
-        pid=None, pid_started=None, final_state=None, reason=None, exit_code=None,
-        ended_at=None, needs_secrets=has_secrets(config))
+        config=stored, created_at=now)
+    record = base.replace(
+        name=name or base.name, config=stored, launched_at=now, pid=None, pid_started=None,
+        final_state=None, reason=None, exit_code=None, ended_at=None,
+        needs_secrets=has_secrets(config))
     registry.save(record)
     return record
 
@@ -144,30 +146,30 @@ def _await_start(read_fd: int, record: BatchRecord, deadline: float) -> bool:
         buffer += chunk
         *lines, buffer = buffer.split(b"\n")
         for line in lines:
-            if _final(_parse(line), record):
+            if line.strip() and _final(_parse(line, record), record):
                 return True
     return False
 
 
-def _final(message: dict[str, Any], record: BatchRecord) -> bool:
+def _final(message: ReadyMessage, record: BatchRecord) -> bool:
     """True for ``started``; raises for ``failed``; False for anything else."""
-    event = message.get("event")
-    if event == STARTED:
+    if message.event == STARTED:
         return True
-    if event == FAILED:
-        text = str(message.get("message", "unknown reason"))
-        if message.get("kind") == "locked":
+    if message.event == FAILED:
+        text = message.message or "unknown reason"
+        if message.kind == "locked":
             raise BatchLocked(text)
         raise WorkerStartFailed(f"batch {record.id} could not start: {text} (log {record.log})")
     return False
 
 
-def _parse(line: bytes) -> dict[str, Any]:
+def _parse(line: bytes, record: BatchRecord) -> ReadyMessage:
     try:
-        data = json.loads(line)
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}
+        return READY_DECODER.decode(line)
+    except msgspec.DecodeError as e:
+        raise WorkerStartFailed(
+            f"batch {record.id}'s worker sent a start-up report that does not fit ({explain(e)}: "
+            f"{line[:200]!r}); it may run another eagle-tui version; log {record.log}") from None
 
 
 def log_tail(path: Path, lines: int = 20) -> str:

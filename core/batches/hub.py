@@ -14,12 +14,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from typing import Any
 
+from eagle_tui.core.batches.api import ClientStats, End, EventBody, Lost, ProgressEvent
 from eagle_tui.core.batches.events import END, LOST, PROGRESS, capture_event_frame
 from eagle_tui.core.capture.events import CaptureEvent
 
-Frame = tuple[str, dict[str, Any]]
+Frame = tuple[str, EventBody]
 
 MAX_QUEUED = 4096
 MAX_FRAMES_PER_TAKE = 256
@@ -39,8 +39,8 @@ class Subscriber:
         self.dropped = 0
         self.delivered = 0
         self._queue: deque[CaptureEvent] = deque()
-        self._progress: dict[str, Any] | None = None
-        self._end: dict[str, Any] | None = None
+        self._progress: ProgressEvent | None = None
+        self._end: End | None = None
         self._unreported = 0
         self._wake = asyncio.Event()
         self.ended = False
@@ -59,12 +59,12 @@ class Subscriber:
         self._queue.append(event)
         self._wake.set()
 
-    def offer_progress(self, data: dict[str, Any]) -> None:
+    def offer_progress(self, data: ProgressEvent) -> None:
         """Replace the pending progress snapshot (never queues)."""
         self._progress = data
         self._wake.set()
 
-    def finish(self, data: dict[str, Any]) -> None:
+    def finish(self, data: End) -> None:
         """The batch ended: after what is queued, send ``end`` and close."""
         self._end = data
         self._wake.set()
@@ -79,7 +79,7 @@ class Subscriber:
         self._wake.clear()
         frames: list[Frame] = []
         if self._unreported:
-            frames.append((LOST, {"dropped": self._unreported}))
+            frames.append((LOST, Lost(dropped=self._unreported)))
             self._unreported = 0
         while self._queue and len(frames) < MAX_FRAMES_PER_TAKE:
             frames.append(capture_event_frame(self._queue.popleft()))
@@ -98,11 +98,11 @@ class Subscriber:
         return bool(self._queue or self._unreported or self._progress is not None
                     or (self._end is not None and not self.ended))
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> ClientStats:
         """Queue length, drops and deliveries, for ``/status``."""
-        return {"id": self.id, "queued": self.queued, "max_queued": self.max_queued,
-                "dropped": self.dropped, "delivered": self.delivered,
-                "connected_at": self.connected_at}
+        return ClientStats(id=self.id, queued=self.queued, max_queued=self.max_queued,
+                           dropped=self.dropped, delivered=self.delivered,
+                           connected_at=self.connected_at)
 
 
 class EventHub:
@@ -113,7 +113,7 @@ class EventHub:
         self.max_subscribers = max_subscribers
         self._subscribers: dict[int, Subscriber] = {}
         self._next_id = 1
-        self._end: dict[str, Any] | None = None
+        self._end: End | None = None
 
     @property
     def subscribers(self) -> int:
@@ -125,12 +125,12 @@ class EventHub:
         for subscriber in self._subscribers.values():
             subscriber.offer(event)
 
-    def publish_progress(self, data: dict[str, Any]) -> None:
+    def publish_progress(self, data: ProgressEvent) -> None:
         """Offer a progress snapshot to every client (each keeps only the newest)."""
         for subscriber in self._subscribers.values():
             subscriber.offer_progress(data)
 
-    def finish(self, data: dict[str, Any]) -> None:
+    def finish(self, data: End) -> None:
         """The batch ended; every client (also later ones) gets ``end`` and is closed."""
         self._end = data
         for subscriber in self._subscribers.values():
@@ -151,6 +151,6 @@ class EventHub:
         """Forget a client (its connection closed)."""
         self._subscribers.pop(subscriber.id, None)
 
-    def stats(self) -> list[dict[str, Any]]:
+    def stats(self) -> tuple[ClientStats, ...]:
         """Per-client queue statistics."""
-        return [s.stats() for s in self._subscribers.values()]
+        return tuple(s.stats() for s in self._subscribers.values())

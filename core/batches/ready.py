@@ -10,11 +10,26 @@ launcher that has gone away.
 
 from __future__ import annotations
 
-import json
 import os
-from typing import Any
+from typing import Literal
+
+import msgspec
 
 LISTENING, STARTED, FAILED = "listening", "started", "failed"
+
+
+class ReadyMessage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One line on the start-up pipe."""
+
+    event: Literal["listening", "started", "failed"]
+    pid: int | None = None
+    socket: str | None = None
+    message: str | None = None
+    kind: Literal["locked", "error"] | None = None
+
+
+READY_DECODER = msgspec.json.Decoder(ReadyMessage)
+_ENCODER = msgspec.json.Encoder()
 
 
 class ReadyChannel:
@@ -23,24 +38,28 @@ class ReadyChannel:
     def __init__(self, fd: int | None) -> None:
         self._fd = fd
 
-    def send(self, event: str, **fields: Any) -> None:
-        """Report ``event``."""
+    def send(self, message: ReadyMessage) -> None:
+        """Report ``message``."""
         if self._fd is None:
             return
-        line = json.dumps({"event": event, **fields}) + "\n"
+        line = _ENCODER.encode(message) + b"\n"
         try:
-            os.write(self._fd, line.encode())
+            os.write(self._fd, line)
         except OSError:  # the launcher stopped waiting; the batch runs on regardless
             self.close()
 
-    def fail(self, message: str, *, kind: str = "error") -> None:
+    def listening(self, *, pid: int, socket: str) -> None:
+        """Report that the control socket accepts connections."""
+        self.send(ReadyMessage(event="listening", pid=pid, socket=socket))
+
+    def fail(self, message: str, *, kind: Literal["locked", "error"] = "error") -> None:
         """Report that the batch cannot start (``kind``: ``locked`` or ``error``), and close."""
-        self.send(FAILED, message=message, kind=kind)
+        self.send(ReadyMessage(event="failed", message=message, kind=kind))
         self.close()
 
     def started(self) -> None:
         """Report that the batch is dispatching, and close."""
-        self.send(STARTED)
+        self.send(ReadyMessage(event="started"))
         self.close()
 
     def close(self) -> None:

@@ -9,43 +9,52 @@ record and two writers never lose each other's fields.
 A record never says whether its worker is alive: that is derived when asked
 (``core.batches.survey``) from the output directory's lock and the control socket, so a
 SIGKILLed worker simply shows up as interrupted.
+
+``BatchRecord`` is a msgspec struct: the file is written from it and read into it, types
+checked (a record with a value of the wrong type, or a state that does not exist, is
+unreadable, and the error names the file and the field); keys written by a newer version
+are ignored.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import fcntl
-import json
 import logging
 import os
 import secrets
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eagle_tui.core.errors import BatchError, BatchNotFound
+import msgspec
+
+from eagle_tui.core.batches.api import Progress
+from eagle_tui.core.batches.configjson import StoredConfig
+from eagle_tui.core.batchstate import FINAL_STATES, BatchState
+from eagle_tui.core.errors import BatchError, BatchNotFound, ConfigError
 from eagle_tui.core.fsio import fsync_dir, write_atomic
 from eagle_tui.core.paths import state_dir
+from eagle_tui.core.wire import explain
 
 log = logging.getLogger(__name__)
 
 RECORD_VERSION = 1
-FINAL_STATES = ("done", "stopped", "failed")
+__all__ = ["FINAL_STATES", "RECORD_VERSION", "BatchRecord", "Registry", "new_batch_id",
+           "read_record"]
 
 
-@dataclass(frozen=True)
-class BatchRecord:
-    """One registered batch. Times are Unix seconds; ``final_state`` is set at worker exit."""
+class BatchRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """One registered batch. Times are Unix seconds; ``final_state`` is set at worker exit;
+    ``last_progress`` is None until the worker saved some."""
 
     id: str
     name: str
     out_dir: str
     socket: str
     log: str
-    config: dict[str, Any]
+    config: StoredConfig
     created_at: float
     launched_at: float | None = None
     pid: int | None = None
@@ -54,22 +63,38 @@ class BatchRecord:
     dispatch_started_at: float | None = None
     runs: int = 0
     ended_at: float | None = None
-    final_state: str | None = None
+    final_state: BatchState | None = None
     reason: str | None = None
     exit_code: int | None = None
     needs_secrets: bool = False
-    last_progress: dict[str, Any] = field(default_factory=dict)
+    last_progress: Progress | None = None
     version: int = RECORD_VERSION
 
-    def to_json(self) -> dict[str, Any]:
-        """JSON-ready dict."""
-        return dataclasses.asdict(self)
+    def __post_init__(self) -> None:
+        # Records written before any progress was saved hold ``{}``: no progress at all.
+        if self.last_progress == _NO_PROGRESS:
+            msgspec.structs.force_setattr(self, "last_progress", None)
 
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> BatchRecord:
-        """Inverse of ``to_json``; keys written by a newer version are ignored."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+    def replace(self, **changes: Any) -> BatchRecord:
+        """A copy with ``changes``, checked like a record read from disk (BatchError)."""
+        record = msgspec.structs.replace(self, **changes)
+        try:
+            return _DECODER.decode(_ENCODER.encode(record))
+        except (msgspec.DecodeError, TypeError) as e:
+            detail = explain(e) if isinstance(e, msgspec.DecodeError) else str(e)
+            raise BatchError(f"cannot update batch {self.id}: {detail}") from e
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as plain JSON values (for ``batches --json``, which shows no saved
+        progress as ``{}``, as it always has)."""
+        data: dict[str, Any] = msgspec.to_builtins(self)
+        data["last_progress"] = msgspec.to_builtins(self.last_progress or {}, order="sorted")
+        return data
+
+
+_NO_PROGRESS = Progress()
+_ENCODER = msgspec.json.Encoder(order="sorted")
+_DECODER = msgspec.json.Decoder(BatchRecord)
 
 
 def new_batch_id() -> str:
@@ -90,26 +115,24 @@ class Registry:
     def save(self, record: BatchRecord) -> None:
         """Write ``record`` atomically (creating the registry, mode 0700)."""
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
-        text = json.dumps(record.to_json(), indent=1, sort_keys=True)
         path = self.path_of(record.id)
-        write_atomic(path, text.encode("utf-8"))
+        write_atomic(path, msgspec.json.format(_ENCODER.encode(record), indent=1))
         os.chmod(path, 0o600)
         fsync_dir(self.root)
 
     def load(self, batch_id: str) -> BatchRecord:
-        """The record of ``batch_id``; BatchNotFound when there is none."""
+        """The record of ``batch_id``; BatchNotFound when there is none, BatchError (naming
+        the file and the field) when it is unreadable."""
         path = self.path_of(batch_id)
         try:
-            return BatchRecord.from_json(json.loads(path.read_text(encoding="utf-8")))
+            return read_record(path)
         except FileNotFoundError as e:
             raise BatchNotFound(f"no batch {batch_id!r} in {self.root}") from e
-        except (OSError, ValueError, TypeError) as e:
-            raise BatchError(f"batch record {path} is unreadable ({e}); delete it") from e
 
     def update(self, batch_id: str, **changes: Any) -> BatchRecord:
         """Change some fields of a record under the registry lock; the new record."""
         with self._locked():
-            record = dataclasses.replace(self.load(batch_id), **changes)
+            record = self.load(batch_id).replace(**changes)
             self.save(record)
             return record
 
@@ -118,9 +141,9 @@ class Registry:
         records = []
         for path in sorted(self.root.glob("*.json")) if self.root.is_dir() else []:
             try:
-                records.append(BatchRecord.from_json(json.loads(path.read_text("utf-8"))))
-            except (OSError, ValueError, TypeError) as e:
-                log.warning("skipping unreadable batch record %s: %s", path, e)
+                records.append(read_record(path))
+            except (OSError, BatchError) as e:
+                log.warning("skipping batch record %s: %s", path, e)
         return sorted(records, key=lambda r: r.created_at)
 
     def for_out_dir(self, out_dir: Path) -> BatchRecord | None:
@@ -163,6 +186,24 @@ class Registry:
             yield
         finally:
             os.close(fd)
+
+
+def read_record(path: Path) -> BatchRecord:
+    """The record in ``path``: FileNotFoundError when there is none, BatchError naming the
+    file and the field when it does not fit ``BatchRecord``."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise
+    except OSError as e:
+        raise BatchError(f"batch record {path} is unreadable ({e}); delete it") from e
+    try:
+        return _DECODER.decode(data)
+    except (msgspec.DecodeError, ConfigError) as e:
+        detail = explain(e) if isinstance(e, msgspec.DecodeError) else str(e)
+        raise BatchError(f"batch record {path} is unreadable ({detail}); delete it (its "
+                         "batch directory stays; `eagle-tui capture --out DIR --resume "
+                         "--detach ...` registers it again)") from e
 
 
 def _same_dir(recorded: str, ref: str) -> bool:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import Any
 
-from eagle_tui.core.batches.events import progress_json, public_state
+from eagle_tui.core.batches.api import End, Progress
+from eagle_tui.core.batchstate import BatchState, public_state
 from eagle_tui.core.capture.engine import CaptureEngine, CaptureSummary
 from eagle_tui.core.errors import EagleError
 
@@ -21,15 +21,15 @@ EXIT_INTERNAL = 3
 class RunOutcome:
     """``state`` is ``done``, ``stopped`` or ``failed``."""
 
-    state: str
+    state: BatchState
     reason: str | None
     exit_code: int
-    progress: dict[str, Any]
+    progress: Progress
 
-    def end_json(self) -> dict[str, Any]:
+    def end_event(self) -> End:
         """The body of the ``end`` event."""
-        return {"state": self.state, "reason": self.reason, "exit_code": self.exit_code,
-                "progress": self.progress}
+        return End(state=self.state, reason=self.reason, exit_code=self.exit_code,
+                   progress=self.progress)
 
 
 async def outcome_of(run: asyncio.Task[CaptureSummary], engine: CaptureEngine) -> RunOutcome:
@@ -37,10 +37,11 @@ async def outcome_of(run: asyncio.Task[CaptureSummary], engine: CaptureEngine) -
     try:
         summary = await run
     except EagleError as e:  # could not start: config, tokenizer, output directory
-        return RunOutcome("failed", str(e), EXIT_CANNOT_START, progress_json(engine.progress()))
+        return RunOutcome(BatchState.FAILED, str(e), EXIT_CANNOT_START,
+                          Progress.of(engine.progress()))
     except Exception as e:
         log.exception("the capture engine failed")
         reason = f"internal error: {type(e).__name__}: {e}; see the batch log"
-        return RunOutcome("failed", reason, EXIT_INTERNAL, progress_json(engine.progress()))
+        return RunOutcome(BatchState.FAILED, reason, EXIT_INTERNAL, Progress.of(engine.progress()))
     return RunOutcome(public_state(summary.state), summary.reason, summary.exit_code,
-                      progress_json(summary.progress))
+                      Progress.of(summary.progress))

@@ -6,11 +6,14 @@ which other users can read in the process table).
 
 from __future__ import annotations
 
-import json
 import os
 
+import msgspec
+
 from eagle_tui.core.capture.config import CaptureConfig, public_url
+from eagle_tui.core.errors import ConfigError
 from eagle_tui.core.sglang.client import API_KEY_ENV
+from eagle_tui.core.wire import ENCODER, explain
 
 SERVERS_ENV = "EAGLE_TUI_BATCH_SERVERS"
 """JSON list of the server URLs as given, set only when one carries credentials."""
@@ -28,12 +31,20 @@ def worker_env(config: CaptureConfig, base: dict[str, str] | None = None) -> dic
     if config.api_key:
         env[API_KEY_ENV] = config.api_key
     if any(public_url(u) != u.rstrip("/") for u in config.servers):
-        env[SERVERS_ENV] = json.dumps(list(config.servers))
+        env[SERVERS_ENV] = ENCODER.encode(config.servers).decode()
     return env
 
 
 def secrets_from_env() -> tuple[str | None, tuple[str, ...] | None]:
-    """(API key, raw server URLs) from our environment; None where not given."""
+    """(API key, raw server URLs) from our environment; None where not given. ConfigError
+    when the server list is not a JSON list of strings."""
     raw = os.environ.get(SERVERS_ENV)
-    servers = tuple(str(u) for u in json.loads(raw)) if raw else None
+    try:
+        servers = _SERVERS.decode(raw) if raw else None
+    except msgspec.DecodeError as e:
+        raise ConfigError(f"{SERVERS_ENV} must be a JSON list of server URLs ({explain(e)}); "
+                          "unset it, or pass --server URL") from None
     return os.environ.get(API_KEY_ENV) or None, servers
+
+
+_SERVERS = msgspec.json.Decoder(tuple[str, ...])

@@ -1,9 +1,9 @@
 """The ``GET /status`` snapshot of a running worker, and the bookkeeping behind it.
 
-Shape (every key always present)::
+The document is ``api.StatusDoc`` (every field always present)::
 
     {"schema": 1, "at": <unix s>,
-     "batch": {"id", "name", "out_dir", "pid", "socket", "log", "started_at"},
+     "batch": {"id", "name", "out_dir", "pid", "socket", "log", "started_at", "runs"},
      "state": starting|running|paused|stopping|done|stopped|failed,
      "progress": {total, already_done, done, written, failed, flagged, rejected, retrying,
                   interrupted, in_flight, output_tokens, settled, remaining, elapsed_s,
@@ -24,16 +24,27 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from eagle_tui.core.batches.events import progress_json, public_state, server_json
+import msgspec
+
+from eagle_tui.core.batches.api import (
+    STATUS_SCHEMA,
+    BatchInfo,
+    EventClients,
+    Progress,
+    RecentError,
+    ShardSummary,
+    StatusDoc,
+    WatchReply,
+)
 from eagle_tui.core.batches.hub import EventHub
+from eagle_tui.core.batchstate import public_state
 from eagle_tui.core.capture.events import CaptureEvent
 from eagle_tui.core.capture.progress import CaptureProgress
 from eagle_tui.core.errors import ConfigError
-from eagle_tui.core.shards.manifest import MANIFEST_NAME, Manifest
+from eagle_tui.core.shards.manifest import MANIFEST_NAME, Counts, Manifest
 
-STATUS_SCHEMA = 1
+__all__ = ["STATUS_SCHEMA", "RecentErrors", "ShardList", "StatusBuilder", "WatchTally"]
 
 
 class RecentErrors:
@@ -42,7 +53,7 @@ class RecentErrors:
     def __init__(self, per_kind: int = 5, max_kinds: int = 32) -> None:
         self._per_kind = per_kind
         self._max_kinds = max_kinds
-        self._by_kind: OrderedDict[str, deque[dict[str, Any]]] = OrderedDict()
+        self._by_kind: OrderedDict[str, deque[RecentError]] = OrderedDict()
 
     def note(self, event: CaptureEvent) -> None:
         """Keep ``event`` if it reports an error."""
@@ -50,16 +61,16 @@ class RecentErrors:
             return
         kind = event.error_kind or event.kind
         recent = self._by_kind.pop(kind, None) or deque(maxlen=self._per_kind)
-        recent.append({"at": event.at, "sample_id": event.sample_id, "rid": event.rid,
-                       "endpoint": event.endpoint, "detail": event.detail,
-                       "final": event.kind != "retry"})
+        recent.append(RecentError(at=event.at, sample_id=event.sample_id, rid=event.rid,
+                                  endpoint=event.endpoint, detail=event.detail,
+                                  final=event.kind != "retry"))
         self._by_kind[kind] = recent  # most recently seen kinds last
         while len(self._by_kind) > self._max_kinds:
             self._by_kind.popitem(last=False)
 
-    def to_json(self) -> dict[str, list[dict[str, Any]]]:
+    def to_json(self) -> dict[str, tuple[RecentError, ...]]:
         """Kind -> recent errors, oldest first."""
-        return {kind: list(items) for kind, items in self._by_kind.items()}
+        return {kind: tuple(items) for kind, items in self._by_kind.items()}
 
 
 class WatchTally:
@@ -81,10 +92,10 @@ class ShardList:
     def __init__(self, out_dir: Path) -> None:
         self._path = out_dir / MANIFEST_NAME
         self._seen: tuple[int, int] | None = None
-        self._shards: list[dict[str, Any]] = []
-        self._counts: dict[str, int] = {"done": 0, "failed": 0, "flagged": 0, "rejected": 0}
+        self._shards: tuple[ShardSummary, ...] = ()
+        self._counts = Counts()
 
-    async def read(self) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    async def read(self) -> tuple[tuple[ShardSummary, ...], Counts]:
         """(shards, manifest counts) as of the manifest on disk now."""
         try:
             info = self._path.stat()
@@ -96,18 +107,16 @@ class ShardList:
             except ConfigError:  # being replaced right now; keep the last good list
                 return self._shards, self._counts
             self._seen = (info.st_mtime_ns, info.st_size)
-            self._shards = [{"name": s.name, "rows": s.rows, "bytes": s.bytes,
-                             "flagged": s.flagged} for s in manifest.shards]
-            c = manifest.counts
-            self._counts = {"done": c.done, "failed": c.failed, "flagged": c.flagged,
-                            "rejected": c.rejected}
+            self._shards = tuple(ShardSummary(name=s.name, rows=s.rows, bytes=s.bytes,
+                                              flagged=s.flagged) for s in manifest.shards)
+            self._counts = msgspec.structs.replace(manifest.counts)  # a copy
         return self._shards, self._counts
 
 
 class StatusBuilder:
     """Assembles ``/status`` from the engine's snapshot and the worker's bookkeeping."""
 
-    def __init__(self, batch: dict[str, Any], progress: Callable[[], CaptureProgress],
+    def __init__(self, batch: BatchInfo, progress: Callable[[], CaptureProgress],
                  hub: EventHub, recent: RecentErrors, watch: WatchTally, out_dir: Path) -> None:
         self.batch = batch
         self._progress = progress
@@ -116,23 +125,23 @@ class StatusBuilder:
         self._watch = watch
         self._shards = ShardList(out_dir)
 
-    async def build(self) -> dict[str, Any]:
+    async def build(self) -> StatusDoc:
         """The status document (see the module docstring)."""
         progress = self._progress()
         shards, counts = await self._shards.read()
-        return {
-            "schema": STATUS_SCHEMA,
-            "at": time.time(),
-            "batch": self.batch,
-            "state": public_state(progress.state),
-            "progress": progress_json(progress),
-            "servers": [server_json(s) for s in progress.servers],
-            "errors": dict(progress.errors),
-            "failures": dict(progress.failures),
-            "flags": dict(progress.flags),
-            "recent_errors": self._recent.to_json(),
-            "watch": {"requested": self._watch.requested, "started": self._watch.started},
-            "shards": shards,
-            "manifest": counts,
-            "events": {"clients": self._hub.stats()},
-        }
+        return StatusDoc(
+            schema=STATUS_SCHEMA,
+            at=time.time(),
+            batch=self.batch,
+            state=public_state(progress.state),
+            progress=Progress.of(progress),
+            servers=progress.servers,
+            errors=dict(progress.errors),
+            failures=dict(progress.failures),
+            flags=dict(progress.flags),
+            recent_errors=self._recent.to_json(),
+            watch=WatchReply(requested=self._watch.requested, started=self._watch.started),
+            shards=shards,
+            manifest=counts,
+            events=EventClients(clients=self._hub.stats()),
+        )

@@ -22,25 +22,37 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
+from eagle_tui.core.batches.api import Progress, StatusDoc
 from eagle_tui.core.batches.control_client import BatchClient
 from eagle_tui.core.batches.registry import BatchRecord
+from eagle_tui.core.batchstate import LIVE_STATES, RESUMABLE_STATES, BatchState
 from eagle_tui.core.capture.outlock import is_held
 from eagle_tui.core.errors import BatchError, ConfigError
 from eagle_tui.core.shards.manifest import Manifest
 
-LIVE_STATES = ("starting", "running", "paused", "stopping", "unresponsive")
-RESUMABLE_STATES = ("stopped", "failed", "interrupted")
+__all__ = ["LIVE_STATES", "RESUMABLE_STATES", "BatchView", "offline_progress", "survey",
+           "survey_all", "unanswered"]
+
 STARTING_GRACE_S = 120.0  # a launch older than this that never took its lock has died
+_LIVE_ONLY = ("in_flight", "retrying", "samples_per_s", "tokens_per_s", "eta_s")
 
 
 @dataclass(frozen=True)
 class BatchView:
-    """One batch as the user sees it: state, counts, and the live status if it answered."""
+    """One batch as the user sees it: its state, its progress (None until any is known),
+    and the live status when its worker answered.
+
+    ``counts`` and ``status`` are the same as plain JSON values (offline counts leave out
+    what only a running worker knows): kept for the ``batches``/``pause``/``resume``/``stop``
+    verbs, which print them; new code reads ``progress`` and ``live_status``.
+    """
 
     record: BatchRecord
-    state: str
-    counts: dict[str, Any]
-    status: dict[str, Any] | None = None
+    state: BatchState
+    progress: Progress | None
+    live_status: StatusDoc | None = None
     detail: str | None = None
 
     @property
@@ -48,18 +60,40 @@ class BatchView:
         """True while a worker runs for this batch."""
         return self.state in LIVE_STATES
 
+    @property
+    def counts(self) -> dict[str, Any]:
+        """``progress`` as JSON values ({} when unknown)."""
+        if self.progress is None:
+            return {}
+        if self.live_status is not None:
+            live: dict[str, Any] = msgspec.to_builtins(self.progress)
+            return live
+        # keys sorted, as the record file that offline counts come from has them
+        offline: dict[str, Any] = msgspec.to_builtins(self.progress, order="sorted")
+        for live_only in _LIVE_ONLY:
+            offline.pop(live_only, None)
+        return offline
+
+    @property
+    def status(self) -> dict[str, Any] | None:
+        """``live_status`` as JSON values."""
+        if self.live_status is None:
+            return None
+        status: dict[str, Any] = msgspec.to_builtins(self.live_status)
+        return status
+
 
 async def survey(record: BatchRecord, *, timeout_s: float = 2.0) -> BatchView:
     """The state of one batch now (asks its worker when one holds the directory)."""
     if is_held(Path(record.out_dir)):
         return await _ask_worker(record, timeout_s)
-    counts = _offline_counts(record)
+    progress = offline_progress(record)
     if record.final_state is not None:
-        return BatchView(record, record.final_state, counts, detail=record.reason)
+        return BatchView(record, record.final_state, progress, detail=record.reason)
     launched = record.launched_at or record.created_at
     if record.pid is None and time.time() - launched < STARTING_GRACE_S:
-        return BatchView(record, "starting", counts)
-    return BatchView(record, "interrupted", counts,
+        return BatchView(record, BatchState.STARTING, progress)
+    return BatchView(record, BatchState.INTERRUPTED, progress,
                      detail="the worker died without finishing; `eagle-tui resume` continues it")
 
 
@@ -73,23 +107,30 @@ async def _ask_worker(record: BatchRecord, timeout_s: float) -> BatchView:
         async with BatchClient(record.socket, timeout_s=timeout_s) as client:
             status = await client.status()
     except BatchError as e:
-        state = "starting" if record.pid is None else "unresponsive"
-        return BatchView(record, state, _offline_counts(record), detail=str(e))
-    counts = dict(status.get("progress", {}))
-    return BatchView(record, str(status.get("state", "running")), counts, status=status)
+        return unanswered(record, e)
+    return BatchView(record, status.state, status.progress, live_status=status)
 
 
-def _offline_counts(record: BatchRecord) -> dict[str, Any]:
-    """Counts without a worker: the manifest's rows, the last progress the worker saved."""
-    counts = dict(record.last_progress)
+def unanswered(record: BatchRecord, error: BatchError) -> BatchView:
+    """The view of a batch whose worker holds its directory but did not answer."""
+    state = BatchState.STARTING if record.pid is None else BatchState.UNRESPONSIVE
+    return BatchView(record, state, offline_progress(record), detail=str(error))
+
+
+def offline_progress(record: BatchRecord) -> Progress | None:
+    """Progress without a worker: the manifest's rows over the last progress the worker
+    saved, without what only a running worker knows (in flight, retrying, rates, ETA)."""
+    progress = record.last_progress
     try:
         manifest = Manifest.load_optional(record.out_dir)
     except ConfigError:
-        return counts
+        manifest = None
     if manifest is not None:
         c = manifest.counts
-        counts.update(written=c.done, flagged=c.flagged, failed=c.failed, rejected=c.rejected)
-        counts["done"] = c.done
-    for live_only in ("in_flight", "retrying", "samples_per_s", "tokens_per_s", "eta_s"):
-        counts.pop(live_only, None)
-    return counts
+        progress = msgspec.structs.replace(progress or Progress(), written=c.done, done=c.done,
+                                           flagged=c.flagged, failed=c.failed,
+                                           rejected=c.rejected)
+    if progress is None:
+        return None
+    return msgspec.structs.replace(progress, in_flight=0, retrying=0, samples_per_s=0.0,
+                                   tokens_per_s=0.0, eta_s=None)

@@ -34,15 +34,16 @@ from typing import Any
 
 import psutil
 
+from eagle_tui.core.batches.api import BatchInfo, Hello, Progress
 from eagle_tui.core.batches.control_app import ControlApi
 from eagle_tui.core.batches.control_server import ControlServer
-from eagle_tui.core.batches.events import progress_json, public_state, server_json
 from eagle_tui.core.batches.hub import EventHub
-from eagle_tui.core.batches.ready import LISTENING, ReadyChannel
+from eagle_tui.core.batches.ready import ReadyChannel
 from eagle_tui.core.batches.registry import BatchRecord, Registry
 from eagle_tui.core.batches.runstate import EXIT_CANNOT_START, RunOutcome, outcome_of
 from eagle_tui.core.batches.secretenv import secrets_from_env
 from eagle_tui.core.batches.status import RecentErrors, StatusBuilder, WatchTally
+from eagle_tui.core.batchstate import BatchState, public_state
 from eagle_tui.core.capture.engine import CaptureEngine
 from eagle_tui.core.capture.events import CaptureEvent, EventSink
 from eagle_tui.core.capture.outlock import OutputLock
@@ -100,17 +101,20 @@ class Worker:
             engine = _make_engine(record, self._sink)
         except EagleError as e:
             return self._cannot_start(record, str(e))
-        record = self._registry.update(record.id, **_new_run(record))
+        record = self._registry.update(  # a new run starts now
+            record.id, pid=os.getpid(), pid_started=_process_start_time(),
+            started_at=time.time(), runs=record.runs + 1, final_state=None, reason=None,
+            exit_code=None, ended_at=None, dispatch_started_at=None)
         server = ControlServer(self._api(engine, record), engine, self._hub,
                                Path(record.socket))
         try:
             await server.start()
         except (OSError, BatchError) as e:
             return self._cannot_start(record, f"cannot serve {record.socket}: {e}")
-        self._ready.send(LISTENING, pid=os.getpid(), socket=record.socket)
+        self._ready.listening(pid=os.getpid(), socket=record.socket)
         log.info("batch %s: pid %d, control socket %s", record.id, os.getpid(), record.socket)
         outcome = await self._run_engine(engine, record)
-        await server.close(outcome.end_json())
+        await server.close(outcome.end_event())
         return outcome.exit_code
 
     async def _run_engine(self, engine: CaptureEngine, record: BatchRecord) -> RunOutcome:
@@ -131,15 +135,14 @@ class Worker:
         self._hub.publish(event)
 
     def _api(self, engine: CaptureEngine, record: BatchRecord) -> ControlApi:
-        batch = _batch_json(record)
+        batch = _batch_info(record)
         status = StatusBuilder(batch, engine.progress, self._hub, self._recent, self._watch,
                                Path(record.out_dir))
 
-        def hello() -> dict[str, Any]:
+        def hello() -> Hello:
             progress = engine.progress()
-            return {"batch": batch, "state": public_state(progress.state),
-                    "progress": progress_json(progress),
-                    "servers": [server_json(s) for s in progress.servers]}
+            return Hello(batch=batch, state=public_state(progress.state),
+                         progress=Progress.of(progress), servers=progress.servers)
 
         return ControlApi(engine, status, self._hub, self._watch, hello)
 
@@ -150,7 +153,7 @@ class Worker:
         The engine has no "prepared" hook yet, so this watches its state leave
         ``starting`` (tokenizer loading and the resume scan happen before).
         """
-        while not run.done() and engine.progress().state == "starting":
+        while not run.done() and engine.progress().state == BatchState.STARTING:
             await asyncio.wait({run}, timeout=START_POLL_S)
         error = run.exception() if run.done() and not run.cancelled() else None
         if error is not None:
@@ -163,7 +166,7 @@ class Worker:
         """Keep the last known counts in the record, for when the worker dies."""
         while True:
             await asyncio.sleep(PROGRESS_SAVE_S)
-            data = progress_json(engine.progress())
+            data = Progress.of(engine.progress())
             try:
                 await asyncio.to_thread(self._registry.update, batch_id, last_progress=data)
             except (OSError, BatchError) as e:
@@ -184,7 +187,7 @@ class Worker:
         log.error("batch %s cannot start: %s", record.id, message)
         self._start_failure = message
         try:
-            self._registry.update(record.id, final_state="failed", reason=message,
+            self._registry.update(record.id, final_state=BatchState.FAILED, reason=message,
                                   exit_code=EXIT_CANNOT_START, ended_at=time.time())
         except (OSError, BatchError) as e:
             log.error("could not record the failure: %s", e)
@@ -207,25 +210,16 @@ class Worker:
             engine.stop(abort=True)
 
 
-def _new_run(record: BatchRecord) -> dict[str, Any]:
-    """Record fields of a run that starts now."""
-    return {"pid": os.getpid(), "pid_started": _process_start_time(), "started_at": time.time(),
-            "runs": record.runs + 1, "final_state": None, "reason": None, "exit_code": None,
-            "ended_at": None, "dispatch_started_at": None}
-
-
 def _make_engine(record: BatchRecord, sink: EventSink) -> CaptureEngine:
-    from eagle_tui.core.batches.configjson import config_from_json  # keeps --help fast
-
     api_key, servers = secrets_from_env()
-    config = config_from_json(record.config, api_key=api_key, servers=servers)
+    config = record.config.to_config(api_key=api_key, servers=servers)
     return CaptureEngine(config, event_sink=sink)
 
 
-def _batch_json(record: BatchRecord) -> dict[str, Any]:
-    return {"id": record.id, "name": record.name, "out_dir": record.out_dir,
-            "pid": record.pid, "socket": record.socket, "log": record.log,
-            "started_at": record.started_at, "runs": record.runs}
+def _batch_info(record: BatchRecord) -> BatchInfo:
+    return BatchInfo(id=record.id, name=record.name, out_dir=record.out_dir, pid=record.pid,
+                     socket=record.socket, log=record.log, started_at=record.started_at,
+                     runs=record.runs)
 
 
 def _process_start_time() -> float | None:

@@ -24,7 +24,7 @@ from eagle_tui.core.capture.config import CaptureConfig, sampling_identity
 from eagle_tui.core.capture.prompts import PromptSource, open_prompts
 from eagle_tui.core.errors import ConfigError
 from eagle_tui.core.fsio import TMP_SUFFIX
-from eagle_tui.core.shards.manifest import BatchConfig, Manifest
+from eagle_tui.core.shards.manifest import BatchConfig, IdentityExtra, Manifest
 from eagle_tui.core.shards.resume import (
     ResumeScan,
     drop_untrusted,
@@ -105,11 +105,11 @@ def make_batch_config(
         tokenizer_fingerprint=tokenizer.fingerprint(),
         template_hash=tokenizer.template_hash(),
         sampling=sampling_identity(config),
-        extra={
-            "template_kwargs": dict(sorted(config.template_kwargs.items())),
-            "boundary_ids": boundaries.as_dict(),
-            "vocab_size": vocab_size,
-        },
+        extra=IdentityExtra(
+            template_kwargs=dict(sorted(config.template_kwargs.items())),
+            boundary_ids=boundaries.as_dict(),
+            vocab_size=vocab_size,
+        ),
     )
 
 
@@ -190,7 +190,6 @@ def _reconcile_config(manifest: Manifest, new: BatchConfig, *, force: bool) -> l
             f"({listing}); resume with the original prompts, tokenizer and sampling, or "
             "pass --force to add rows made with the new config to the same batch"
         )
-    forced = list(manifest.extra.get("forced_changes", []))
-    manifest.extra["forced_changes"] = [*forced, *changes]
+    manifest.extra.forced_changes = [*manifest.extra.forced_changes, *changes]
     manifest.config = new
     return [f"forced past a config change: {line}" for line in changes]

@@ -1,65 +1,26 @@
 """What a capture batch is: prompts, servers, tokenizer, sampling presets and limits.
 
 ``CaptureConfig`` is frozen and validated on construction, so a running engine never meets
-a nonsensical value. ``batch_identity`` is the part of it that decides whether two runs
-produce the same data (resume refuses when it changes); everything else (servers,
-concurrency, timeouts) may change between a run and its resume.
+a nonsensical value. ``sampling_identity`` is the sampling part of what decides whether two
+runs produce the same data (the manifest's ``BatchConfig`` holds it with the prompt and
+tokenizer hashes; resume refuses when it changes); everything else (servers, concurrency,
+timeouts) may change between a run and its resume.
 
 The API key is a field only so the engine can hand it to its clients: it is excluded from
-``repr``, from ``batch_identity`` and from everything the tool writes.
+``repr``, from the batch identity and from everything the tool writes.
 """
 
 from __future__ import annotations
 
-import math
 import random
-import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from eagle_tui.core.capture.sample_id import variant_id
 from eagle_tui.core.errors import ConfigError
-
-# A preset name becomes part of a sample id (``<id>#<name>``) and of file names in logs.
-_PRESET_NAME = re.compile(r"^[A-Za-z0-9_.+-]{0,32}$")
-
-
-@dataclass(frozen=True)
-class SamplingPreset:
-    """One way of sampling every prompt; several presets give one row each per prompt.
-
-    ``name`` is the sample-id suffix (``<sample_id>#<name>``); the empty name means no
-    suffix and is only allowed when it is the single preset.
-    """
-
-    name: str = ""
-    temperature: float = 1.0
-    top_p: float = 1.0
-    top_k: int = -1
-    min_p: float = 0.0
-    seed: int | None = None
-
-    def __post_init__(self) -> None:
-        if not _PRESET_NAME.match(self.name):
-            raise ConfigError(
-                f"sampling preset name {self.name!r} may use only letters, digits and _.+- "
-                "(at most 32); it becomes the sample-id suffix"
-            )
-        if not (math.isfinite(self.temperature) and self.temperature >= 0):
-            raise ConfigError(f"preset {self.name!r}: temperature must be >= 0")
-        if not 0 < self.top_p <= 1:
-            raise ConfigError(f"preset {self.name!r}: top_p must be in (0, 1]")
-        if not 0 <= self.min_p <= 1:
-            raise ConfigError(f"preset {self.name!r}: min_p must be in [0, 1]")
-        if self.top_k == 0 or self.top_k < -1:
-            raise ConfigError(f"preset {self.name!r}: top_k must be -1 (all) or >= 1")
-
-    def sample_id(self, base: str) -> str:
-        """The row's sample id for the prompt whose id is ``base`` (``<base>#<name>``)."""
-        return variant_id(base, preset=self.name or None)
+from eagle_tui.core.sampling import SamplingIdentity, SamplingPreset
 
 
 def temperature_presets(temperatures: tuple[float, ...], **common: Any) -> tuple[
@@ -117,8 +78,8 @@ class CaptureConfig:
     trust_remote_code: bool = False
     max_new_tokens: int = 4096
     presets: tuple[SamplingPreset, ...] = (SamplingPreset(),)
-    extra_sampling: Mapping[str, Any] = field(default_factory=dict)
-    template_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    extra_sampling: Mapping[str, object] = field(default_factory=dict)  # any JSON values
+    template_kwargs: Mapping[str, object] = field(default_factory=dict)
     boundary_overrides: Mapping[str, int] = field(default_factory=dict)
     concurrency: int = 64
     request_timeout_s: float = 1800.0
@@ -189,36 +150,10 @@ class CaptureConfig:
         return self.concurrency * len(self.servers)
 
 
-def sampling_identity(config: CaptureConfig) -> dict[str, Any]:
-    """The sampling part of the batch identity (what changes the generated rows)."""
-    return {
-        "max_new_tokens": config.max_new_tokens,
-        "presets": [asdict(p) for p in config.presets],
-        "extra": dict(sorted(config.extra_sampling.items())),
-    }
-
-
-def batch_identity(
-    config: CaptureConfig, *, prompt_hash: str, tokenizer_hash: str, template_hash: str,
-    boundaries: Mapping[str, Any],
-) -> dict[str, Any]:
-    """The fields resume compares: if any differs, the old shards are a different dataset."""
-    return {
-        "prompt_file": str(config.prompts),
-        "prompt_hash": prompt_hash,
-        "tokenizer_hash": tokenizer_hash,
-        "template_hash": template_hash,
-        "template_kwargs": dict(sorted(config.template_kwargs.items())),
-        "boundaries": dict(boundaries),
-        "sampling": sampling_identity(config),
-    }
-
-
-def identity_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
-    """Names of the identity fields that differ; ``prompt_file`` (a path) is not compared
-    because moving the file does not change the data its hash describes."""
-    keys = (set(old) | set(new)) - {"prompt_file"}
-    return sorted(k for k in keys if old.get(k) != new.get(k))
+def sampling_identity(config: CaptureConfig) -> SamplingIdentity:
+    """The sampling part of the batch identity of ``config``."""
+    return SamplingIdentity(max_new_tokens=config.max_new_tokens, presets=config.presets,
+                            extra=dict(sorted(config.extra_sampling.items())))
 
 
 def public_url(url: str) -> str:

@@ -29,6 +29,7 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
+from eagle_tui.core.batchstate import BatchState
 from eagle_tui.core.capture.batch import PreparedBatch, prepare_batch
 from eagle_tui.core.capture.config import CaptureConfig, Redactor, public_url
 from eagle_tui.core.capture.control import RunControl
@@ -62,7 +63,7 @@ ClientFactory = Callable[[str], ServerClient]
 class CaptureSummary:
     """How a batch run ended. ``state``: ``finished``, ``stopped`` or ``failed``."""
 
-    state: str
+    state: BatchState
     reason: str | None
     progress: CaptureProgress
     out_dir: Path
@@ -72,7 +73,7 @@ class CaptureSummary:
     @property
     def exit_code(self) -> int:
         """0 clean; 1 some rows failed or prompts were rejected; 3 the run itself failed."""
-        if self.state == "failed":
+        if self.state == BatchState.FAILED:
             return 3
         if self.progress.failed or self.progress.rejected:
             return 1
@@ -141,14 +142,14 @@ class CaptureEngine:
     def pause(self) -> None:
         """Send no new requests until ``resume`` (in-flight requests finish)."""
         self.control.pause()
-        if self.tracker.state == "running":
-            self.tracker.state = "paused"
+        if self.tracker.state == BatchState.RUNNING:
+            self.tracker.state = BatchState.PAUSED
 
     def resume(self) -> None:
         """Undo ``pause``."""
         self.control.resume()
-        if self.tracker.state == "paused":
-            self.tracker.state = "running"
+        if self.tracker.state == BatchState.PAUSED:
+            self.tracker.state = BatchState.RUNNING
 
     def watch(self, count: int) -> None:
         """Stream the next ``count`` requests and report their token deltas as events."""
@@ -232,7 +233,7 @@ class CaptureEngine:
         """Workers, feeder, writer and watchers, until every worker has ended."""
         config = self.config
         self._queue = asyncio.Queue(maxsize=2 * config.total_concurrency)
-        self.tracker.state = "paused" if self.control.paused else "running"
+        self.tracker.state = BatchState.PAUSED if self.control.paused else BatchState.RUNNING
         monitor = HealthMonitor(parts.pool, self._clock, interval_s=config.health_interval_s,
                                 paused_interval_s=config.health_retry_s)
         async with asyncio.TaskGroup() as group:
@@ -313,7 +314,7 @@ class CaptureEngine:
         queue.put_nowait(None)
 
     async def _drain(self, grace_s: float) -> None:
-        self.tracker.state = "stopping"
+        self.tracker.state = BatchState.STOPPING
         assert self._pool is not None
         drainer = Drainer(workers=self._workers, pool=self._pool,
                           run_prefix=self._rids.run_prefix, clock=self._clock,
@@ -328,18 +329,18 @@ class CaptureEngine:
         manifest = parts.writer.manifest
         manifest.counts.failed = parts.failures.count
         manifest.counts.rejected = parts.rejects.count
-        manifest.extra["state"] = self._final_state()
-        manifest.extra["servers"] = [public_url(u) for u in self.config.servers]
-        manifest.extra["presets"] = [p.name for p in self.config.presets]
+        manifest.extra.state = self._final_state()
+        manifest.extra.servers = [public_url(u) for u in self.config.servers]
+        manifest.extra.presets = [p.name for p in self.config.presets]
         try:
             await asyncio.to_thread(manifest.save_atomic)
         except OSError as e:  # the shards are safe; only the final counts are stale
             log.error("could not update %s: %s", manifest.path, e)
 
-    def _final_state(self) -> str:
+    def _final_state(self) -> BatchState:
         if self._fatal is not None:
-            return "failed"
-        return "stopped" if self.control.stopping else "finished"
+            return BatchState.FAILED
+        return BatchState.STOPPED if self.control.stopping else BatchState.FINISHED
 
     def _summary(self, parts: _Parts) -> CaptureSummary:
         self.tracker.state = self._final_state()

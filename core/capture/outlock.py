@@ -14,14 +14,14 @@ concludes that someone else really holds it.
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import socket
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Self
+
+import msgspec
 
 from eagle_tui.core.errors import BatchLocked
 
@@ -29,14 +29,18 @@ LOCK_NAME = ".eagle-tui.lock"
 PROBE_RETRY_S = 1.0  # a probe holds the lock for microseconds; a real holder for hours
 
 
-@dataclass(frozen=True)
-class LockHolder:
-    """What the holder wrote into the lock file (fields may be missing)."""
+class LockHolder(msgspec.Struct, frozen=True, kw_only=True):
+    """What the holder writes into the lock file (fields may be missing).
 
-    pid: int | None
-    batch_id: str | None
-    host: str | None
-    since: float | None
+    Read leniently on purpose: the holder rewrites the file in place, so a reader can meet
+    a torn or empty document, and it only ever serves an error message; anything that does
+    not decode reads as "another process".
+    """
+
+    pid: int | None = None
+    batch_id: str | None = None
+    host: str | None = None
+    since: float | None = None
 
     def describe(self) -> str:
         """``pid 123 (batch X) since 12:00:00`` with whatever is known."""
@@ -136,24 +140,19 @@ def _try_flock(fd: int, mode: int = fcntl.LOCK_EX) -> bool:
     return True
 
 
+_HOLDER = msgspec.json.Decoder(LockHolder)
+_ENCODER = msgspec.json.Encoder()
+
+
 def _write_holder(fd: int, batch_id: str | None) -> None:
-    info = {"pid": os.getpid(), "batch_id": batch_id, "host": socket.gethostname(),
-            "since": time.time()}
+    info = LockHolder(pid=os.getpid(), batch_id=batch_id, host=socket.gethostname(),
+                      since=time.time())
     os.ftruncate(fd, 0)
-    os.pwrite(fd, json.dumps(info).encode(), 0)
+    os.pwrite(fd, _ENCODER.encode(info), 0)
 
 
 def _read_holder(fd: int) -> LockHolder:
     try:
-        data: Any = json.loads(os.pread(fd, 4096, 0) or b"{}")
-    except (OSError, ValueError):
-        data = {}
-    if not isinstance(data, dict):
-        data = {}
-    pid, since = data.get("pid"), data.get("since")
-    return LockHolder(
-        pid=pid if isinstance(pid, int) else None,
-        batch_id=str(data["batch_id"]) if data.get("batch_id") else None,
-        host=str(data["host"]) if data.get("host") else None,
-        since=float(since) if isinstance(since, (int, float)) else None,
-    )
+        return _HOLDER.decode(os.pread(fd, 4096, 0) or b"{}")
+    except (OSError, msgspec.DecodeError):
+        return LockHolder()

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
+from eagle_tui.core.batchstate import BatchState
 from eagle_tui.core.capture.dispatch import ServerStatus
 from eagle_tui.core.clock import Clock
 
@@ -26,7 +27,7 @@ RATE_WINDOW_S = 30.0
 class CaptureProgress:
     """A point-in-time view of a batch. ``total`` is None until the prompts are counted."""
 
-    state: str
+    state: BatchState
     total: int | None
     already_done: int
     done: int
@@ -64,7 +65,7 @@ class ProgressTracker:
     def __init__(self, clock: Clock) -> None:
         self._clock = clock
         self._started = clock.monotonic()
-        self.state = "starting"
+        self.state = BatchState.STARTING
         self.total: int | None = None
         self.already_done = 0
         self.done = 0

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from eagle_tui.core.capture.sample_id import content_sample_id
+from eagle_tui.core.sample_ids import content_sample_id
 
 ROLES = ("system", "user", "assistant", "tool")
 

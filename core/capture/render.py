@@ -23,9 +23,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from eagle_tui.core.capture.config import SamplingPreset
 from eagle_tui.core.capture.prompts import PromptRecord, Reject
 from eagle_tui.core.errors import TokenizerError
+from eagle_tui.core.sampling import SamplingPreset
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from eagle_tui.core.capture.config import RetryPolicy, SamplingPreset
+from eagle_tui.core.capture.config import RetryPolicy
 from eagle_tui.core.capture.control import RunControl
 from eagle_tui.core.capture.dispatch import NoServerLeft, PoolClosed, Server, ServerPool
 from eagle_tui.core.capture.events import CaptureEvent, EventSink
@@ -26,6 +26,7 @@ from eagle_tui.core.capture.retry import ServerAction, Verdict, classify
 from eagle_tui.core.capture.rids import RidAllocator
 from eagle_tui.core.clock import Clock
 from eagle_tui.core.errors import ServerTimeout
+from eagle_tui.core.sampling import SamplingPreset
 from eagle_tui.core.sglang.types import GenerateRequest, GenerateResult, SamplingParams, TokenDelta
 
 log = logging.getLogger(__name__)

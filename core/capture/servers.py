@@ -16,6 +16,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
+import msgspec
 
 from eagle_tui.core.capture.batch import PreparedBatch
 from eagle_tui.core.capture.clientgroup import POOL_SIZE, ClientGroup, pools_for
@@ -85,7 +86,7 @@ async def shard_metadata(
         tokenizer_path=str(tokenizer.path),
         tokenizer_fingerprint=tokenizer.fingerprint(),
         template_hash=tokenizer.template_hash(),
-        sampling=dict(batch.batch_config.sampling),
+        sampling=msgspec.to_builtins(batch.batch_config.sampling),
         server_model_path=first.get("model_path"),
         server_version=first.get("version"),
         boundary_ids=batch.boundaries.as_dict(),

@@ -34,7 +34,7 @@ from eagle_tui.core.sglang.types import (
     ServerInfo,
     TokenDelta,
 )
-from eagle_tui.core.sglang.wire import error_for_status, parse_json, parse_result, rejection
+from eagle_tui.core.sglang.wire import decode_generate, error_for_status, parse_json, rejection
 
 API_KEY_ENV = "EAGLE_TUI_API_KEY"
 
@@ -167,11 +167,8 @@ class SGLangClient:
             "POST", "/generate", json=body, timeout=timeout or self.timeouts.generate
         )
         self._raise_for_status(response)
-        data = parse_json(response.content, url=self._url("/generate"))
-        if isinstance(data, list) and len(data) == 1:
-            data = data[0]  # a server given a one-item batch answers with a list
-        result = parse_result(
-            data, url=self._url("/generate"), latency_s=time.monotonic() - started
+        result = decode_generate(
+            response.content, url=self._url("/generate"), latency_s=time.monotonic() - started
         )
         return self._check_abort(result)
 
@@ -197,19 +194,12 @@ class SGLangClient:
                     continue
                 if payload == DONE:
                     break
-                delta = accumulator.feed(parse_json(payload.encode(), url=url))
+                delta = accumulator.feed(payload)
                 if on_delta is not None and delta.new_ids:
                     on_delta(delta)
             else:
                 raise ConnectionLost("stream ended without data: [DONE]", url=url)
-        if accumulator.last_chunk is None:
-            raise ProtocolError("stream carried no chunks before [DONE]", url=url)
-        result = parse_result(
-            accumulator.last_chunk,
-            url=url,
-            latency_s=time.monotonic() - started,
-            output_ids=tuple(accumulator.output_ids),
-        )
+        result = accumulator.result(latency_s=time.monotonic() - started)
         return self._check_abort(result)
 
     # -- plumbing --------------------------------------------------------

@@ -14,9 +14,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
+import msgspec
+
 from eagle_tui.core.errors import ProtocolError, StreamError
-from eagle_tui.core.sglang.types import FinishReason, TokenDelta
-from eagle_tui.core.sglang.wire import parse_finish_reason, parse_output_ids
+from eagle_tui.core.sglang.types import FinishReason, GenerateResult, TokenDelta
+from eagle_tui.core.sglang.wire import (
+    NO_OUTPUT_IDS,
+    StreamChunk,
+    decode_chunk,
+    decode_meta,
+    make_result,
+)
 
 StreamMode = Literal["unknown", "cumulative", "incremental"]
 
@@ -37,31 +45,40 @@ class StreamAccumulator:
         self.url = url
         self.mode: StreamMode = "unknown"
         self.output_ids: list[int] = []
-        self.last_chunk: Mapping[str, Any] | None = None
+        self.last_chunk: StreamChunk | None = None
         self.finish: FinishReason | None = None
 
-    def feed(self, chunk: Any) -> TokenDelta:
-        """Take one decoded JSON chunk; return the ids it adds. Raises on in-band errors."""
-        if not isinstance(chunk, Mapping):
-            raise ProtocolError(f"stream chunk is not an object: {chunk!r:.80}", url=self.url)
-        if "error" in chunk:
-            raise _stream_error(chunk["error"], url=self.url)
-        meta = chunk.get("meta_info")
-        if not isinstance(meta, Mapping):
+    def feed(self, payload: bytes | str) -> TokenDelta:
+        """Take one chunk's JSON text; return the ids it adds. Raises on in-band errors."""
+        chunk = decode_chunk(payload, url=self.url)
+        if chunk.error is not msgspec.UNSET:
+            raise _stream_error(chunk.error, url=self.url)
+        if not chunk.meta_info:
             raise ProtocolError("stream chunk has no meta_info", url=self.url)
-        ids = parse_output_ids(chunk, url=self.url)
-        new_ids = self._new_ids(ids, meta.get("completion_tokens"))
+        if chunk.output_ids is None:
+            raise ProtocolError(NO_OUTPUT_IDS, url=self.url)
+        meta = decode_meta(chunk.meta_info, url=self.url)
+        new_ids = self._new_ids(chunk.output_ids, meta.completion_tokens)
         self.output_ids.extend(new_ids)
         self.last_chunk = chunk
-        self.finish = parse_finish_reason(meta.get("finish_reason"), url=self.url)
+        self.finish = meta.finish_reason
         return TokenDelta(
-            rid=str(meta.get("id", "")),
+            rid=meta.id,
             new_ids=new_ids,
             total=len(self.output_ids),
             finish=self.finish,
         )
 
-    def _new_ids(self, ids: tuple[int, ...], completion_tokens: Any) -> tuple[int, ...]:
+    def result(self, *, latency_s: float) -> GenerateResult:
+        """The finished generation: all ids so far, the last chunk's meta_info and text."""
+        chunk = self.last_chunk
+        if chunk is None:
+            raise ProtocolError("stream carried no chunks before [DONE]", url=self.url)
+        meta = decode_meta(chunk.meta_info, url=self.url)
+        return make_result(tuple(self.output_ids), meta, chunk.meta_info, chunk.text,
+                           url=self.url, latency_s=latency_s)
+
+    def _new_ids(self, ids: tuple[int, ...], completion_tokens: int | None) -> tuple[int, ...]:
         have = len(self.output_ids)
         if self.mode == "unknown" and have:
             self.mode = self._detect(ids, completion_tokens)
@@ -69,9 +86,9 @@ class StreamAccumulator:
             return self._cumulative_tail(ids, have)
         return ids
 
-    def _detect(self, ids: tuple[int, ...], completion_tokens: Any) -> StreamMode:
+    def _detect(self, ids: tuple[int, ...], completion_tokens: int | None) -> StreamMode:
         have = len(self.output_ids)
-        if type(completion_tokens) is int:
+        if completion_tokens is not None:
             if len(ids) == completion_tokens and len(ids) >= have:
                 return "cumulative"
             if have + len(ids) == completion_tokens:

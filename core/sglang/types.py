@@ -6,6 +6,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import msgspec
+
 FinishKind = Literal["stop", "length", "abort"]
 
 
@@ -68,13 +70,12 @@ class GenerateRequest:
         return body
 
 
-@dataclass(frozen=True)
-class FinishReason:
-    """``meta_info.finish_reason``.
+class FinishReason(msgspec.Struct, frozen=True, rename={"kind": "type"}):
+    """``meta_info.finish_reason`` (decoded as it is: ``kind`` is the JSON's ``type``).
 
     ``matched`` is the stop token id (int) or stop string (str) for ``stop``;
     ``length`` is max_new_tokens for ``length``; ``message`` and ``status_code``
-    describe an ``abort``.
+    describe an ``abort``. Other keys SGLang adds (``err_type``) are ignored.
     """
 
     kind: FinishKind

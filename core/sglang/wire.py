@@ -1,9 +1,17 @@
 """SGLang JSON bodies to typed results and typed errors.
 
-Reading is lenient: ``meta_info`` keys come and go across SGLang versions
-(``total_retractions`` became ``num_retractions``, ``reasoning_tokens`` and
-``weight_versions`` appeared), so only ``output_ids`` and ``finish_reason`` are
-required and everything else is optional.
+A ``/generate`` answer (and each stream chunk) is decoded straight into ``GenerateBody``
+/ ``StreamChunk``: msgspec checks the types while it parses (``output_ids`` must be a list
+of exact integers: ``true`` and ``1.0`` are refused), so there is no second pass over the
+ids. Reading is tolerant of versions: keys this module does not name are ignored
+(``meta_info`` keys come and go across SGLang versions: ``total_retractions`` became
+``num_retractions``, ``reasoning_tokens`` and ``weight_versions`` appeared), and only
+``output_ids``, ``meta_info`` and (on the final answer) ``finish_reason`` are required.
+A named key with a value of the wrong type is a ``ProtocolError`` naming the field.
+``meta_info`` is kept raw as well, so ``GenerateResult.meta`` still holds every key.
+
+Error bodies (non-200 answers) are read by hand on purpose: SGLang answers errors in
+several shapes and any text is better than a decode error while reporting one.
 """
 
 from __future__ import annotations
@@ -11,6 +19,8 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from typing import Any
+
+import msgspec
 
 from eagle_tui.core.errors import (
     ContextTooLong,
@@ -22,79 +32,142 @@ from eagle_tui.core.errors import (
     SGLangError,
     Unauthorized,
 )
-from eagle_tui.core.sglang.types import FinishKind, FinishReason, GenerateResult
+from eagle_tui.core.sglang.types import FinishReason, GenerateResult
+from eagle_tui.core.wire import where_what
 
 _CONTEXT_MESSAGES = (
     "longer than the model's context length",
     "exceeds the model's maximum context length",
     "exceeds the maximum allowed length",
 )
-_FINISH_KINDS: tuple[FinishKind, ...] = ("stop", "length", "abort")
-_INT_ONLY = frozenset({int})
+NO_OUTPUT_IDS = (
+    "response has no output_ids (SGLang before 0.5 returns text only; upgrade the server)"
+)
+
+
+class MetaInfo(msgspec.Struct, frozen=True):
+    """The ``meta_info`` keys eagle-tui reads (the rest stay in ``GenerateResult.meta``)."""
+
+    id: str = ""
+    finish_reason: FinishReason | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cached_tokens: int | None = None
+    e2e_latency: float | None = None
+
+
+class GenerateBody(msgspec.Struct, frozen=True):
+    """A non-streaming ``/generate`` answer."""
+
+    output_ids: tuple[int, ...]
+    meta_info: msgspec.Raw
+    text: str | None = None
+
+
+class StreamChunk(msgspec.Struct, frozen=True):
+    """One ``data:`` chunk of a streaming ``/generate``: an answer so far, or an error.
+
+    A missing ``meta_info`` is the empty ``Raw()`` (msgspec takes no ``Raw | None``)."""
+
+    output_ids: tuple[int, ...] | None = None
+    meta_info: msgspec.Raw = msgspec.Raw()
+    text: str | None = None
+    error: Any = msgspec.UNSET
+
+
+_BODY = msgspec.json.Decoder(GenerateBody | list[GenerateBody])
+_CHUNK = msgspec.json.Decoder(StreamChunk)
+_META = msgspec.json.Decoder(MetaInfo)
+_ANY = msgspec.json.Decoder()
+
+
+def decode_generate(body: bytes, *, url: str, latency_s: float) -> GenerateResult:
+    """A non-streaming ``/generate`` answer as a GenerateResult (ProtocolError if it is not
+    one). A server given a one-item batch answers with a one-item list; that is accepted."""
+    try:
+        decoded = _BODY.decode(body)
+    except msgspec.ValidationError as e:
+        raise protocol_error(e, url=url) from None
+    except msgspec.DecodeError:
+        raise _not_json(body, url) from None
+    if isinstance(decoded, list):
+        if len(decoded) != 1:
+            raise ProtocolError(f"expected one response object, got a list of {len(decoded)}",
+                                url=url)
+        decoded = decoded[0]
+    meta = decode_meta(decoded.meta_info, url=url)
+    return make_result(decoded.output_ids, meta, decoded.meta_info, decoded.text, url=url,
+                       latency_s=latency_s)
+
+
+def decode_chunk(payload: bytes | str, *, url: str) -> StreamChunk:
+    """One stream chunk (ProtocolError if it is not JSON or a field has the wrong type)."""
+    try:
+        return _CHUNK.decode(payload)
+    except msgspec.ValidationError as e:
+        raise protocol_error(e, url=url, what="stream chunk") from None
+    except msgspec.DecodeError:
+        data = payload.encode() if isinstance(payload, str) else payload
+        raise _not_json(data, url) from None
+
+
+def decode_meta(raw: msgspec.Raw, *, url: str) -> MetaInfo:
+    """The typed view of a raw ``meta_info``."""
+    try:
+        return _META.decode(raw)
+    except msgspec.ValidationError as e:
+        raise protocol_error(e, url=url, root="meta_info") from None
+
+
+def make_result(
+    output_ids: tuple[int, ...], meta: MetaInfo, raw_meta: msgspec.Raw, text: str | None, *,
+    url: str, latency_s: float,
+) -> GenerateResult:
+    """A finished generation from its decoded parts (ProtocolError without finish_reason)."""
+    if meta.finish_reason is None:
+        raise ProtocolError("final response has no finish_reason", url=url)
+    return GenerateResult(
+        rid=meta.id,
+        output_ids=output_ids,
+        finish=meta.finish_reason,
+        text=text,
+        prompt_tokens=meta.prompt_tokens,
+        completion_tokens=meta.completion_tokens,
+        cached_tokens=meta.cached_tokens,
+        latency_s=latency_s,
+        server_latency_s=meta.e2e_latency,
+        meta=_ANY.decode(raw_meta),
+    )
+
+
+def protocol_error(
+    error: msgspec.ValidationError, *, url: str, what: str = "response", root: str = ""
+) -> ProtocolError:
+    """The ProtocolError for a body whose shape or types are not SGLang's, naming the field."""
+    path, problem = where_what(error, root=root)
+    if path.startswith(("output_ids", "[0].output_ids")):
+        return ProtocolError(f"output_ids is not a list of integers ({problem} at {path})",
+                             url=url)
+    if "missing required field `output_ids`" in problem:
+        return ProtocolError(NO_OUTPUT_IDS, url=url)
+    if "missing required field `meta_info`" in problem:
+        return ProtocolError(f"{what} object has no meta_info", url=url)
+    where = f" at {path}" if path else ""
+    return ProtocolError(f"{what} does not fit SGLang's /generate answer: {problem}{where}",
+                         url=url)
+
+
+def _not_json(body: bytes, url: str) -> ProtocolError:
+    snippet = body[:80].decode("utf-8", "replace")
+    return ProtocolError(f"server sent a body that is not JSON: {snippet!r}", url=url)
 
 
 def parse_json(body: bytes, *, url: str) -> Any:
     """Decode a JSON body, or raise ProtocolError quoting the start of what came instead."""
     try:
-        return json.loads(body)
-    except ValueError:
-        snippet = body[:80].decode("utf-8", "replace")
-        raise ProtocolError(f"server sent a body that is not JSON: {snippet!r}", url=url) from None
-
-
-def parse_finish_reason(raw: Any, *, url: str) -> FinishReason | None:
-    """``meta_info.finish_reason``: None while in flight, else one of stop/length/abort."""
-    if raw is None:
-        return None
-    if not isinstance(raw, Mapping) or raw.get("type") not in _FINISH_KINDS:
-        raise ProtocolError(f"unknown finish_reason {raw!r}", url=url)
-    kind: FinishKind = raw["type"]
-    return FinishReason(
-        kind=kind,
-        matched=_int_or_str(raw.get("matched")),
-        length=_optional_int(raw.get("length")),
-        message=_optional_str(raw.get("message")),
-        status_code=_optional_int(raw.get("status_code")),
-    )
-
-
-def parse_output_ids(item: Mapping[str, Any], *, url: str) -> tuple[int, ...]:
-    """The ``output_ids`` of one response object, checked to be a list of ints."""
-    ids = item.get("output_ids")
-    if ids is None:
-        raise ProtocolError(
-            "response has no output_ids (SGLang before 0.5 returns text only; upgrade the server)",
-            url=url,
-        )
-    # The set of the ids' types is built at C speed (a Python loop cost ~60 us per 1,000
-    # ids); exact types, so a JSON true or 1.0 is still refused.
-    if not isinstance(ids, list) or not {*map(type, ids)} <= _INT_ONLY:
-        raise ProtocolError("output_ids is not a list of integers", url=url)
-    return tuple(ids)
-
-
-def parse_result(
-    item: Any, *, url: str, latency_s: float, output_ids: tuple[int, ...] | None = None
-) -> GenerateResult:
-    """A finished ``/generate`` object (or final stream chunk) as a GenerateResult."""
-    if not isinstance(item, Mapping) or not isinstance(item.get("meta_info"), Mapping):
-        raise ProtocolError("response object has no meta_info", url=url)
-    meta: Mapping[str, Any] = item["meta_info"]
-    finish = parse_finish_reason(meta.get("finish_reason"), url=url)
-    if finish is None:
-        raise ProtocolError("final response has no finish_reason", url=url)
-    return GenerateResult(
-        rid=str(meta.get("id", "")),
-        output_ids=parse_output_ids(item, url=url) if output_ids is None else output_ids,
-        finish=finish,
-        text=_optional_str(item.get("text")),
-        prompt_tokens=_optional_int(meta.get("prompt_tokens")),
-        completion_tokens=_optional_int(meta.get("completion_tokens")),
-        cached_tokens=_optional_int(meta.get("cached_tokens")),
-        latency_s=latency_s,
-        server_latency_s=_optional_float(meta.get("e2e_latency")),
-        meta=meta,
-    )
+        return _ANY.decode(body)
+    except msgspec.DecodeError:
+        raise _not_json(body, url) from None
 
 
 def error_for_status(status: int, body: bytes, *, url: str) -> SGLangError:
@@ -138,19 +211,3 @@ def error_message(body: bytes) -> str:
     if isinstance(error, Mapping) and "message" in error:
         return str(error["message"])
     return str(data.get("message", data))[:200]
-
-
-def _optional_int(value: Any) -> int | None:
-    return value if type(value) is int else None
-
-
-def _optional_float(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
-def _optional_str(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _int_or_str(value: Any) -> int | str | None:
-    return value if type(value) is int or isinstance(value, str) else None

@@ -7,28 +7,43 @@ either the old or the new manifest, never a torn one.
 
 Counts: ``done`` and ``flagged`` are rows in listed shards (kept by the shard writer);
 ``failed`` (generations given up on) and ``rejected`` (prompt records refused) are set by
-the capture engine. ``extra`` is free space for the engine (state, presets, ...).
+the capture engine. ``extra`` is what the engine adds (final state, servers, presets).
+
+Every part is a ``msgspec`` struct: the file is encoded from and decoded into the same
+declarations, so a value of the wrong type (or an unknown state) makes the manifest
+unreadable with the field named, rather than surprising resume later. Keys this version
+does not know are ignored.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
+import msgspec
+
+from eagle_tui.core.batchstate import BatchState
 from eagle_tui.core.errors import ConfigError
 from eagle_tui.core.fsio import fsync_dir, write_atomic
+from eagle_tui.core.sampling import SamplingIdentity
+from eagle_tui.core.wire import explain
 
 MANIFEST_NAME = "manifest.json"
 SHARDS_DIR = "shards"
 MANIFEST_VERSION = 1
 
 
-@dataclass(frozen=True, slots=True)
-class BatchConfig:
+class IdentityExtra(msgspec.Struct, frozen=True):
+    """The rest of a batch's identity: template arguments, boundary token ids, vocab size."""
+
+    template_kwargs: dict[str, object] = {}
+    boundary_ids: dict[str, int | list[int] | None] = {}
+    vocab_size: int | None = None
+
+
+class BatchConfig(msgspec.Struct, frozen=True):
     """What must not change between a batch's runs for its shards to belong together."""
 
     prompt_file: str
@@ -36,31 +51,24 @@ class BatchConfig:
     tokenizer_path: str
     tokenizer_fingerprint: str
     template_hash: str
-    sampling: Mapping[str, Any]
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    sampling: SamplingIdentity
+    extra: IdentityExtra = msgspec.field(default_factory=IdentityExtra)
 
     def differences(self, other: BatchConfig) -> list[str]:
-        """One human-readable line per field that differs (empty list: same config)."""
+        """One human-readable line per field that differs (empty list: same config).
+
+        Values are compared as values (``0`` equals ``0.0``, key order does not count) and
+        shown as canonical JSON.
+        """
         lines = []
-        for name in ("prompt_file", "prompt_sha256", "tokenizer_path",
-                     "tokenizer_fingerprint", "template_hash", "sampling", "extra"):
-            mine, theirs = _comparable(getattr(self, name)), _comparable(getattr(other, name))
+        for name in self.__struct_fields__:
+            mine, theirs = getattr(self, name), getattr(other, name)
             if mine != theirs:
-                lines.append(f"{name}: {mine} -> {theirs}")
+                lines.append(f"{name}: {_comparable(mine)} -> {_comparable(theirs)}")
         return lines
 
-    def to_json(self) -> dict[str, Any]:
-        """JSON-ready dict."""
-        return {**asdict(self), "sampling": dict(self.sampling), "extra": dict(self.extra)}
 
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> BatchConfig:
-        """Inverse of :meth:`to_json`."""
-        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
-
-
-@dataclass(frozen=True, slots=True)
-class ShardInfo:
+class ShardInfo(msgspec.Struct, frozen=True):
     """One complete shard: file name (relative to ``shards/``), rows, checksum, size, ids."""
 
     name: str
@@ -72,14 +80,39 @@ class ShardInfo:
     last_sample_id: str
 
 
-@dataclass(slots=True)
-class Counts:
+class Counts(msgspec.Struct):
     """Rows done and flagged (in listed shards), generations failed, records rejected."""
 
     done: int = 0
     failed: int = 0
     flagged: int = 0
     rejected: int = 0
+
+
+class ManifestExtra(msgspec.Struct, omit_defaults=True):
+    """What the engine adds: how the last run ended, its servers and presets, and the config
+    changes a ``--force`` resume went past (only the keys that were set are written)."""
+
+    state: BatchState | None = None
+    servers: list[str] = []
+    presets: list[str] = []
+    forced_changes: list[str] = []
+
+
+class ManifestFile(msgspec.Struct):
+    """``manifest.json`` as it is on disk (``Manifest`` adds where it lives)."""
+
+    config: BatchConfig
+    shards: list[ShardInfo] = []
+    counts: Counts = msgspec.field(default_factory=Counts)
+    extra: ManifestExtra = msgspec.field(default_factory=ManifestExtra)
+    created_at: str = ""
+    updated_at: str = ""
+    version: int = MANIFEST_VERSION
+
+
+_ENCODER = msgspec.json.Encoder(order="sorted")
+_DECODER = msgspec.json.Decoder(ManifestFile)
 
 
 @dataclass(slots=True)
@@ -90,7 +123,7 @@ class Manifest:
     config: BatchConfig
     shards: list[ShardInfo] = field(default_factory=list)
     counts: Counts = field(default_factory=Counts)
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: ManifestExtra = field(default_factory=ManifestExtra)
     created_at: str = field(default_factory=lambda: _now())
     updated_at: str = ""
     version: int = MANIFEST_VERSION
@@ -111,15 +144,17 @@ class Manifest:
         directory = Path(out_dir)
         path = directory / MANIFEST_NAME
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            return cls._from_json(directory, data)
+            data = _DECODER.decode(path.read_bytes())
         except FileNotFoundError as e:
             raise ConfigError(f"no manifest at {path}; is {directory} a batch directory?") from e
-        except (OSError, ValueError, KeyError, TypeError) as e:
+        except (OSError, msgspec.DecodeError, ConfigError) as e:
+            detail = explain(e) if isinstance(e, msgspec.MsgspecError) else str(e)
             raise ConfigError(
-                f"manifest {path} is unreadable ({type(e).__name__}: {e}); restore it or "
-                "start a new batch directory"
+                f"manifest {path} is unreadable ({type(e).__name__}: {detail}); restore it "
+                "or start a new batch directory"
             ) from e
+        return cls(directory, data.config, data.shards, data.counts, data.extra,
+                   data.created_at, data.updated_at, data.version)
 
     @classmethod
     def load_optional(cls, out_dir: str | Path) -> Manifest | None:
@@ -132,8 +167,7 @@ class Manifest:
         """Write the manifest atomically (creating ``out_dir``); OSError passes through."""
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self.updated_at = _now()
-        text = json.dumps(self.to_json(), indent=1, ensure_ascii=False, sort_keys=True)
-        write_atomic(self.path, text.encode("utf-8"))
+        write_atomic(self.path, msgspec.json.format(self.to_json(), indent=1))
         fsync_dir(self.out_dir)
 
     def add_shard(self, info: ShardInfo) -> None:
@@ -149,35 +183,16 @@ class Manifest:
             self.counts.done -= info.rows
             self.counts.flagged -= info.flagged
 
-    def to_json(self) -> dict[str, Any]:
-        """JSON-ready dict (what the file holds)."""
-        return {
-            "version": self.version,
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
-            "config": self.config.to_json(),
-            "shards": [asdict(s) for s in self.shards],
-            "counts": asdict(self.counts),
-            "extra": self.extra,
-        }
-
-    @classmethod
-    def _from_json(cls, out_dir: Path, data: Mapping[str, Any]) -> Manifest:
-        return cls(
-            out_dir=out_dir,
-            config=BatchConfig.from_json(data["config"]),
-            shards=[ShardInfo(**s) for s in data.get("shards", [])],
-            counts=Counts(**data.get("counts", {})),
-            extra=dict(data.get("extra", {})),
-            created_at=str(data.get("created_at", "")),
-            updated_at=str(data.get("updated_at", "")),
-            version=int(data.get("version", MANIFEST_VERSION)),
-        )
+    def to_json(self) -> bytes:
+        """What the file holds (compact JSON, keys sorted)."""
+        return _ENCODER.encode(ManifestFile(
+            config=self.config, shards=self.shards, counts=self.counts, extra=self.extra,
+            created_at=self.created_at, updated_at=self.updated_at, version=self.version))
 
 
 def _comparable(value: object) -> str:
-    """Canonical text of a config value, so dict key order does not count as a change."""
-    return json.dumps(value, sort_keys=True, default=str)
+    """Canonical text of a config value (keys sorted)."""
+    return json.dumps(msgspec.to_builtins(value), sort_keys=True)
 
 
 def _now() -> str:
@@ -190,6 +205,9 @@ __all__ = [
     "SHARDS_DIR",
     "BatchConfig",
     "Counts",
+    "IdentityExtra",
     "Manifest",
+    "ManifestExtra",
+    "ManifestFile",
     "ShardInfo",
 ]

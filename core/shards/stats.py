@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import msgspec
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -117,7 +118,7 @@ def compute_stats(
         reasoning_tokens=Distribution.of(acc.reasoning),
         latency_s=Distribution.of(acc.latency),
         ignored=[str(f) for f in reader.ignored],
-        manifest_counts=asdict(manifest.counts) if manifest is not None else None,
+        manifest_counts=msgspec.structs.asdict(manifest.counts) if manifest is not None else None,
     )
 
 

@@ -51,7 +51,7 @@ class BoundaryIds:
         }
         return tuple(name for name, is_empty in empty.items() if is_empty)
 
-    def as_dict(self) -> dict[str, object]:
+    def as_dict(self) -> dict[str, int | list[int] | None]:
         """A JSON-ready view, for shard metadata and manifests."""
         return {
             "think": self.think,

@@ -12,11 +12,13 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+from eagle_tui.core.batches.api import BatchInfo, Hello, Progress, ProgressEvent
 from eagle_tui.core.batches.control_app import ControlApi
 from eagle_tui.core.batches.control_server import ControlServer
-from eagle_tui.core.batches.events import BatchEvent, progress_json, public_state, server_json
+from eagle_tui.core.batches.events import BatchEvent
 from eagle_tui.core.batches.hub import EventHub
 from eagle_tui.core.batches.status import RecentErrors, StatusBuilder, WatchTally
+from eagle_tui.core.batchstate import BatchState, public_state
 from eagle_tui.core.capture.config import CaptureConfig, RetryPolicy
 from eagle_tui.core.capture.outlock import LOCK_NAME
 from eagle_tui.core.capture.progress import CaptureProgress, ProgressTracker
@@ -114,9 +116,9 @@ class EventLog:
                 and all(e.data.get(k) == v for k, v in match.items())]
 
 
-def progress_where(check: Callable[[dict[str, Any]], bool]) -> Callable[[BatchEvent], bool]:
+def progress_where(check: Callable[[Progress], bool]) -> Callable[[BatchEvent], bool]:
     """A predicate on ``progress`` events' counters."""
-    return lambda e: e.type == "progress" and check(e.data["progress"])
+    return lambda e: isinstance(e.data, ProgressEvent) and check(e.data.progress)
 
 
 class FakeEngine:
@@ -124,7 +126,7 @@ class FakeEngine:
 
     def __init__(self) -> None:
         self.tracker = ProgressTracker(SystemClock())
-        self.tracker.state = "running"
+        self.tracker.state = BatchState.RUNNING
         self.calls: list[tuple[Any, ...]] = []
 
     def progress(self) -> CaptureProgress:
@@ -132,18 +134,18 @@ class FakeEngine:
 
     def pause(self) -> None:
         self.calls.append(("pause",))
-        self.tracker.state = "paused"
+        self.tracker.state = BatchState.PAUSED
 
     def resume(self) -> None:
         self.calls.append(("resume",))
-        self.tracker.state = "running"
+        self.tracker.state = BatchState.RUNNING
 
     def watch(self, count: int) -> None:
         self.calls.append(("watch", count))
 
     def stop(self, grace_s: float | None = None, *, abort: bool = False) -> None:
         self.calls.append(("stop", grace_s, abort))
-        self.tracker.state = "stopping"
+        self.tracker.state = BatchState.STOPPING
 
 
 async def serve_fake(out_dir: Path, *, allowed_uid: int | None = None,
@@ -151,13 +153,13 @@ async def serve_fake(out_dir: Path, *, allowed_uid: int | None = None,
     """A real control server on ``out_dir/control.sock`` around a FakeEngine."""
     out_dir.mkdir(parents=True, exist_ok=True)
     engine, hub, watch = FakeEngine(), EventHub(max_queued=max_queued), WatchTally()
-    batch = {"id": "test-batch", "name": "test", "out_dir": str(out_dir)}
+    batch = BatchInfo(id="test-batch", name="test", out_dir=str(out_dir))
     status = StatusBuilder(batch, engine.progress, hub, RecentErrors(), watch, out_dir)
 
-    def hello() -> dict[str, Any]:
+    def hello() -> Hello:
         p = engine.progress()
-        return {"batch": batch, "state": public_state(p.state), "progress": progress_json(p),
-                "servers": [server_json(s) for s in p.servers]}
+        return Hello(batch=batch, state=public_state(p.state), progress=Progress.of(p),
+                     servers=p.servers)
 
     api = ControlApi(engine, status, hub, watch, hello)
     server = ControlServer(api, engine, hub, out_dir / "control.sock", allowed_uid=allowed_uid)

@@ -12,19 +12,36 @@ import sys
 import time
 from pathlib import Path
 
+import msgspec
 import pytest
 from batch_helpers import batch_config, wait_lock_free
 
-from eagle_tui.core.batches.configjson import config_from_json, config_to_json
+from eagle_tui.core.batches.api import End, Lost, Progress, ProgressEvent
+from eagle_tui.core.batches.configjson import StoredConfig, config_from_json, config_to_json
 from eagle_tui.core.batches.hub import EventHub, HubFull
 from eagle_tui.core.batches.registry import BatchRecord, Registry
-from eagle_tui.core.batches.secretenv import SERVERS_ENV, has_secrets, worker_env
+from eagle_tui.core.batches.secretenv import (
+    SERVERS_ENV,
+    has_secrets,
+    secrets_from_env,
+    worker_env,
+)
 from eagle_tui.core.batches.sockpath import control_socket_path, private_runtime_dir
 from eagle_tui.core.batches.survey import survey
-from eagle_tui.core.capture.config import RetryPolicy, SamplingPreset
+from eagle_tui.core.batchstate import BatchState
+from eagle_tui.core.capture.config import CaptureConfig, RetryPolicy
 from eagle_tui.core.capture.events import CaptureEvent
 from eagle_tui.core.capture.outlock import OutputLock, holder_of, is_held
-from eagle_tui.core.errors import BatchLocked, BatchNotFound, UntrustedSocket
+from eagle_tui.core.capture.progress import ProgressTracker
+from eagle_tui.core.clock import SystemClock
+from eagle_tui.core.errors import (
+    BatchError,
+    BatchLocked,
+    BatchNotFound,
+    ConfigError,
+    UntrustedSocket,
+)
+from eagle_tui.core.sampling import SamplingPreset
 from eagle_tui.core.sglang.client import API_KEY_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,7 +88,9 @@ def _record(tmp_path: Path, batch_id: str, **fields: object) -> BatchRecord:
     values: dict[str, object] = {
         "id": batch_id, "name": f"name-{batch_id}", "out_dir": str(out_dir),
         "socket": str(out_dir / "control.sock"), "log": str(out_dir / "worker.log"),
-        "config": {}, "created_at": time.time()}
+        "config": StoredConfig(prompts="p.jsonl", out_dir=str(out_dir),
+                               servers=("http://127.0.0.1:30000",), tokenizer="tok"),
+        "created_at": time.time()}
     values.update(fields)
     return BatchRecord(**values)  # type: ignore[arg-type]
 
@@ -84,7 +103,7 @@ def test_records_round_trip_privately(tmp_path: Path) -> None:
     assert stat.S_IMODE(registry.root.stat().st_mode) == 0o700
     assert stat.S_IMODE(registry.path_of(record.id).stat().st_mode) == 0o600
     updated = registry.update(record.id, final_state="done", exit_code=0)
-    assert updated == dataclasses.replace(record, final_state="done", exit_code=0)
+    assert updated == msgspec.structs.replace(record, final_state=BatchState.DONE, exit_code=0)
     (registry.root / "broken.json").write_text("{")
     assert registry.all() == [updated]  # an unreadable record is skipped, not fatal
 
@@ -131,12 +150,94 @@ def test_config_round_trips_without_secrets(tmp_path: Path) -> None:
         retry=RetryPolicy(max_attempts=4), extra_sampling={"repetition_penalty": 1.05},
         template_kwargs={"thinking": True}, model_dir=tmp_path, api_key="hunter2")
     data = config_to_json(config)
-    assert "hunter2" not in json.dumps(data)
-    assert data["servers"] == ["http://127.0.0.1:30000"]
-    back = config_from_json(json.loads(json.dumps(data)), api_key="hunter2",
-                            servers=config.servers)
+    assert b"hunter2" not in data
+    assert json.loads(data)["servers"] == ["http://127.0.0.1:30000"]
+    back = config_from_json(data, api_key="hunter2", servers=config.servers)
     assert back == config and back.api_key == "hunter2"
     assert config_from_json(data, resume=True).resume is True
+
+
+def test_the_stored_config_has_every_config_field_but_the_secret() -> None:
+    config_fields = {f.name: f for f in dataclasses.fields(CaptureConfig)}
+    assert set(StoredConfig.__struct_fields__) == set(config_fields) - {"api_key"}
+    stored = StoredConfig(prompts="p", out_dir="o", servers=("http://h:1",), tokenizer="t")
+    config = stored.to_config()
+    for name in StoredConfig.__struct_fields__:  # the same defaults, too
+        field = config_fields[name]
+        if field.default is not dataclasses.MISSING or field.default_factory is not (
+                dataclasses.MISSING):
+            assert getattr(stored, name) == getattr(config, name), name
+
+
+def test_a_stored_config_of_the_wrong_type_is_refused_naming_the_field() -> None:
+    data = json.loads(config_to_json(
+        batch_config(Path("/tmp/x"), "http://127.0.0.1:30000")))
+    data["concurrency"] = "4"
+    with pytest.raises(ConfigError, match=r"concurrency: Expected `int`, got `str`.*new batch"):
+        config_from_json(json.dumps(data))
+    data["concurrency"], data["presets"] = 4, [{"name": "a", "top_k": 0}]
+    with pytest.raises(ConfigError, match="top_k must be -1"):
+        config_from_json(json.dumps(data))
+
+
+WRITTEN_BY_1825CD6 = ROOT / "tests" / "fixtures" / "written_by_1825cd6" / "registry"
+
+
+def test_records_written_by_commit_1825cd6_read(tmp_path: Path) -> None:
+    registry = Registry(WRITTEN_BY_1825CD6)
+    done, fresh = registry.all()
+    assert (done.final_state, done.exit_code, done.runs, done.pid) == (BatchState.DONE, 0, 1, 4242)
+    assert done.last_progress == Progress(
+        total=12, done=12, written=12, flagged=12, output_tokens=384, settled=12, remaining=0,
+        elapsed_s=0.967, samples_per_s=12.404, tokens_per_s=396.9, eta_s=0.0)
+    assert fresh.last_progress is None and fresh.final_state is None  # it was saved as {}
+    config = done.config.to_config(api_key="k")
+    assert config.presets == (SamplingPreset("a", temperature=0.6, seed=3),
+                              SamplingPreset("b", top_k=5))
+    assert (config.extra_sampling, config.template_kwargs) == (
+        {"repetition_penalty": 1.05}, {"thinking": True})
+    assert (config.retry.max_attempts, config.shard_rows, config.api_key) == (4, 5, "k")
+    # written again by this code: the same values
+    copy = Registry(tmp_path / "reg")
+    copy.save(done)
+    name = f"{done.id}.json"
+    assert json.loads((copy.root / name).read_text()) == json.loads(
+        (WRITTEN_BY_1825CD6 / name).read_text())
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        (lambda r: r.update(final_state="zombie"), "final_state: Invalid enum value 'zombie'"),
+        (lambda r: r.update(pid="4242"), "pid: Expected `int | null`, got `str`"),
+        (lambda r: r["last_progress"].update(done=None), "last_progress.done: Expected `int`"),
+        (lambda r: r["config"].update(servers="http://h:1"), "config.servers: Expected `array`"),
+        (lambda r: r.pop("socket"), "missing required field `socket`"),
+    ],
+)
+def test_a_corrupt_record_is_a_clear_error_naming_the_file_and_field(
+    tmp_path: Path, change: object, field: str
+) -> None:
+    data = json.loads((WRITTEN_BY_1825CD6 / "20261130-020000-abcd.json").read_text())
+    change(data)  # type: ignore[operator]
+    registry = Registry(tmp_path / "reg")
+    registry.root.mkdir()
+    path = registry.path_of(data["id"])
+    path.write_text(json.dumps(data))
+    with pytest.raises(BatchError) as caught:
+        registry.load(data["id"])
+    message = str(caught.value)
+    assert str(path) in message and field in message and "delete it" in message
+    assert registry.all() == []  # listing skips it (and logs why)
+
+
+def test_an_update_of_the_wrong_type_is_refused_and_not_written(tmp_path: Path) -> None:
+    registry = Registry(tmp_path / "reg")
+    record = _record(tmp_path, "20250101-000000-abcd")
+    registry.save(record)
+    with pytest.raises(BatchError, match="final_state: Invalid enum value 'finishd'"):
+        registry.update(record.id, final_state="finishd")
+    assert registry.load(record.id) == record
 
 
 def test_secrets_travel_only_in_the_worker_environment(tmp_path: Path) -> None:
@@ -148,6 +249,17 @@ def test_secrets_travel_only_in_the_worker_environment(tmp_path: Path) -> None:
     assert env[API_KEY_ENV] == "k"
     assert json.loads(env[SERVERS_ENV]) == ["http://u:pw@127.0.0.1:1"]
     assert SERVERS_ENV not in worker_env(plain, base={SERVERS_ENV: "stale"})
+
+
+def test_a_server_list_in_the_environment_must_be_a_json_list_of_urls(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(SERVERS_ENV, '["http://u:pw@h:1", "http://h:2"]')
+    assert secrets_from_env()[1] == ("http://u:pw@h:1", "http://h:2")
+    for bad in ('"http://h:1"', "[1]", "not json"):
+        monkeypatch.setenv(SERVERS_ENV, bad)
+        with pytest.raises(ConfigError, match=f"{SERVERS_ENV} must be a JSON list"):
+            secrets_from_env()
 
 
 # -- event hub ---------------------------------------------------------------------------------
@@ -163,17 +275,18 @@ async def test_a_full_queue_drops_the_oldest_and_says_how_many() -> None:
     for i in range(10):
         hub.publish(_event(i))
     frames = await subscriber.take(1.0)
-    assert frames[0] == ("lost", {"dropped": 7})
+    assert frames[0] == ("lost", Lost(dropped=7))
     assert [data["sample_id"] for kind, data in frames[1:]] == ["s7", "s8", "s9"]
-    assert subscriber.stats()["dropped"] == 7
+    assert subscriber.stats().dropped == 7
 
 
 async def test_progress_is_coalesced_to_the_newest_snapshot() -> None:
     hub = EventHub()
     subscriber = hub.subscribe()
+    snapshot = ProgressTracker(SystemClock()).snapshot()
     for i in range(1000):
-        hub.publish_progress({"n": i})
-    assert await subscriber.take(1.0) == [("progress", {"n": 999})]
+        hub.publish_progress(ProgressEvent.of(snapshot, float(i)))
+    assert await subscriber.take(1.0) == [("progress", ProgressEvent.of(snapshot, 999.0))]
     assert await subscriber.take(0.01) == []  # nothing pending: a keep-alive is due
 
 
@@ -181,10 +294,10 @@ async def test_end_follows_what_is_queued_also_for_late_clients() -> None:
     hub = EventHub(max_subscribers=2)
     early = hub.subscribe()
     hub.publish(_event(1))
-    hub.finish({"state": "done"})
+    hub.finish(End(state=BatchState.DONE))
     assert [kind for kind, _ in await early.take(1.0)] == ["request", "end"] and early.ended
     late = hub.subscribe()
-    assert await late.take(1.0) == [("end", {"state": "done"})]
+    assert await late.take(1.0) == [("end", End(state=BatchState.DONE))]
     with pytest.raises(HubFull):
         hub.subscribe()
 

@@ -10,6 +10,7 @@ from batch_helpers import batch_config, write_prompts
 from eagle_tui.core.batches.registry import Registry
 from eagle_tui.core.batches.survey import survey
 from eagle_tui.core.capture.outlock import OutputLock
+from eagle_tui.core.sampling import SamplingIdentity, SamplingPreset
 from eagle_tui.core.shards.manifest import BatchConfig, Manifest
 from eagle_tui.tui.cli.batch_verbs import EXIT_LOCKED, EXIT_START_FAILED, run_detached
 
@@ -17,7 +18,8 @@ from eagle_tui.tui.cli.batch_verbs import EXIT_LOCKED, EXIT_START_FAILED, run_de
 async def test_a_batch_that_cannot_start_reports_why(tmp_path: Path, registry: Registry) -> None:
     write_prompts(tmp_path / "prompts.jsonl", 3)
     config = batch_config(tmp_path, "http://127.0.0.1:9")
-    Manifest(config.out_dir, BatchConfig("p", "x", "t", "f", "h", {})).save_atomic()
+    Manifest(config.out_dir, BatchConfig("p", "x", "t", "f", "h",
+                                         SamplingIdentity(64, (SamplingPreset(),)))).save_atomic()
     err = io.StringIO()
     # Runs in the worker: the directory already holds a batch and --resume was not given.
     assert run_detached(config, name="clash", out=io.StringIO(), err=err) == EXIT_START_FAILED

@@ -5,7 +5,6 @@ exact token ids of watched requests."""
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 import subprocess
@@ -29,16 +28,16 @@ from eagle_tui.core.errors import BatchLocked
 from eagle_tui.core.shards.manifest import Manifest
 from eagle_tui.core.shards.reader import ShardReader
 from eagle_tui.core.shards.resume import scan_completed
-from eagle_tui.tui.cli.main import main as cli_main
+from eagle_tui.tui.cli import main as cli_main
 
 ROOT = Path(__file__).resolve().parents[2]
 SLOW = ("--tokens-per-s", "50")  # ~0.6 s per 32-token request: slow enough to act mid-batch
 
 _LAUNCH = """
-import json, sys
+import sys
 from eagle_tui.core.batches.configjson import config_from_json
 from eagle_tui.tui.cli.batch_verbs import run_detached
-sys.exit(run_detached(config_from_json(json.loads(sys.argv[1])), name=sys.argv[2]))
+sys.exit(run_detached(config_from_json(sys.argv[1]), name=sys.argv[2]))
 """
 
 
@@ -66,7 +65,7 @@ async def test_detached_batch_outlives_its_launcher_and_obeys_pause_resume_stop(
 
     # Started by a process that exits right away, like a shell that is then closed.
     launcher = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", _LAUNCH, json.dumps(config_to_json(config)), "night-run",
+        sys.executable, "-c", _LAUNCH, config_to_json(config).decode(), "night-run",
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out, err = await asyncio.wait_for(launcher.communicate(), 120)
     assert launcher.returncode == 0, err.decode()
@@ -84,23 +83,23 @@ async def test_detached_batch_outlives_its_launcher_and_obeys_pause_resume_stop(
         log = EventLog(client.events())
         assert (await log.next()).type == "hello"
         status = await client.status()
-        assert status["batch"]["id"] == record.id and status["state"] == "running"
-        first = status["progress"]["done"]
-        await log.until(progress_where(lambda p: p["done"] > first and p["in_flight"] > 0))
+        assert status.batch.id == record.id and status.state == "running"
+        first = status.progress.done
+        await log.until(progress_where(lambda p: p.done > first and p.in_flight > 0))
         assert worker.is_running()
 
         # Pause: nothing new goes out, what was in flight finishes.
         code, said = await cli(capsys, "pause", "night-run")
         assert code == 0 and "paused" in said
         paused = await client.status()
-        sent, busy = paused["servers"][0]["sent"], paused["progress"]["in_flight"]
-        await log.until(progress_where(lambda p: p["in_flight"] == 0))
+        sent, busy = paused.servers[0].sent, paused.progress.in_flight
+        await log.until(progress_where(lambda p: p.in_flight == 0))
         for _ in range(4):  # a second of snapshots with nothing in flight
             await log.until(lambda e: e.type == "progress")
         calm = await client.status()
-        assert calm["state"] == "paused" and calm["servers"][0]["sent"] == sent
-        assert calm["progress"]["done"] + calm["progress"]["failed"] == (
-            paused["progress"]["done"] + paused["progress"]["failed"] + busy)
+        assert calm.state == "paused" and calm.servers[0].sent == sent
+        assert calm.progress.done + calm.progress.failed == (
+            paused.progress.done + paused.progress.failed + busy)
 
         # Only one controller of a batch directory.
         with pytest.raises(BatchLocked, match=f"pid {record.pid}"):
@@ -113,7 +112,7 @@ async def test_detached_batch_outlives_its_launcher_and_obeys_pause_resume_stop(
         await log.until(lambda e: e.type == "request" and e.data["kind"] == "sent")
 
         # Stop: in-flight requests drain, everything lands in complete shards.
-        await log.until(progress_where(lambda p: p["in_flight"] > 0))
+        await log.until(progress_where(lambda p: p.in_flight > 0))
         code, said = await cli(capsys, "stop", record.id)  # returns once the worker ended
         assert code == 0 and "stopped" in said
         end = await log.until(lambda e: e.type == "end")
@@ -123,7 +122,7 @@ async def test_detached_batch_outlives_its_launcher_and_obeys_pause_resume_stop(
     assert 0 < done < 80
     assert await asyncio.to_thread(wait_lock_free, Path(record.out_dir))
     manifest = Manifest.load(record.out_dir)
-    assert manifest.extra["state"] == "stopped" and manifest.counts.done == done
+    assert manifest.extra.state == "stopped" and manifest.counts.done == done
     assert len(rows_of(Path(record.out_dir))) == done
     assert not scan_completed(record.out_dir).ignored  # no torn or unlisted shard files
     assert not Path(record.socket).exists()
@@ -143,7 +142,7 @@ async def test_killed_worker_is_interrupted_and_resume_completes_it_exactly_once
 
     async with BatchClient(record.socket) as client:
         log = EventLog(client.events(reconnect_s=120))
-        await log.until(progress_where(lambda p: p["written"] >= 4 and p["in_flight"] > 0))
+        await log.until(progress_where(lambda p: p.written >= 4 and p.in_flight > 0))
         assert record.pid is not None
         os.kill(record.pid, signal.SIGKILL)
         await log.until(lambda e: e.type == "disconnected")
@@ -162,7 +161,7 @@ async def test_killed_worker_is_interrupted_and_resume_completes_it_exactly_once
     assert end.data["state"] == "done"
     stored = [row["sample_id"] for row in rows_of(out_dir)]
     assert sorted(stored) == ids  # every prompt once: none lost, none twice
-    assert Manifest.load(out_dir).extra["state"] == "finished"
+    assert Manifest.load(out_dir).extra.state == "finished"
     assert await asyncio.to_thread(wait_lock_free, out_dir) and not is_held(out_dir)
     code, listing = await cli(capsys, "batches", "fragile")
     assert code == 0 and "done" in listing

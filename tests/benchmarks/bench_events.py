@@ -48,6 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "batches"))
 
 from batch_helpers import batch_config, write_prompts
 
+from eagle_tui.core.batches.api import StatusDoc
 from eagle_tui.core.batches.control_client import BatchClient
 from eagle_tui.core.batches.detach import launch_detached
 from eagle_tui.core.batches.hub import EventHub
@@ -67,9 +68,9 @@ def stalled_client(socket_path: str) -> socket.socket:
     return sock
 
 
-async def follow(socket_path: str, pid: int) -> tuple[dict[str, Any], float, float]:
+async def follow(socket_path: str, pid: int) -> tuple[StatusDoc | None, float, float]:
     """Poll status until the worker is gone; (last status, peak RSS MB, worker CPU s)."""
-    last: dict[str, Any] = {}
+    last: StatusDoc | None = None
     peak = cpu = 0.0
     process = psutil.Process(pid)
     async with BatchClient(socket_path) as client:
@@ -103,13 +104,14 @@ def run_once(sim_url: str, prompts: int, *, watched: bool, stalled: bool) -> dic
                 sock.close()
         final = Registry().load(record.id)
     assert final.ended_at and final.dispatch_started_at
-    rows = final.last_progress["done"]
+    assert final.last_progress is not None
+    rows = final.last_progress.done
     seconds = final.ended_at - final.dispatch_started_at
-    clients = status.get("events", {}).get("clients", [])
+    clients = status.events.clients if status is not None else ()
     return {"rows": rows, "seconds": round(seconds, 2), "rate": round(rows / seconds, 1),
             "cpu_ms_per_row": round(1000 * cpu / rows, 2), "peak_mb": round(peak),
-            "queued": max((c["queued"] for c in clients), default=None),
-            "dropped": max((c["dropped"] for c in clients), default=None)}
+            "queued": max((c.queued for c in clients), default=None),
+            "dropped": max((c.dropped for c in clients), default=None)}
 
 
 def publish_cost(events: int = 200_000) -> None:

@@ -20,6 +20,7 @@ from typing import TypeVar
 import numpy as np
 import psutil
 
+from eagle_tui.core.sampling import SamplingIdentity, SamplingPreset
 from eagle_tui.core.shards.manifest import BatchConfig, Manifest
 from eagle_tui.core.shards.reader import ShardReader
 from eagle_tui.core.shards.resume import scan_completed
@@ -51,7 +52,8 @@ def make_rows(count: int, tokens: int) -> Iterator[ShardRow]:
 
 def bench_write(directory: Path, rows: Iterator[ShardRow]) -> None:
     """Time spent inside ShardWriter only (row generation excluded)."""
-    manifest = Manifest(directory, BatchConfig("p", "h", "t", "f", "t", {}))
+    manifest = Manifest(directory, BatchConfig("p", "h", "t", "f", "t",
+                                                    SamplingIdentity(4096, (SamplingPreset(),))))
     manifest.save_atomic()
     seconds, count, tokens = 0.0, 0, 0
     writer = ShardWriter(directory, metadata=META, manifest=manifest)

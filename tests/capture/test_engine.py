@@ -20,10 +20,10 @@ from test_engine_fakes import (
 )
 
 from eagle_tui.core import kimi
-from eagle_tui.core.capture.config import SamplingPreset
 from eagle_tui.core.capture.engine import CaptureEngine
 from eagle_tui.core.capture.events import CaptureEvent
 from eagle_tui.core.errors import ConfigError
+from eagle_tui.core.sampling import SamplingPreset
 from eagle_tui.core.shards.manifest import Manifest
 from eagle_tui.core.tokenizer import LoadedTokenizer
 
@@ -77,7 +77,7 @@ async def test_every_prompt_once_with_exact_ids(tmp_path: Path, fake: FakeSGLang
     assert summary.progress.written == 36 and summary.progress.total == 40
     manifest = Manifest.load(config.out_dir)
     assert manifest.counts.done == 36 and manifest.counts.rejected == 4
-    assert manifest.extra["state"] == "finished"
+    assert manifest.extra.state == "finished"
 
 
 async def test_request_shape(tmp_path: Path, fake: FakeSGLang,

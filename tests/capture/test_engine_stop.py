@@ -50,7 +50,7 @@ async def test_stop_lets_in_flight_finish_within_grace(
     assert summary.progress.done == 4 and summary.progress.written == 4
     assert len(fake.generate_bodies) == 4 and fake.aborts == []
     assert len(rows_of(config.out_dir)) == 4
-    assert Manifest.load(config.out_dir).extra["state"] == "stopped"
+    assert Manifest.load(config.out_dir).extra.state == "stopped"
     assert not list((config.out_dir / "shards").glob("*.tmp"))
 
 

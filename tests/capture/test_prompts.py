@@ -21,8 +21,8 @@ from eagle_tui.core.capture.prompts import (
     open_prompts,
     prompt_file_hash,
 )
-from eagle_tui.core.capture.sample_id import content_sample_id, variant_id
 from eagle_tui.core.errors import ConfigError
+from eagle_tui.core.sample_ids import content_sample_id, variant_id
 
 USER = {"role": "user", "content": "What is 2+2?"}
 ASSISTANT = {"role": "assistant", "content": "4"}

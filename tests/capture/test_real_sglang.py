@@ -17,9 +17,10 @@ from typing import Any
 import pytest
 from test_engine_fakes import rows_of
 
-from eagle_tui.core.capture.config import CaptureConfig, RetryPolicy, SamplingPreset
+from eagle_tui.core.capture.config import CaptureConfig, RetryPolicy
 from eagle_tui.core.capture.engine import CaptureEngine
 from eagle_tui.core.capture.prompts import PromptRecord, open_prompts
+from eagle_tui.core.sampling import SamplingPreset
 from eagle_tui.core.sglang import GenerateRequest, SamplingParams, SGLangClient
 from eagle_tui.core.tokenizer import load_tokenizer
 

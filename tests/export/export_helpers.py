@@ -15,6 +15,7 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from eagle_tui.core import kimi
+from eagle_tui.core.sampling import SamplingIdentity, SamplingPreset
 from eagle_tui.core.shards.manifest import BatchConfig, Manifest
 from eagle_tui.core.shards.schema import ShardMetadata, ShardRow
 from eagle_tui.core.shards.writer import ShardWriter
@@ -25,7 +26,7 @@ FINGERPRINT = "ab" * 32
 
 def config(fingerprint: str = FINGERPRINT) -> BatchConfig:
     return BatchConfig("/data/prompts.jsonl", "00" * 32, "/models/kimi", fingerprint,
-                       "ef" * 32, {"max_new_tokens": 64})
+                       "ef" * 32, SamplingIdentity(64, (SamplingPreset(),)))
 
 
 def metadata(fingerprint: str = FINGERPRINT) -> ShardMetadata:

@@ -27,6 +27,7 @@ from export_helpers import expected_mask, read_jsonl, shard_rows
 from eagle_tui.core import kimi
 from eagle_tui.core.export.options import ExportOptions, RowFilter
 from eagle_tui.core.export.run import ExportResult, export
+from eagle_tui.core.sampling import SamplingIdentity, SamplingPreset
 from eagle_tui.core.shards.manifest import BatchConfig, Manifest
 from eagle_tui.core.shards.schema import ShardMetadata, ShardRow
 from eagle_tui.core.shards.writer import ShardWriter
@@ -63,7 +64,7 @@ def kimi_batch(directory: Path, tok: LoadedTokenizer) -> Path:
     </think>, a tool call, truncations, and rows the default filter drops."""
     boundary = tok.boundary_ids()
     config = BatchConfig("p.jsonl", "00", str(tok.path), tok.fingerprint(), tok.template_hash(),
-                         {})
+                         SamplingIdentity(LONG, (SamplingPreset(),)))
     manifest = Manifest(directory, config)
     manifest.save_atomic()
     meta = ShardMetadata(tok.name, str(tok.path), tok.fingerprint(), tok.template_hash(), {},

@@ -409,3 +409,55 @@ async def test_api_key_is_sent_but_never_shown(monkeypatch: pytest.MonkeyPatch) 
     assert seen == [f"Bearer {secret}"]
     assert secret not in repr(client) and secret not in str(caught.value)
     assert secret not in repr(caught.value)
+
+
+# -- typed decoding: wrong types in named fields are refused, naming the field ----------
+
+@pytest.mark.parametrize(
+    ("meta_info", "path"),
+    [
+        ({"id": 7}, "meta_info.id"),
+        ({"prompt_tokens": "12"}, "meta_info.prompt_tokens"),
+        ({"completion_tokens": 1.5}, "meta_info.completion_tokens"),
+        ({"e2e_latency": "slow"}, "meta_info.e2e_latency"),
+        ({"finish_reason": {"type": "stop", "matched": [2]}}, "meta_info.finish_reason.matched"),
+        ({"finish_reason": {"type": "weird"}}, "meta_info.finish_reason.type"),
+        ({"finish_reason": "stop"}, "meta_info.finish_reason"),
+    ],
+)
+async def test_named_fields_of_the_wrong_type_are_protocol_errors(meta_info: dict[str, Any],
+                                                                  path: str) -> None:
+    info = {"id": "r1", "finish_reason": {"type": "stop", "matched": 2}, **meta_info}
+    body = {"text": "x", "output_ids": [7, 2], "meta_info": info}
+    async with client_for(answer(200, body)) as client:
+        with pytest.raises(errors.ProtocolError) as caught:
+            await client.generate(REQUEST)
+    assert caught.value.retryable
+    assert f"at {path}" in str(caught.value)
+
+
+async def test_wrong_types_in_a_stream_chunk_name_the_field() -> None:
+    bad = "data: " + json.dumps({"output_ids": [1], "meta_info": {"completion_tokens": "1"}})
+    with pytest.raises(errors.ProtocolError, match=r"at meta_info\.completion_tokens"):
+        await stream_with(sse([chunk([1], 1), bad, "data: [DONE]"]))
+    with pytest.raises(errors.ProtocolError, match=r"not a list of integers.*output_ids\[1\]"):
+        await stream_with(sse([chunk([1, True], 2), "data: [DONE]"]))  # type: ignore[list-item]
+
+
+async def test_unknown_keys_are_ignored_everywhere() -> None:
+    body = {"text": "x", "output_ids": [7, 2], "future_top_level": [1, {"a": None}],
+            "meta_info": {"id": "r1", "finish_reason": {"type": "stop", "matched": 2,
+                                                        "err_type": None, "future": 1},
+                          "future_meta": "x"}}
+    async with client_for(answer(200, body)) as client:
+        result = await client.generate(REQUEST)
+    assert result.output_ids == (7, 2) and result.finish.matched_token == 2
+    assert result.meta["future_meta"] == "x"
+
+
+async def test_a_batch_answer_of_several_objects_is_refused() -> None:
+    body = recorded("generate_batch.json")["body"]
+    assert len(body) == 2
+    async with client_for(answer(200, body)) as client:
+        with pytest.raises(errors.ProtocolError, match="expected one response object"):
+            await client.generate(REQUEST)

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from eagle_tui.core.sampling import SamplingIdentity, SamplingPreset
 from eagle_tui.core.shards.manifest import BatchConfig, Manifest
 from eagle_tui.core.shards.schema import ShardMetadata, ShardRow
 
@@ -17,7 +18,7 @@ CONFIG = BatchConfig(
     tokenizer_path="/models/kimi",
     tokenizer_fingerprint="cd" * 32,
     template_hash="ef" * 32,
-    sampling={"max_new_tokens": 64, "temperature": 1.0},
+    sampling=SamplingIdentity(max_new_tokens=64, presets=(SamplingPreset(temperature=1.0),)),
 )
 
 META = ShardMetadata(

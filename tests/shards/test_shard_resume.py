@@ -6,11 +6,21 @@ import json
 import os
 from pathlib import Path
 
+import msgspec
 import pytest
 from shard_helpers import CONFIG, META, make_row, new_batch
 
+from eagle_tui.core.batchstate import BatchState
 from eagle_tui.core.errors import ConfigError
-from eagle_tui.core.shards.manifest import BatchConfig, Manifest
+from eagle_tui.core.sampling import SamplingIdentity, SamplingPreset
+from eagle_tui.core.shards.manifest import (
+    BatchConfig,
+    Counts,
+    IdentityExtra,
+    Manifest,
+    ManifestExtra,
+    ShardInfo,
+)
 from eagle_tui.core.shards.resume import (
     completed_sample_ids,
     drop_untrusted,
@@ -133,13 +143,13 @@ def test_no_manifest_means_nothing_is_trusted(tmp_path: Path) -> None:
 def test_manifest_round_trips_and_holds_the_batch_config(batch_dir: Path) -> None:
     manifest = commit_shards(batch_dir, 5)
     manifest.counts.failed, manifest.counts.rejected = 2, 3
-    manifest.extra["state"] = "running"
+    manifest.extra.state = BatchState.RUNNING
     manifest.save_atomic()
     loaded = Manifest.load(batch_dir)
     assert loaded.config == CONFIG
     assert loaded.shards == manifest.shards
     assert (loaded.counts.done, loaded.counts.failed, loaded.counts.rejected) == (5, 2, 3)
-    assert loaded.extra == {"state": "running"}
+    assert loaded.extra == ManifestExtra(state=BatchState.RUNNING)
     raw = json.loads((batch_dir / "manifest.json").read_text())
     assert raw["config"]["prompt_sha256"] == CONFIG.prompt_sha256
 
@@ -172,7 +182,71 @@ def test_unreadable_manifest_is_a_config_error_naming_it(batch_dir: Path) -> Non
 
 
 def test_config_differences_name_each_changed_field() -> None:
-    changed = BatchConfig(**{**CONFIG.to_json(), "prompt_sha256": "00",
-                             "sampling": {"temperature": 1.0, "max_new_tokens": 64}})
+    # the same sampling read back with its keys in another order and 1 for 1.0: no change
+    sampling = msgspec.json.decode(
+        b'{"presets": [{"top_p": 1, "temperature": 1}], "max_new_tokens": 64}',
+        type=SamplingIdentity)
+    changed = msgspec.structs.replace(CONFIG, prompt_sha256="00", sampling=sampling)
     assert CONFIG.differences(changed) == [f"prompt_sha256: \"{'ab' * 32}\" -> \"00\""]
     assert CONFIG.differences(CONFIG) == []
+    longer = msgspec.structs.replace(CONFIG, sampling=SamplingIdentity(65, sampling.presets))
+    assert [line.split(":")[0] for line in CONFIG.differences(longer)] == ["sampling"]
+
+
+WRITTEN_BY_1825CD6 = Path(__file__).resolve().parents[1] / "fixtures" / "written_by_1825cd6"
+
+
+def test_a_manifest_written_by_commit_1825cd6_reads_and_round_trips(tmp_path: Path) -> None:
+    manifest = Manifest.load(WRITTEN_BY_1825CD6)
+    presets = (SamplingPreset("a", temperature=0.6, seed=3), SamplingPreset("b", top_k=5))
+    assert manifest.config == BatchConfig(
+        prompt_file="/tmp/gen/work/prompts.jsonl",
+        prompt_sha256="f1812c8b6f67a3202f7bc42e26c4b4efe2c3c200484a9b5109a6b2fe05fda52f",
+        tokenizer_path="/models/kimi-k2.5-tiny",
+        tokenizer_fingerprint="3264931ebce99928a83cce648ad28a4923d8fd7eb78825aa099b089758ef6739",
+        template_hash="5c64cfa6ea13137eaf0d5393b5b1b84a9072a58e25b82a51b195695ffdf47249",
+        sampling=SamplingIdentity(32, presets, {"repetition_penalty": 1.05}),
+        extra=IdentityExtra(template_kwargs={"thinking": True},
+                            boundary_ids={"stop": [163586, 163585], "think": 163606,
+                                          "think_end": 163607,
+                                          "tool_call": [163595, 163596, 163597, 163598, 163599]},
+                            vocab_size=163840))
+    assert [s.name for s in manifest.shards] == [f"part-0000{i}.parquet" for i in range(3)]
+    assert manifest.shards[0] == ShardInfo(
+        "part-00000.parquet", 5, "4f07a38fa85ba97e55c823fdbeb1c2914013b156b6827dc7f7b37ad7c061e104",
+        6728, 5, "m0#a", "m2#a")
+    assert manifest.counts == Counts(done=12, failed=0, flagged=12, rejected=0)
+    assert manifest.extra == ManifestExtra(state=BatchState.FINISHED, servers=[
+        "http://127.0.0.1:35947"], presets=["a", "b"])
+    assert (manifest.created_at, manifest.version) == ("2026-11-30T14:01:22+00:00", 1)
+    # written again by this code: the same document, key for key and value for value
+    manifest.out_dir = tmp_path
+    manifest.save_atomic()
+    again = json.loads((tmp_path / "manifest.json").read_text())
+    old = json.loads((WRITTEN_BY_1825CD6 / "manifest.json").read_text())
+    assert again.pop("updated_at") and old.pop("updated_at")
+    assert again == old
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        (lambda m: m["counts"].update(done="12"), "counts.done"),
+        (lambda m: m["shards"][1].update(sha256=None), "shards[1].sha256"),
+        (lambda m: m["extra"].update(state="zombie"), "extra.state"),
+        (lambda m: m["config"]["sampling"].pop("max_new_tokens"), "config.sampling"),
+        (lambda m: m["config"]["sampling"]["presets"][0].update(top_k="5"),
+         "config.sampling.presets[0].top_k"),
+    ],
+)
+def test_a_manifest_with_a_wrong_type_is_refused_naming_file_and_field(
+    tmp_path: Path, change: object, field: str
+) -> None:
+    data = json.loads((WRITTEN_BY_1825CD6 / "manifest.json").read_text())
+    change(data)  # type: ignore[operator]
+    (tmp_path / "manifest.json").write_text(json.dumps(data))
+    with pytest.raises(ConfigError) as caught:
+        Manifest.load(tmp_path)
+    message = str(caught.value)
+    assert str(tmp_path / "manifest.json") in message and field in message
+    assert "restore it or start a new batch directory" in message

@@ -10,11 +10,14 @@ import os
 import signal
 from pathlib import Path
 
+import msgspec
 from textual.widgets import DataTable, Input
 from tui_fakes import FakeCapture, batch, progress, wait_for
 
+from eagle_tui.core.batches.api import DeltaEvent, Progress, RequestEvent, StatusDoc
 from eagle_tui.core.batches.detach import launch_detached
 from eagle_tui.core.batches.registry import Registry
+from eagle_tui.core.batchstate import BatchState
 from eagle_tui.core.capture.outlock import is_held
 from eagle_tui.core.tokenizer import bundled_tokenizer_path
 from eagle_tui.tui.app import EagleApp
@@ -229,20 +232,26 @@ async def test_lists_a_batch_started_elsewhere_pauses_and_resumes_it_after_a_kil
 
 
 def test_worker_json_becomes_snapshots_and_stream_events() -> None:
-    status = {
-        "servers": [{"url": "http://h:1", "state": "ready", "in_flight": 3, "limit": 8}],
+    status = msgspec.json.decode(json.dumps({
+        "schema": 1, "at": 0.0, "batch": {"id": "b", "name": "b", "out_dir": "/o"},
+        "state": "running", "progress": {},
+        "servers": [{"url": "http://h:1", "state": "ready", "reason": "", "in_flight": 3,
+                     "limit": 8, "sent": 9, "succeeded": 6, "failed": 0}],
         "flags": {"tool_call": 2},
         "failures": {"timeout": 1},
-    }
-    counts = {"total": 10, "done": 4, "failed": 1, "samples_per_s": 2.5, "eta_s": None}
-    p = progress_of("running", counts, status)
+    }), type=StatusDoc)
+    counts = Progress(total=10, done=4, failed=1, samples_per_s=2.5, eta_s=None)
+    p = progress_of(BatchState.RUNNING, counts, status)
     assert (p.total, p.done, p.settled, p.samples_per_s, p.eta_s) == (10, 4, 5, 2.5, None)
     assert p.servers[0].in_flight == 3 and p.flags == {"tool_call": 2}
     watched: set[str] = set()
-    assert request_event({"kind": "sent", "sample_id": "a", "watched": False}, watched) is None
-    sent = request_event({"kind": "sent", "sample_id": "b", "watched": True, "rid": "r"}, watched)
+    assert request_event(RequestEvent(kind="sent", sample_id="a", at=0.0, watched=False),
+                         watched) is None
+    sent = request_event(RequestEvent(kind="sent", sample_id="b", at=0.0, watched=True,
+                                      rid="r"), watched)
     assert sent is not None and sent.kind == "sent" and watched == {"b"}
-    done = request_event({"kind": "finished", "sample_id": "b", "flags": ["f"]}, watched)
+    done = request_event(RequestEvent(kind="finished", sample_id="b", at=0.0, flags=("f",)),
+                         watched)
     assert done is not None and done.flags == ("f",) and watched == set()
-    d = delta_event({"sample_id": "b", "rid": "r", "new_ids": [1, 2], "total": 2, "at": 1.0})
+    d = delta_event(DeltaEvent(sample_id="b", rid="r", new_ids=(1, 2), total=2, at=1.0))
     assert (d.kind, d.new_ids, d.total) == ("delta", (1, 2), 2)

@@ -14,7 +14,13 @@ from tui_fakes import FakeCapture, batch
 
 from eagle_tui.core.errors import ConfigError
 from eagle_tui.tui.app import EagleApp
-from eagle_tui.tui.dashboard import add_arguments, options_from, read_config, server_targets
+from eagle_tui.tui.dashboard import (
+    TuiConfig,
+    add_arguments,
+    options_from,
+    read_config,
+    server_targets,
+)
 from eagle_tui.tui.logsetup import configure_logging
 from eagle_tui.tui.options import DashboardOptions
 from eagle_tui.tui.screens.help import HelpScreen
@@ -142,7 +148,7 @@ def parse(*argv: str) -> argparse.Namespace:
 
 
 def test_options_precedence_cli_env_file_defaults() -> None:
-    config = {"theme": "nord", "readonly": True, "mouse": False, "view": "inspect"}
+    config = TuiConfig(theme="nord", readonly=True, mouse=False, view="inspect")
     options = options_from(parse(), config, {})
     assert (options.theme, options.readonly, options.mouse, options.start_view) == (
         "nord",
@@ -154,11 +160,11 @@ def test_options_precedence_cli_env_file_defaults() -> None:
     assert options.theme == "gruvbox"
     options = options_from(
         parse("--theme", "eagle-light", "--no-mouse", "--view", "capture"),
-        {},
+        TuiConfig(),
         {"EAGLE_TUI_THEME": "gruvbox"},
     )
     assert (options.theme, options.mouse, options.start_view) == ("eagle-light", False, "capture")
-    assert options_from(parse(), {}, {}) == DashboardOptions()
+    assert options_from(parse(), TuiConfig(), {}) == DashboardOptions()
 
 
 def test_servers_pair_with_their_logs() -> None:
@@ -170,12 +176,40 @@ def test_servers_pair_with_their_logs() -> None:
 
 def test_config_file_errors_name_the_file(tmp_path: Path) -> None:
     path = tmp_path / "config.toml"
-    assert read_config(path) == {}
+    assert read_config(path) == TuiConfig()
     path.write_text("[tui]\ntheme = 'eagle-light'\n")
-    assert read_config(path) == {"theme": "eagle-light"}
+    assert read_config(path) == TuiConfig(theme="eagle-light")
     path.write_text("[tui\n")
     with pytest.raises(ConfigError, match=r"config\.toml"):
         read_config(path)
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('readonly = "false"', r"\[tui\] readonly: Expected `bool \| null`, got `str`; it takes "
+                               "true or false, without quotes"),
+        ("mouse = 0", r"\[tui\] mouse: Expected `bool \| null`, got `int`"),
+        ("theme = 3", r"\[tui\] theme: Expected `str \| null`, got `int`; it takes a theme"),
+        ("tokenizer = ['a']", r"\[tui\] tokenizer: Expected `str \| null`, got `array`"),
+        ('view = "nowhere"', r"\[tui\] view: unknown view 'nowhere'; it takes one of server, "),
+    ],
+)
+def test_a_config_value_of_the_wrong_type_is_an_error_naming_file_and_key(
+    tmp_path: Path, line: str, message: str
+) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(f"[tui]\n{line}\nfuture_key = 1\n")
+    with pytest.raises(ConfigError, match=message) as caught:
+        read_config(path)
+    assert str(caught.value).startswith(f"config file {path}: ")
+
+
+def test_true_and_false_and_unknown_keys_read_as_before(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text("[tui]\nreadonly = false\nmouse = true\nfuture_key = 'x'\n")
+    assert read_config(path) == TuiConfig(readonly=False, mouse=True)
+    assert not options_from(parse(), read_config(path), {}).readonly
 
 
 PAINT_PATH_PROBE = """

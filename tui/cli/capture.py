@@ -26,16 +26,12 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from eagle_tui.core.capture.config import (
-    CaptureConfig,
-    RetryPolicy,
-    SamplingPreset,
-    temperature_presets,
-)
+from eagle_tui.core.capture.config import CaptureConfig, RetryPolicy, temperature_presets
 from eagle_tui.core.capture.engine import CaptureEngine, CaptureSummary
 from eagle_tui.core.capture.outlock import OutputLock
 from eagle_tui.core.capture.report import summary_text
 from eagle_tui.core.errors import EagleError
+from eagle_tui.core.sampling import SamplingPreset
 from eagle_tui.core.sglang import API_KEY_ENV
 from eagle_tui.tui.cli.batch_verbs import add_detach_arguments, run_detached
 from eagle_tui.tui.cli.capture_display import plain_progress, rich_progress

@@ -23,6 +23,7 @@ from typing import Any
 
 from eagle_tui.core.batches.registry import Registry
 from eagle_tui.core.batches.survey import BatchView, survey_all
+from eagle_tui.core.batchstate import BatchState
 from eagle_tui.core.health.assemble import WatchOptions, build_watcher
 from eagle_tui.core.health.phase import Phase
 from eagle_tui.core.health.snapshot import HealthSnapshot
@@ -31,7 +32,7 @@ EXIT_OK = 0
 EXIT_USAGE = 2
 EXIT_SERVER_UNHEALTHY = 3
 EXIT_BATCH_BROKEN = 4
-BROKEN_BATCH_STATES = frozenset({"failed", "interrupted"})
+BROKEN_BATCH_STATES = frozenset({BatchState.FAILED, BatchState.INTERRUPTED})
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -86,8 +87,8 @@ async def server_snapshot(url: str, log: Path | None) -> HealthSnapshot:
 def _known_servers(urls: list[str], views: list[BatchView]) -> list[str]:
     known = list(urls)
     for view in views:
-        for url in view.record.config.get("servers", []) or []:
-            if isinstance(url, str) and url not in known:
+        for url in view.record.config.servers:
+            if url not in known:
                 known.append(url)
     return known
 

@@ -17,6 +17,7 @@ from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Static
 
+from eagle_tui.core.batchstate import BatchState
 from eagle_tui.core.errors import ConfigError
 from eagle_tui.tui.render.capture import BatchHistory, table_cells
 from eagle_tui.tui.screens.base import ViewScreen
@@ -130,7 +131,7 @@ class CaptureScreen(ViewScreen):
         if self.control is None:
             return action not in self.MUTATING_ACTIONS
         selected = self.selected()
-        live = selected is not None and selected.live and selected.state != "stopping"
+        live = selected is not None and selected.live and selected.state != BatchState.STOPPING
         if action in ("pause_resume", "stop_batch", "watch"):
             return True if live else None
         if action == "resume_run":
@@ -186,7 +187,7 @@ class CaptureScreen(ViewScreen):
         selected = self.selected()
         if selected is None or self.control is None:
             return
-        if selected.state == "paused":
+        if selected.state == BatchState.PAUSED:
             self.control.resume(selected.batch_id)
         else:
             self.control.pause(selected.batch_id)

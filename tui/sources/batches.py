@@ -29,16 +29,19 @@ import signal
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
+from eagle_tui.core.batches.api import DeltaEvent, Lost, Progress, RequestEvent, StatusDoc
 from eagle_tui.core.batches.control_client import BatchClient
 from eagle_tui.core.batches.detach import launch_detached, relaunch
-from eagle_tui.core.batches.events import DELTA, END, HELLO, LOST, REQUEST
-from eagle_tui.core.batches.registry import FINAL_STATES, BatchRecord, Registry
-from eagle_tui.core.batches.survey import RESUMABLE_STATES, BatchView, survey_all
-from eagle_tui.core.capture.dispatch import ServerStatus
+from eagle_tui.core.batches.events import END, HELLO
+from eagle_tui.core.batches.registry import BatchRecord, Registry
+from eagle_tui.core.batches.survey import BatchView, survey_all, unanswered
+from eagle_tui.core.batchstate import FINAL_STATES, RESUMABLE_STATES, BatchState
 from eagle_tui.core.capture.events import CaptureEvent
 from eagle_tui.core.capture.outlock import is_held
 from eagle_tui.core.capture.progress import CaptureProgress
@@ -244,10 +247,8 @@ class DetachedCapture:
         try:
             status = await self._client(record.id).status()
         except BatchError as exc:
-            state = "starting" if record.pid is None else "unresponsive"
-            return BatchView(record, state, dict(record.last_progress), detail=str(exc))
-        counts = dict(status.get("progress", {}))
-        return BatchView(record, str(status.get("state", "running")), counts, status=status)
+            return unanswered(record, exc)
+        return BatchView(record, status.state, status.progress, live_status=status)
 
     def _client(self, batch_id: str) -> BatchClient:
         """The kept control client of ``batch_id`` (remade when its socket moves)."""
@@ -335,17 +336,18 @@ class DetachedCapture:
         try:
             async with BatchClient(self._socket(batch_id)) as client:
                 async for event in client.events():
+                    data = event.data
                     if event.type == HELLO:
                         hello.set()
-                    elif event.type == DELTA:
-                        buffer.append(delta_event(event.data))
-                    elif event.type == REQUEST:
-                        converted = request_event(event.data, watched)
+                    elif isinstance(data, DeltaEvent):
+                        buffer.append(delta_event(data))
+                    elif isinstance(data, RequestEvent):
+                        converted = request_event(data, watched)
                         if converted is not None:
                             buffer.append(converted)
-                    elif event.type == LOST:
+                    elif isinstance(data, Lost):
                         self._errors[batch_id] = (
-                            f"{event.data.get('dropped', '?')} stream events dropped (slow reader)"
+                            f"{data.dropped} stream events dropped (slow reader)"
                         )
                     elif event.type == END:
                         break
@@ -357,23 +359,22 @@ class DetachedCapture:
             hello.set()
 
 
-# -- JSON to snapshots and events -----------------------------------------------------------
+# -- control API shapes to snapshots and events -------------------------------------------
 
 
 def snapshot_of(view: BatchView, error: str | None = None) -> BatchSnapshot:
     """The Capture view's snapshot of one surveyed batch."""
     record = view.record
     config = record.config
-    tokenizer = config.get("tokenizer")
-    status = view.status or {}
     return BatchSnapshot(
         record.id,
         Path(record.out_dir),
-        Path(str(config.get("prompts", ""))),
-        tuple(str(s) for s in config.get("servers", ())),
+        Path(config.prompts),
+        config.servers,
         view.state,
-        tokenizer=Path(str(tokenizer)) if tokenizer else None,
-        progress=progress_of(view.state, view.counts, status) if view.counts else None,
+        tokenizer=Path(config.tokenizer) if config.tokenizer else None,
+        progress=(progress_of(view.state, view.progress, view.live_status)
+                  if view.progress is not None else None),
         error=error or view.detail,
         name=record.name,
         resumable=view.state in RESUMABLE_STATES,
@@ -381,99 +382,28 @@ def snapshot_of(view: BatchView, error: str | None = None) -> BatchSnapshot:
 
 
 def progress_of(
-    state: str, counts: Mapping[str, Any], status: Mapping[str, Any]
+    state: BatchState, progress: Progress, status: StatusDoc | None = None
 ) -> CaptureProgress:
-    """A ``CaptureProgress`` from ``/status`` progress counts (or the offline counts)."""
-
-    def count(name: str) -> int:
-        value = counts.get(name)
-        return int(value) if isinstance(value, int | float) else 0
-
-    def rate(name: str) -> float:
-        value = counts.get(name)
-        return float(value) if isinstance(value, int | float) else 0.0
-
-    total = counts.get("total")
-    eta = counts.get("eta_s")
-    return CaptureProgress(
-        state=state,
-        total=int(total) if isinstance(total, int | float) else None,
-        already_done=count("already_done"),
-        done=count("done"),
-        written=count("written"),
-        failed=count("failed"),
-        flagged=count("flagged"),
-        rejected=count("rejected"),
-        retrying=count("retrying"),
-        interrupted=count("interrupted"),
-        in_flight=count("in_flight"),
-        output_tokens=count("output_tokens"),
-        elapsed_s=rate("elapsed_s"),
-        samples_per_s=rate("samples_per_s"),
-        tokens_per_s=rate("tokens_per_s"),
-        eta_s=float(eta) if isinstance(eta, int | float) else None,
-        servers=tuple(server_of(s) for s in status.get("servers", ()) if isinstance(s, dict)),
-        errors=_table(status.get("errors")),
-        failures=_table(status.get("failures")),
-        flags=_table(status.get("flags")),
-    )
+    """A ``CaptureProgress`` from a worker's progress (and its ``/status`` tables)."""
+    if status is None:
+        return progress.to_capture(state)
+    return progress.to_capture(state, servers=status.servers, errors=status.errors,
+                               failures=status.failures, flags=status.flags)
 
 
-def server_of(data: Mapping[str, Any]) -> ServerStatus:
-    """One server of ``/status``."""
-    return ServerStatus(
-        str(data.get("url", "?")),
-        str(data.get("state", "?")),
-        str(data.get("reason", "")),
-        int(data.get("in_flight", 0) or 0),
-        int(data.get("limit", 0) or 0),
-        int(data.get("sent", 0) or 0),
-        int(data.get("succeeded", 0) or 0),
-        int(data.get("failed", 0) or 0),
-    )
-
-
-def _table(value: object) -> dict[str, int]:
-    if not isinstance(value, dict):
-        return {}
-    return {str(k): int(v) for k, v in value.items() if isinstance(v, int | float)}
-
-
-def delta_event(data: Mapping[str, Any]) -> CaptureEvent:
+def delta_event(data: DeltaEvent) -> CaptureEvent:
     """A ``delta`` SSE event as a capture event."""
-    return CaptureEvent(
-        "delta",
-        str(data.get("sample_id", "")),
-        float(data.get("at", 0.0) or 0.0),
-        rid=data.get("rid"),
-        watched=True,
-        new_ids=tuple(int(i) for i in data.get("new_ids", ())),
-        total=int(data.get("total", 0) or 0),
-    )
+    return data.to_capture()
 
 
-def request_event(data: Mapping[str, Any], watched: set[str]) -> CaptureEvent | None:
+def request_event(data: RequestEvent, watched: set[str]) -> CaptureEvent | None:
     """A ``request`` SSE event as a capture event, if it belongs to a watched request
     (``watched`` tracks the sample ids being streamed)."""
-    sample_id = str(data.get("sample_id", ""))
-    kind = str(data.get("kind", ""))
-    if data.get("watched"):
+    sample_id = data.sample_id
+    if data.watched:
         watched.add(sample_id)
     if sample_id not in watched:
         return None
-    if kind in _ENDED_KINDS:
+    if data.kind in _ENDED_KINDS:
         watched.discard(sample_id)
-    flags = data.get("flags") or ()
-    return CaptureEvent(
-        kind,  # type: ignore[arg-type]
-        sample_id,
-        float(data.get("at", 0.0) or 0.0),
-        rid=data.get("rid"),
-        endpoint=data.get("endpoint"),
-        attempt=int(data.get("attempt", 0) or 0),
-        watched=True,
-        total=int(data.get("total", 0) or 0),
-        flags=tuple(str(f) for f in flags),
-        error_kind=data.get("error_kind"),
-        detail=data.get("detail"),
-    )
+    return msgspec.structs.replace(data, watched=True).to_capture()

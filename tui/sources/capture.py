@@ -13,17 +13,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from eagle_tui.core.capture.config import CaptureConfig, SamplingPreset
+from eagle_tui.core.batchstate import LIVE_STATES, BatchState
+from eagle_tui.core.capture.config import CaptureConfig
 from eagle_tui.core.capture.events import CaptureEvent
 from eagle_tui.core.capture.progress import CaptureProgress
 from eagle_tui.core.errors import ConfigError
+from eagle_tui.core.sampling import SamplingPreset
 
 PRESETS: dict[str, SamplingPreset] = {
     "greedy": SamplingPreset("", temperature=0.0),
     "default": SamplingPreset("", temperature=1.0),
     "kimi": SamplingPreset("", temperature=1.0, top_p=0.95),
 }
-LIVE_STATES = frozenset({"starting", "running", "paused", "stopping", "unresponsive"})
+__all__ = ["LIVE_STATES", "PRESETS", "BatchRequest", "BatchSnapshot", "CaptureControl",
+           "validate_request"]
 
 
 @dataclass(frozen=True)
@@ -68,7 +71,7 @@ class BatchSnapshot:
     out_dir: Path
     prompts: Path
     servers: tuple[str, ...]
-    state: str
+    state: BatchState
     tokenizer: Path | None = None
     progress: CaptureProgress | None = None
     error: str | None = None

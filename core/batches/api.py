@@ -1,0 +1,359 @@
+"""Every JSON document of a batch worker's control API, declared once as msgspec structs.
+
+The worker encodes them and ``BatchClient`` decodes them from these same declarations;
+requests are refused (400) and replies and events are refused (``BatchError``) when a
+field has the wrong type, naming the field.
+
+    requests   StopRequest {grace_s, abort}, WatchRequest {count}; /pause and /resume
+               take no fields (``NoFields``); unknown fields are refused
+    replies    StateReply {state}, WatchReply {requested, started}, ErrorReply {error},
+               StatusDoc (``GET /status``)
+    events     Hello, ProgressEvent, RequestEvent, DeltaEvent, Lost, End (``GET /events``,
+               see ``core.batches.events``); Disconnected is made by the client
+
+``Progress`` (counters, rates and ETA of a ``CaptureProgress``) is also what the registry
+keeps as a batch's last known progress. Readers ignore fields they do not know, so an older
+dashboard can follow a newer worker. ``Wire`` gives every shape ``shape["field"]`` reads
+for code written against the JSON dicts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, ClassVar, Literal
+
+import msgspec
+
+from eagle_tui.core.batchstate import BatchState, public_state
+from eagle_tui.core.capture.dispatch import ServerStatus
+from eagle_tui.core.capture.events import CaptureEvent
+from eagle_tui.core.capture.progress import CaptureProgress
+from eagle_tui.core.shards.manifest import Counts
+from eagle_tui.core.wire import Wire
+
+STATUS_SCHEMA = 1
+MAX_WATCH = 100_000
+MAX_GRACE_S = 7 * 24 * 3600.0
+
+# -- requests -------------------------------------------------------------------------------
+
+
+class Request(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True,
+              omit_defaults=True):
+    """Base of the request bodies: unknown fields are refused; defaults are not sent."""
+
+    USAGE: ClassVar[str] = "send {}"
+
+
+class NoFields(Request, frozen=True):
+    """``POST /pause`` and ``POST /resume``: an empty object (or no body)."""
+
+    USAGE: ClassVar[str] = "send no body or {}"
+
+
+class StopRequest(Request, frozen=True):
+    """``POST /stop``: drain for ``grace_s`` (default: the batch's setting), then abort;
+    ``abort`` aborts at once."""
+
+    USAGE: ClassVar[str] = (f"grace_s must be a number of seconds in [0, {MAX_GRACE_S:g}], "
+                            "abort true or false")
+
+    grace_s: Annotated[float, msgspec.Meta(ge=0, le=MAX_GRACE_S)] | None = None
+    abort: bool = False
+
+
+class WatchRequest(Request, frozen=True):
+    """``POST /watch``: stream the next ``count`` requests."""
+
+    USAGE: ClassVar[str] = f"count must be an integer in [1, {MAX_WATCH}]"
+
+    count: Annotated[int, msgspec.Meta(ge=1, le=MAX_WATCH)]
+
+
+# -- replies --------------------------------------------------------------------------------
+
+
+class StateReply(Wire, frozen=True):
+    """The answer to /pause, /resume and /stop."""
+
+    state: BatchState
+
+
+class WatchReply(Wire, frozen=True):
+    """Watched requests asked for, and started so far."""
+
+    requested: int
+    started: int
+
+
+class ErrorReply(Wire, frozen=True):
+    """Every 4xx and 5xx answer."""
+
+    error: str
+
+
+class BatchInfo(Wire, frozen=True):
+    """Which batch a worker runs (``/status`` and ``hello``)."""
+
+    id: str
+    name: str
+    out_dir: str
+    pid: int | None = None
+    socket: str = ""
+    log: str = ""
+    started_at: float | None = None
+    runs: int = 0
+
+
+class Progress(Wire, frozen=True):
+    """Counters, rates and ETA of a ``CaptureProgress`` (no servers, no per-kind tables).
+
+    Every field has a default: the registry's records from before a worker saved any
+    progress hold ``{}``.
+    """
+
+    total: int | None = None
+    already_done: int = 0
+    done: int = 0
+    written: int = 0
+    failed: int = 0
+    flagged: int = 0
+    rejected: int = 0
+    retrying: int = 0
+    interrupted: int = 0
+    in_flight: int = 0
+    output_tokens: int = 0
+    settled: int = 0
+    remaining: int | None = None
+    elapsed_s: float = 0.0
+    samples_per_s: float = 0.0
+    tokens_per_s: float = 0.0
+    eta_s: float | None = None
+
+    @classmethod
+    def of(cls, progress: CaptureProgress) -> Progress:
+        """The counters of an engine snapshot (rates rounded for display)."""
+        p = progress
+        return cls(
+            total=p.total, already_done=p.already_done, done=p.done, written=p.written,
+            failed=p.failed, flagged=p.flagged, rejected=p.rejected, retrying=p.retrying,
+            interrupted=p.interrupted, in_flight=p.in_flight, output_tokens=p.output_tokens,
+            settled=p.settled, remaining=p.remaining, elapsed_s=round(p.elapsed_s, 3),
+            samples_per_s=round(p.samples_per_s, 3), tokens_per_s=round(p.tokens_per_s, 1),
+            eta_s=None if p.eta_s is None else round(p.eta_s, 1),
+        )
+
+    def to_capture(
+        self, state: BatchState, *, servers: tuple[ServerStatus, ...] = (),
+        errors: Mapping[str, int] | None = None, failures: Mapping[str, int] | None = None,
+        flags: Mapping[str, int] | None = None,
+    ) -> CaptureProgress:
+        """Back to an engine snapshot (what the dashboard's views read)."""
+        return CaptureProgress(
+            state=state, total=self.total, already_done=self.already_done, done=self.done,
+            written=self.written, failed=self.failed, flagged=self.flagged,
+            rejected=self.rejected, retrying=self.retrying, interrupted=self.interrupted,
+            in_flight=self.in_flight, output_tokens=self.output_tokens,
+            elapsed_s=self.elapsed_s, samples_per_s=self.samples_per_s,
+            tokens_per_s=self.tokens_per_s, eta_s=self.eta_s, servers=servers,
+            errors=dict(errors or {}), failures=dict(failures or {}), flags=dict(flags or {}),
+        )
+
+
+class RecentError(Wire, frozen=True):
+    """One recent failed attempt (``final``: the row was given up)."""
+
+    at: float
+    sample_id: str
+    rid: str | None
+    endpoint: str | None
+    detail: str | None
+    final: bool
+
+
+class ShardSummary(Wire, frozen=True):
+    """One complete shard as ``/status`` lists it."""
+
+    name: str
+    rows: int
+    bytes: int
+    flagged: int
+
+
+class ClientStats(Wire, frozen=True):
+    """One ``/events`` client's queue."""
+
+    id: int
+    queued: int
+    max_queued: int
+    dropped: int
+    delivered: int
+    connected_at: float
+
+
+class EventClients(Wire, frozen=True):
+    """The ``/events`` clients connected now."""
+
+    clients: tuple[ClientStats, ...] = ()
+
+
+class StatusDoc(Wire, frozen=True):
+    """``GET /status``: a running worker's snapshot (see ``core.batches.status``)."""
+
+    schema: int
+    at: float
+    batch: BatchInfo
+    state: BatchState
+    progress: Progress
+    servers: tuple[ServerStatus, ...] = ()
+    errors: dict[str, int] = msgspec.field(default_factory=dict)
+    failures: dict[str, int] = msgspec.field(default_factory=dict)
+    flags: dict[str, int] = msgspec.field(default_factory=dict)
+    recent_errors: dict[str, tuple[RecentError, ...]] = msgspec.field(default_factory=dict)
+    watch: WatchReply = WatchReply(requested=0, started=0)
+    shards: tuple[ShardSummary, ...] = ()
+    manifest: Counts = msgspec.field(default_factory=Counts)
+    events: EventClients = EventClients()
+
+
+# -- events ---------------------------------------------------------------------------------
+
+RequestKind = Literal["sent", "retry", "finished", "failed", "rejected"]
+
+
+class Hello(Wire, frozen=True):
+    """First event of every connection."""
+
+    batch: BatchInfo
+    state: BatchState
+    progress: Progress
+    servers: tuple[ServerStatus, ...] = ()
+
+
+class ProgressEvent(Wire, frozen=True):
+    """A coalesced snapshot (at most ``PROGRESS_HZ`` a second)."""
+
+    at: float
+    state: BatchState
+    progress: Progress
+    servers: tuple[ServerStatus, ...] = ()
+
+    @classmethod
+    def of(cls, progress: CaptureProgress, at: float) -> ProgressEvent:
+        """The snapshot event of an engine snapshot taken at ``at``."""
+        return cls(at=at, state=public_state(progress.state), progress=Progress.of(progress),
+                   servers=progress.servers)
+
+
+class RequestEvent(Wire, frozen=True):
+    """One lifecycle step of one row (any ``CaptureEvent`` but ``delta``)."""
+
+    kind: RequestKind
+    sample_id: str
+    at: float
+    rid: str | None = None
+    endpoint: str | None = None
+    attempt: int = 0
+    watched: bool = False
+    total: int = 0
+    flags: tuple[str, ...] = ()
+    error_kind: str | None = None
+    detail: str | None = None
+
+    @classmethod
+    def of(cls, event: CaptureEvent) -> RequestEvent:
+        """The event body of an engine event."""
+        assert event.kind != "delta"
+        return cls(kind=event.kind, sample_id=event.sample_id, at=event.at, rid=event.rid,
+                   endpoint=event.endpoint, attempt=event.attempt, watched=event.watched,
+                   total=event.total, flags=event.flags, error_kind=event.error_kind,
+                   detail=event.detail)
+
+    def to_capture(self) -> CaptureEvent:
+        """Back to the engine's event."""
+        return CaptureEvent(self.kind, self.sample_id, self.at, rid=self.rid,
+                            endpoint=self.endpoint, attempt=self.attempt, watched=self.watched,
+                            total=self.total, flags=self.flags, error_kind=self.error_kind,
+                            detail=self.detail)
+
+
+class DeltaEvent(Wire, frozen=True):
+    """New output ids of a watched request; a rid's ``new_ids`` concatenated are its output."""
+
+    sample_id: str
+    rid: str | None
+    new_ids: tuple[int, ...]
+    total: int
+    at: float
+
+    @classmethod
+    def of(cls, event: CaptureEvent) -> DeltaEvent:
+        """The event body of an engine ``delta`` event."""
+        return cls(sample_id=event.sample_id, rid=event.rid, new_ids=event.new_ids,
+                   total=event.total, at=event.at)
+
+    def to_capture(self) -> CaptureEvent:
+        """Back to the engine's event (always ``watched``)."""
+        return CaptureEvent("delta", self.sample_id, self.at, rid=self.rid, watched=True,
+                            new_ids=self.new_ids, total=self.total)
+
+
+class Lost(Wire, frozen=True):
+    """``dropped`` request/delta events were dropped for this (slow) client."""
+
+    dropped: int
+
+
+class End(Wire, frozen=True):
+    """The batch ended (``done``, ``stopped`` or ``failed``); the stream closes after it."""
+
+    state: BatchState
+    reason: str | None = None
+    exit_code: int | None = None
+    progress: Progress = Progress()
+
+
+class Disconnected(Wire, frozen=True):
+    """Made by the client, never sent: the stream broke (it reconnects if it can)."""
+
+    reason: str
+
+
+class Unrecognized(Wire, frozen=True):
+    """An event type this version does not know (a newer worker): its data, undecoded."""
+
+    data: str
+
+
+EventBody = (Hello | ProgressEvent | RequestEvent | DeltaEvent | Lost | End | Disconnected
+             | Unrecognized)
+
+
+__all__ = [
+    "MAX_GRACE_S",
+    "MAX_WATCH",
+    "STATUS_SCHEMA",
+    "BatchInfo",
+    "ClientStats",
+    "DeltaEvent",
+    "Disconnected",
+    "End",
+    "ErrorReply",
+    "EventBody",
+    "EventClients",
+    "Hello",
+    "Lost",
+    "NoFields",
+    "Progress",
+    "ProgressEvent",
+    "RecentError",
+    "Request",
+    "RequestEvent",
+    "ShardSummary",
+    "StateReply",
+    "StatusDoc",
+    "StopRequest",
+    "Unrecognized",
+    "WatchReply",
+    "WatchRequest",
+]
