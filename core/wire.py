@@ -20,7 +20,6 @@ reader has to narrow before use.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import msgspec
 
@@ -52,21 +51,7 @@ def explain(error: msgspec.MsgspecError, *, root: str = "") -> str:
 
 
 class Wire(msgspec.Struct, frozen=True, kw_only=True):
-    """Base of the control API's shapes.
-
-    ``shape["field"]`` and ``shape.get("field")`` read a field like the JSON dict it
-    replaced: kept for code written against the dicts (the ``batches``/``pause``/
-    ``resume``/``stop`` verbs, which are being moved); new code reads attributes.
-    """
-
-    def __getitem__(self, key: str) -> Any:
-        if key not in self.__struct_fields__:
-            raise KeyError(key)
-        return getattr(self, key)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        """The field ``key``, or ``default`` when the shape has no such field."""
-        return getattr(self, key) if key in self.__struct_fields__ else default
+    """Base of the control API's shapes: immutable, built by keyword, unknown fields ignored."""
 
 
 __all__ = ["ENCODER", "Wire", "explain", "where_what"]

@@ -84,13 +84,6 @@ class BatchRecord(msgspec.Struct, frozen=True, kw_only=True):
             detail = explain(e) if isinstance(e, msgspec.DecodeError) else str(e)
             raise BatchError(f"cannot update batch {self.id}: {detail}") from e
 
-    def to_json(self) -> dict[str, Any]:
-        """The record as plain JSON values (for ``batches --json``, which shows no saved
-        progress as ``{}``, as it always has)."""
-        data: dict[str, Any] = msgspec.to_builtins(self)
-        data["last_progress"] = msgspec.to_builtins(self.last_progress or {}, order="sorted")
-        return data
-
 
 _NO_PROGRESS = Progress()
 _ENCODER = msgspec.json.Encoder(order="sorted")

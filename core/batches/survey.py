@@ -20,7 +20,6 @@ import asyncio
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import msgspec
 
@@ -36,7 +35,6 @@ __all__ = ["LIVE_STATES", "RESUMABLE_STATES", "BatchView", "offline_progress", "
            "survey_all", "unanswered"]
 
 STARTING_GRACE_S = 120.0  # a launch older than this that never took its lock has died
-_LIVE_ONLY = ("in_flight", "retrying", "samples_per_s", "tokens_per_s", "eta_s")
 
 
 @dataclass(frozen=True)
@@ -44,9 +42,6 @@ class BatchView:
     """One batch as the user sees it: its state, its progress (None until any is known),
     and the live status when its worker answered.
 
-    ``counts`` and ``status`` are the same as plain JSON values (offline counts leave out
-    what only a running worker knows): kept for the ``batches``/``pause``/``resume``/``stop``
-    verbs, which print them; new code reads ``progress`` and ``live_status``.
     """
 
     record: BatchRecord
@@ -59,28 +54,6 @@ class BatchView:
     def live(self) -> bool:
         """True while a worker runs for this batch."""
         return self.state in LIVE_STATES
-
-    @property
-    def counts(self) -> dict[str, Any]:
-        """``progress`` as JSON values ({} when unknown)."""
-        if self.progress is None:
-            return {}
-        if self.live_status is not None:
-            live: dict[str, Any] = msgspec.to_builtins(self.progress)
-            return live
-        # keys sorted, as the record file that offline counts come from has them
-        offline: dict[str, Any] = msgspec.to_builtins(self.progress, order="sorted")
-        for live_only in _LIVE_ONLY:
-            offline.pop(live_only, None)
-        return offline
-
-    @property
-    def status(self) -> dict[str, Any] | None:
-        """``live_status`` as JSON values."""
-        if self.live_status is None:
-            return None
-        status: dict[str, Any] = msgspec.to_builtins(self.live_status)
-        return status
 
 
 async def survey(record: BatchRecord, *, timeout_s: float = 2.0) -> BatchView:

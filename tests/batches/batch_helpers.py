@@ -113,7 +113,7 @@ class EventLog:
 
     def of(self, event_type: str, **match: Any) -> list[BatchEvent]:
         return [e for e in self.seen if e.type == event_type
-                and all(e.data.get(k) == v for k, v in match.items())]
+                and all(getattr(e.data, k, None) == v for k, v in match.items())]
 
 
 def progress_where(check: Callable[[Progress], bool]) -> Callable[[BatchEvent], bool]:

@@ -276,7 +276,7 @@ async def test_a_full_queue_drops_the_oldest_and_says_how_many() -> None:
         hub.publish(_event(i))
     frames = await subscriber.take(1.0)
     assert frames[0] == ("lost", Lost(dropped=7))
-    assert [data["sample_id"] for kind, data in frames[1:]] == ["s7", "s8", "s9"]
+    assert [data.sample_id for kind, data in frames[1:]] == ["s7", "s8", "s9"]
     assert subscriber.stats().dropped == 7
 
 

@@ -109,7 +109,7 @@ async def test_detached_batch_outlives_its_launcher_and_obeys_pause_resume_stop(
 
         code, said = await cli(capsys, "resume", record.id)
         assert code == 0 and "running" in said
-        await log.until(lambda e: e.type == "request" and e.data["kind"] == "sent")
+        await log.until(lambda e: e.type == "request" and e.data.kind == "sent")
 
         # Stop: in-flight requests drain, everything lands in complete shards.
         await log.until(progress_where(lambda p: p.in_flight > 0))
@@ -117,8 +117,8 @@ async def test_detached_batch_outlives_its_launcher_and_obeys_pause_resume_stop(
         assert code == 0 and "stopped" in said
         end = await log.until(lambda e: e.type == "end")
 
-    assert end.data["state"] == "stopped" and end.data["progress"]["interrupted"] == 0
-    done = end.data["progress"]["done"]
+    assert end.data.state == "stopped" and end.data.progress.interrupted == 0
+    done = end.data.progress.done
     assert 0 < done < 80
     assert await asyncio.to_thread(wait_lock_free, Path(record.out_dir))
     manifest = Manifest.load(record.out_dir)
@@ -155,10 +155,10 @@ async def test_killed_worker_is_interrupted_and_resume_completes_it_exactly_once
 
         # The same client follows the new worker.
         hello = await log.until(lambda e: e.type == "hello")
-        assert hello.data["batch"]["runs"] == 2
+        assert hello.data.batch.runs == 2
         end = await log.until(lambda e: e.type == "end", timeout=120)
 
-    assert end.data["state"] == "done"
+    assert end.data.state == "done"
     stored = [row["sample_id"] for row in rows_of(out_dir)]
     assert sorted(stored) == ids  # every prompt once: none lost, none twice
     assert Manifest.load(out_dir).extra.state == "finished"
@@ -181,14 +181,14 @@ async def test_watched_requests_stream_exactly_the_stored_ids(
         await log.until(lambda e: e.type == "end")
 
     assert not log.of("lost")
-    watched = {e.data["rid"]: e.data["sample_id"] for e in log.of("request", kind="sent")
-               if e.data["watched"]}
+    watched = {e.data.rid: e.data.sample_id for e in log.of("request", kind="sent")
+               if e.data.watched}
     streamed: dict[str, list[int]] = defaultdict(list)
     for event in log.of("delta"):
-        streamed[event.data["rid"]].extend(event.data["new_ids"])
+        streamed[event.data.rid].extend(event.data.new_ids)
     assert set(streamed) <= set(watched)  # only watched requests stream
     rows = {row["sample_id"]: row for row in rows_of(Path(record.out_dir))}
-    finished = {e.data["sample_id"]: e.data["rid"] for e in log.of("request", kind="finished")}
+    finished = {e.data.sample_id: e.data.rid for e in log.of("request", kind="finished")}
     compared = [sid for sid, rid in finished.items() if rid in watched]
     assert len(compared) == 12
     outputs = []

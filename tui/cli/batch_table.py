@@ -3,29 +3,55 @@
 from __future__ import annotations
 
 import time
-from typing import Any
 
+import msgspec
+
+from eagle_tui.core.batches.api import Progress, StatusDoc
 from eagle_tui.core.batches.survey import BatchView
 from eagle_tui.core.text import duration
 
 HEADER = ("ID", "NAME", "STATE", "ROWS", "FAILED", "SAMPLES/S", "TOK/S", "ETA", "PID")
+_UNKNOWN = Progress()
+_LIVE_ONLY = ("in_flight", "retrying", "samples_per_s", "tokens_per_s", "eta_s")
 
 
-def rows_done(counts: dict[str, Any]) -> int:
+def rows_done(progress: Progress | None) -> int:
     """Rows captured over all runs of the batch."""
-    return int(counts.get("already_done") or 0) + int(counts.get("done") or 0)
+    p = progress or _UNKNOWN
+    return p.already_done + p.done
+
+
+def counts_json(view: BatchView) -> dict[str, object]:
+    """``progress`` as JSON values for ``--json`` ({} when unknown). Offline counts leave out
+    what only a running worker knows (rates, in flight, ETA)."""
+    if view.progress is None:
+        return {}
+    if view.live_status is not None:
+        live: dict[str, object] = msgspec.to_builtins(view.progress)
+        return live
+    offline: dict[str, object] = msgspec.to_builtins(view.progress, order="sorted")
+    for live_only in _LIVE_ONLY:
+        offline.pop(live_only, None)
+    return offline
+
+
+def record_json(view: BatchView) -> dict[str, object]:
+    """The registry record as JSON values, without its config (no saved progress is {})."""
+    data: dict[str, object] = msgspec.to_builtins(view.record)
+    data["last_progress"] = msgspec.to_builtins(view.record.last_progress or {}, order="sorted")
+    data.pop("config", None)
+    return data
 
 
 def table_row(view: BatchView) -> tuple[str, ...]:
-    """One line of the ``batches`` table."""
-    c, r = view.counts, view.record
-    total = c.get("total")
-    rows = f"{rows_done(c)}/{total}" if total is not None else str(rows_done(c))
-    rate = c.get("samples_per_s")
-    tokens = c.get("tokens_per_s")
-    return (r.id, r.name, view.state, rows, str(c.get("failed", 0)),
-            "-" if rate is None else f"{rate:.2f}", "-" if tokens is None else f"{tokens:.0f}",
-            duration(c.get("eta_s"), unknown="-") if view.live else "-",
+    """One line of the ``batches`` table (rates and ETA only while a worker answers)."""
+    p, r = view.progress or _UNKNOWN, view.record
+    rows = f"{rows_done(p)}/{p.total}" if p.total is not None else str(rows_done(p))
+    live = view.live_status is not None
+    return (r.id, r.name, view.state, rows, str(p.failed),
+            f"{p.samples_per_s:.2f}" if live else "-",
+            f"{p.tokens_per_s:.0f}" if live else "-",
+            duration(p.eta_s, unknown="-") if view.live else "-",
             str(r.pid) if view.live and r.pid else "-")
 
 
@@ -39,7 +65,7 @@ def table(views: list[BatchView]) -> str:
 
 def details(view: BatchView) -> str:
     """Everything about one batch, for ``batches BATCH``."""
-    r, c = view.record, view.counts
+    r, p = view.record, view.progress or _UNKNOWN
     lines = [f"batch     {r.id} ({r.name})", f"state     {view.state}"]
     if view.detail:
         lines.append(f"          {view.detail}")
@@ -47,28 +73,24 @@ def details(view: BatchView) -> str:
               f"created   {_when(r.created_at)}   runs {r.runs}"]
     if r.ended_at:
         lines.append(f"ended     {_when(r.ended_at)}")
-    total = c.get("total")
-    lines.append(f"rows      {rows_done(c)}" + (f" of {total}" if total is not None else "")
-                 + f"   failed {c.get('failed', 0)}   rejected {c.get('rejected', 0)}"
-                 + f"   flagged {c.get('flagged', 0)}")
-    if view.status is not None:
-        lines += _live_lines(view.status)
+    lines.append(f"rows      {rows_done(p)}" + (f" of {p.total}" if p.total is not None else "")
+                 + f"   failed {p.failed}   rejected {p.rejected}   flagged {p.flagged}")
+    if view.live_status is not None:
+        lines += _live_lines(view.live_status)
     return "\n".join(lines)
 
 
-def _live_lines(status: dict[str, Any]) -> list[str]:
-    p = status.get("progress", {})
-    lines = [f"rate      {p.get('samples_per_s', 0):.2f} samples/s   "
-             f"{p.get('tokens_per_s', 0):.0f} tokens/s   in flight {p.get('in_flight', 0)}"
-             f"   eta {duration(p.get('eta_s'))}"]
-    for server in status.get("servers", []):
-        lines.append(f"server    {server['url']}  {server['state']}  "
-                     f"{server['in_flight']}/{server['limit']} in flight  {server['reason']}")
-    for kind, recent in status.get("recent_errors", {}).items():
-        last = recent[-1] if recent else {}
-        lines.append(f"error     {kind} x{status.get('errors', {}).get(kind, len(recent))}: "
-                     f"{last.get('detail') or ''}")
-    lines.append(f"shards    {len(status.get('shards', []))}")
+def _live_lines(status: StatusDoc) -> list[str]:
+    p = status.progress
+    lines = [f"rate      {p.samples_per_s:.2f} samples/s   {p.tokens_per_s:.0f} tokens/s   "
+             f"in flight {p.in_flight}   eta {duration(p.eta_s)}"]
+    for server in status.servers:
+        lines.append(f"server    {server.url}  {server.state}  "
+                     f"{server.in_flight}/{server.limit} in flight  {server.reason}")
+    for kind, recent in status.recent_errors.items():
+        detail = (recent[-1].detail or "") if recent else ""
+        lines.append(f"error     {kind} x{status.errors.get(kind, len(recent))}: {detail}")
+    lines.append(f"shards    {len(status.shards)}")
     return lines
 
 

@@ -12,12 +12,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+
+import msgspec
 
 from eagle_tui.core.batches.registry import Registry
 from eagle_tui.core.batches.survey import BatchView, survey, survey_all
 from eagle_tui.core.errors import WrongState
-from eagle_tui.tui.cli.batch_table import details, table
+from eagle_tui.tui.cli.batch_table import counts_json, details, record_json, table
 from eagle_tui.tui.cli.batch_verbs import EXIT_OK, run_verb
 
 
@@ -63,10 +64,8 @@ def _forget(registry: Registry, view: BatchView) -> int:
     return EXIT_OK
 
 
-def _view_json(view: BatchView) -> dict[str, Any]:
-    record = view.record.to_json()
-    record.pop("config", None)
+def _view_json(view: BatchView) -> dict[str, object]:
+    status = None if view.live_status is None else msgspec.to_builtins(view.live_status)
     return {"id": view.record.id, "name": view.record.name, "state": view.state,
-            "detail": view.detail, "counts": view.counts, "record": record,
-            "status": view.status}
-
+            "detail": view.detail, "counts": counts_json(view), "record": record_json(view),
+            "status": status}

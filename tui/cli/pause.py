@@ -34,7 +34,7 @@ async def _pause(ref: str) -> int:
         raise not_running(view, "pause")
     async with BatchClient(view.record.socket) as client:
         answer = await client.pause()
-        in_flight = (await client.status())["progress"]["in_flight"]
-    print(f"batch {view.record.id} is {answer['state']}; {in_flight} requests in flight will "
+        in_flight = (await client.status()).progress.in_flight
+    print(f"batch {view.record.id} is {answer.state}; {in_flight} requests in flight will "
           f"finish. `eagle-tui resume {view.record.id}` continues it")
     return EXIT_OK

@@ -16,6 +16,7 @@ from eagle_tui.core.batches.control_client import BatchClient
 from eagle_tui.core.batches.detach import relaunch
 from eagle_tui.core.batches.registry import Registry
 from eagle_tui.core.batches.survey import RESUMABLE_STATES, BatchView
+from eagle_tui.core.batchstate import BatchState
 from eagle_tui.core.errors import WrongState
 from eagle_tui.tui.cli.batch_verbs import (
     EXIT_OK,
@@ -56,9 +57,9 @@ async def _resume(ref: str, servers: tuple[str, ...] | None) -> int:
 
 
 async def _unpause(view: BatchView) -> int:
-    if view.state == "stopping":
+    if view.state == BatchState.STOPPING:
         raise WrongState(f"batch {view.record.id} is stopping; resume it once it has stopped")
     async with BatchClient(view.record.socket) as client:
         answer = await client.resume()
-    print(f"batch {view.record.id} is {answer['state']}")
+    print(f"batch {view.record.id} is {answer.state}")
     return EXIT_OK

@@ -27,6 +27,7 @@ from eagle_tui.core.batchstate import BatchState
 from eagle_tui.core.health.assemble import WatchOptions, build_watcher
 from eagle_tui.core.health.phase import Phase
 from eagle_tui.core.health.snapshot import HealthSnapshot
+from eagle_tui.tui.cli.batch_table import counts_json
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -95,7 +96,7 @@ def _known_servers(urls: list[str], views: list[BatchView]) -> list[str]:
 
 def _batch_json(view: BatchView) -> dict[str, Any]:
     return {"id": view.record.id, "name": view.record.name, "state": view.state,
-            "out_dir": view.record.out_dir, "counts": view.counts, "detail": view.detail}
+            "out_dir": view.record.out_dir, "counts": counts_json(view), "detail": view.detail}
 
 
 def _exit_code(snapshots: list[HealthSnapshot], views: list[BatchView]) -> int:

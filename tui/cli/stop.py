@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import argparse
 
+from eagle_tui.core.batches.api import End
 from eagle_tui.core.batches.control_client import BatchClient
-from eagle_tui.core.batches.events import END
 from eagle_tui.tui.cli.batch_table import rows_done
 from eagle_tui.tui.cli.batch_verbs import (
     EXIT_OK,
@@ -53,9 +53,9 @@ async def _stop(ref: str, grace_s: float | None, abort: bool, wait: bool) -> int
             await events.aclose()
             return EXIT_OK
         async for event in events:
-            if event.type == END:
-                data = event.data
-                print(f"batch {batch_id} {data['state']}: {rows_done(data['progress'])} rows "
+            if isinstance(event.data, End):
+                end = event.data
+                print(f"batch {batch_id} {end.state}: {rows_done(end.progress)} rows "
                       f"captured; `eagle-tui resume {batch_id}` continues it")
                 return EXIT_OK
     print(f"batch {batch_id}'s worker exited; `eagle-tui batches {batch_id}` shows its state")
