@@ -49,7 +49,9 @@ class FailureLog:
         try:
             if self.path.exists() and self.path.stat().st_size > 0:
                 os.replace(self.path, out_dir / PREVIOUS_NAME)
-            self._handle: IO[str] = open(self.path, "w", encoding="utf-8")  # noqa: SIM115
+            # backslashreplace: a server's message may hold lone surrogates
+            self._handle: IO[str] = open(  # noqa: SIM115 (held open)
+                self.path, "w", encoding="utf-8", errors="backslashreplace")
         except OSError as e:
             raise ConfigError(f"cannot write failures file {self.path}: {e.strerror or e}") from e
 

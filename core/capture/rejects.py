@@ -41,7 +41,9 @@ class RejectLog:
         self.path = Path(path)
         self._seen = _existing_keys(self.path)
         try:
-            self._handle: IO[str] = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 (held open)
+            # backslashreplace: text from a prompt file may hold lone surrogates
+            self._handle: IO[str] = open(  # noqa: SIM115 (held open)
+                self.path, "a", encoding="utf-8", errors="backslashreplace")
         except OSError as e:
             raise ConfigError(f"cannot write rejects file {self.path}: {e.strerror or e}") from e
         if _ends_torn(self.path):

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 from eagle_tui.core.capture.config import SamplingPreset
 from eagle_tui.core.capture.prompts import PromptRecord, Reject
 from eagle_tui.core.errors import TokenizerError
+from eagle_tui.core.text import clip
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +86,9 @@ class Renderer:
             ids = self._tokenizer.render(record.messages, record.tools, **self._template_kwargs)
         except TokenizerError as e:
             return self._reject(record, f"chat template failed: {e}")
+        except Exception as e:  # tokenizers and Jinja on input they choke on (TypeError, ...)
+            return self._reject(record, f"the tokenizer refused this record "
+                                        f"({type(e).__name__}: {clip(str(e), 200)})")
         if not ids:
             return self._reject(record, "chat template rendered no tokens")
         bad = first_out_of_range(ids, self._vocab_size)
