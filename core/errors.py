@@ -5,6 +5,8 @@
     ├── TokenizerError             a tokenizer or chat template that cannot be loaded or used
     ├── ShardError                 a shard or shard directory that cannot be read as one
     │   └── ShardWriteError        a shard not saved (disk full…); names the rows lost
+    ├── OutputWriteError           another batch file not written (manifest, rejects, log…)
+    ├── UntrustedState             a state dir, registry or record another user could change
     ├── InspectError               nothing to show for an ``inspect`` query; carries the exit code
     ├── BatchError                 detached batches, their workers, control sockets, registry
     │   ├── BatchNotFound          no registered batch matches the name/id/directory given
@@ -177,6 +179,22 @@ class ShardWriteError(ShardError):
         super().__init__(message)
         self.path = path
         self.lost_sample_ids = tuple(lost_sample_ids)
+
+
+class OutputWriteError(EagleError):
+    """A file of a batch directory (manifest, rejects, failures, log, lock) could not be
+    written: disk full, quota, read-only or I/O error. ``path`` names it. What was saved
+    before stays valid; freeing space and resuming continues the batch."""
+
+    def __init__(self, message: str, *, path: Path | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class UntrustedState(EagleError):
+    """A state directory, batch registry or record that is not safely ours: owned by
+    another user, writable by others, or reached through someone else's symlink. The
+    message names the path and the command that fixes it."""
 
 
 class InspectError(EagleError):

@@ -47,6 +47,8 @@ from eagle_tui.core.capture.servers import open_pool, shard_metadata
 from eagle_tui.core.capture.settle import Settler
 from eagle_tui.core.capture.sink import ShardSink
 from eagle_tui.core.clock import Clock, SystemClock
+from eagle_tui.core.errors import OutputWriteError
+from eagle_tui.core.fsio import describe_os_error
 from eagle_tui.core.shards.manifest import ShardInfo
 from eagle_tui.core.shards.writer import ShardWriter
 from eagle_tui.core.tokenizer import LoadedTokenizer
@@ -173,7 +175,14 @@ class CaptureEngine:
         if self._started:
             raise RuntimeError("a CaptureEngine runs once; make a new one to resume")
         self._started = True
-        batch = await asyncio.to_thread(prepare_batch, self.config, self._tokenizer)
+        try:
+            batch = await asyncio.to_thread(prepare_batch, self.config, self._tokenizer)
+        except OSError as e:  # the output directory cannot be written (disk full, ...)
+            raise OutputWriteError(
+                f"cannot prepare {self.config.out_dir}: {describe_os_error(e)}"
+                + (f" writing {e.filename}" if e.filename else "")
+                + "; nothing was sent. Free space (or fix the error) and run the same "
+                "command again", path=self.config.out_dir) from e
         for note in batch.notes:
             log.warning("%s", note)
         async with AsyncExitStack() as stack:
@@ -202,7 +211,8 @@ class CaptureEngine:
         settler = Settler(rows=RowBuilder(batch.boundaries, batch.vocab_size), sink=sink,
                           failures=failures, rejects=rejects, progress=self.tracker,
                           clock=self._clock, presets=len(config.presets),
-                          redact=self._redact.clean, events=self._events)
+                          redact=self._redact.clean, events=self._events,
+                          on_fatal=self._fail)
         renderer = Renderer(batch.tokenizer, vocab_size=batch.vocab_size,
                             think_id=batch.boundaries.think,
                             template_kwargs=config.template_kwargs)
@@ -334,7 +344,8 @@ class CaptureEngine:
         try:
             await asyncio.to_thread(manifest.save_atomic)
         except OSError as e:  # the shards are safe; only the final counts are stale
-            log.error("could not update %s: %s", manifest.path, e)
+            self._fail(f"could not write the final {manifest.path}: {describe_os_error(e)}; "
+                       "every listed shard is safe. Free space and resume the batch")
 
     def _final_state(self) -> str:
         if self._fatal is not None:

@@ -11,6 +11,7 @@ Messages come from the error tree, which never carries credentials.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Iterator
@@ -62,8 +63,9 @@ class FailureLog:
         self.count += 1
 
     def close(self) -> None:
-        """Close the file (idempotent)."""
-        self._handle.close()
+        """Close the file (idempotent; a write error was reported when it happened)."""
+        with contextlib.suppress(OSError):  # flushing what a full disk refused
+            self._handle.close()
 
 
 def read_failures(path: Path) -> Iterator[Failure]:

@@ -13,6 +13,7 @@ concludes that someone else really holds it.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -85,7 +86,8 @@ class OutputLock:
     def release(self) -> None:
         """Give the lock up (closing the file releases the flock)."""
         if self._fd is not None:
-            os.ftruncate(self._fd, 0)
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, 0)
             os.close(self._fd)
             self._fd = None
 
@@ -139,8 +141,11 @@ def _try_flock(fd: int, mode: int = fcntl.LOCK_EX) -> bool:
 def _write_holder(fd: int, batch_id: str | None) -> None:
     info = {"pid": os.getpid(), "batch_id": batch_id, "host": socket.gethostname(),
             "since": time.time()}
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, json.dumps(info).encode(), 0)
+    # Only a description for `batches` and error messages: the flock is the lock, so a
+    # full disk that refuses these bytes changes nothing.
+    with contextlib.suppress(OSError):
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(info).encode(), 0)
 
 
 def _read_holder(fd: int) -> LockHolder:

@@ -27,7 +27,7 @@ def summary_text(summary: CaptureSummary) -> str:
     lines = [
         f"capture {summary.state} after {duration(p.elapsed_s)}"
         + (f": {summary.reason}" if summary.reason else ""),
-        f"  rows saved this run   {p.done}  ({p.output_tokens:,} output tokens, "
+        f"  rows saved this run   {p.written}  ({p.output_tokens:,} output tokens, "
         f"{p.samples_per_s:.1f} samples/s at the end)",
         f"  done in earlier runs  {p.already_done}",
         f"  failed permanently    {p.failed}  ({counts_text(p.failures)})",
@@ -37,6 +37,9 @@ def summary_text(summary: CaptureSummary) -> str:
         f"  attempt errors        {counts_text(p.errors)}",
         f"  shards                {out / 'shards'} (manifest: {out / 'manifest.json'})",
     ]
+    if p.done > p.written:
+        lines.insert(2, f"  generated, not saved  {p.done - p.written}  (their shard was not "
+                        "written; a resume captures them again)")
     if p.failed:
         lines.append(f"  failures              {out / 'failures.jsonl'} "
                      "(retried by the next --resume)")
@@ -50,8 +53,9 @@ def summary_text(summary: CaptureSummary) -> str:
 
 
 def _left(p: CaptureProgress) -> str:
-    """Rows a resume would still send: never settled, plus the failed ones (retried)."""
+    """Rows a resume would still send: never settled, generated but not saved, plus the
+    failed ones (retried)."""
     if p.remaining is None:
         return "unknown"
-    left = p.remaining + p.failed
+    left = p.remaining + p.failed + (p.done - p.written)
     return f"{left}" + (" (continue with --resume)" if left else "")
