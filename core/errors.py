@@ -121,7 +121,7 @@ class ProtocolError(SGLangError):
 
 
 class Unauthorized(SGLangError):
-    """HTTP 401: the server wants an API key (``--api-key``) and ours is missing or wrong."""
+    """HTTP 401: the server wants an API key (``EAGLE_TUI_API_KEY``); ours is missing or wrong."""
 
 
 class RequestRejected(SGLangError):

@@ -208,7 +208,8 @@ class CaptureEngine:
         sink = ShardSink(writer, self._clock, max_age_s=config.shard_max_age_s,
                          counts=lambda: (failures.count, rejects.count),
                          on_commit=self._committed, on_fatal=lambda e: self._fail(str(e)))
-        settler = Settler(rows=RowBuilder(batch.boundaries, batch.vocab_size), sink=sink,
+        settler = Settler(rows=RowBuilder(batch.boundaries, batch.vocab_size,
+                                          config.max_new_tokens), sink=sink,
                           failures=failures, rejects=rejects, progress=self.tracker,
                           clock=self._clock, presets=len(config.presets),
                           redact=self._redact.clean, events=self._events,

@@ -37,6 +37,8 @@ def parse_json(body: bytes, *, url: str) -> Any:
     """Decode a JSON body, or raise ProtocolError quoting the start of what came instead."""
     try:
         return json.loads(body)
+    except RecursionError:  # hostile nesting: not a bug of ours, and never retried forever
+        raise ProtocolError("server sent JSON nested too deeply to read", url=url) from None
     except ValueError:
         snippet = body[:80].decode("utf-8", "replace")
         raise ProtocolError(f"server sent a body that is not JSON: {snippet!r}", url=url) from None
@@ -102,7 +104,8 @@ def error_for_status(status: int, body: bytes, *, url: str) -> SGLangError:
     message = error_message(body) or f"HTTP {status} with no message"
     if status == 401:
         return Unauthorized(
-            f"{message}: the server wants an API key; set --api-key or EAGLE_TUI_API_KEY",
+            f"{message}: the server wants an API key; set EAGLE_TUI_API_KEY "
+            "(or capture --api-key-file FILE)",
             url=url,
             status=status,
         )
@@ -128,7 +131,7 @@ def error_message(body: bytes) -> str:
     """The message of any of SGLang's error bodies, or the raw text if it has none."""
     try:
         data = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         return body[:200].decode("utf-8", "replace").strip()
     if not isinstance(data, Mapping):
         return str(data)[:200]
