@@ -23,6 +23,7 @@
         ├── ServerBusy             503: starting, draining or queue full             (transient)
         ├── ServerFault            another 5xx                                       (transient)
         ├── ProtocolError          a body that is not what SGLang sends              (transient)
+        │   └── ResponseTooLarge   a body, stream line or id list over its limit     (permanent)
         ├── Unauthorized           401: missing or wrong API key                     (permanent)
         ├── RequestRejected        400: the request itself is wrong                  (permanent)
         │   ├── ContextTooLong     prompt (+ max_new_tokens) exceeds the context     (permanent)
@@ -118,6 +119,13 @@ class ProtocolError(SGLangError):
     """A response whose body or framing is not what SGLang sends."""
 
     retryable = True
+
+
+class ResponseTooLarge(ProtocolError):
+    """A body, a stream line or an id list over its limit (``core.sglang.limits``): the
+    request was abandoned. A server that sends that much for one request is broken."""
+
+    retryable = False
 
 
 class Unauthorized(SGLangError):

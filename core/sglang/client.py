@@ -24,6 +24,7 @@ from eagle_tui.core.errors import (
     ConnectionLost,
     ProtocolError,
     RequestAborted,
+    ResponseTooLarge,
     ServerTimeout,
     ServerUnreachable,
     SGLangError,
@@ -31,7 +32,6 @@ from eagle_tui.core.errors import (
 from eagle_tui.core.sglang.limits import (
     ERROR_BODY_PREFIX,
     OTHER_BODY_LIMIT,
-    ResponseTooLarge,
     buffered,
     generate_body_limit,
     limited_lines,

@@ -29,19 +29,13 @@ from collections.abc import AsyncIterator
 
 import httpx
 
-from eagle_tui.core.errors import ProtocolError
+from eagle_tui.core.errors import ProtocolError, ResponseTooLarge
 
 BASE_BODY_BYTES = 1 << 20
 BYTES_PER_TOKEN = 512
 OTHER_BODY_LIMIT = 8 << 20
 ERROR_BODY_PREFIX = 64 << 10
 _DROPPED_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
-
-
-class ResponseTooLarge(ProtocolError):
-    """A body, a stream line or an id list over its limit: the request was abandoned."""
-
-    retryable = False
 
 
 def generate_body_limit(max_new_tokens: int) -> int:
