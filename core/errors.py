@@ -6,7 +6,6 @@
     ├── ShardError                 a shard or shard directory that cannot be read as one
     │   └── ShardWriteError        a shard not saved (disk full…); names the rows lost
     ├── OutputWriteError           another batch file not written (manifest, rejects, log…)
-    ├── UntrustedState             a state dir, registry or record another user could change
     ├── InspectError               nothing to show for an ``inspect`` query; carries the exit code
     ├── BatchError                 detached batches, their workers, control sockets, registry
     │   ├── BatchNotFound          no registered batch matches the name/id/directory given
@@ -14,6 +13,7 @@
     │   ├── WorkerStartFailed      a detached worker died or refused before it started capturing
     │   ├── WorkerUnreachable      the control socket is missing or does not answer
     │   ├── UntrustedSocket        the control socket is not ours (owner or type is wrong)
+    │   ├── UntrustedState         a state dir, registry or record another user could change
     │   ├── ControlRejected        the worker answered 4xx: the request itself was refused
     │   └── WrongState             the verb does not apply in the batch's state (pause a done one)
     └── SGLangError                talking to an SGLang server; carries ``url`` and ``retryable``
@@ -199,12 +199,6 @@ class OutputWriteError(EagleError):
         self.path = path
 
 
-class UntrustedState(EagleError):
-    """A state directory, batch registry or record that is not safely ours: owned by
-    another user, writable by others, or reached through someone else's symlink. The
-    message names the path and the command that fixes it."""
-
-
 class InspectError(EagleError):
     """A selection or tokenizer problem of ``inspect``; ``status`` is the exit code."""
 
@@ -239,6 +233,12 @@ class WorkerUnreachable(BatchError):
 
 class UntrustedSocket(BatchError):
     """A control socket that belongs to someone else (or is not a socket): never talk to it."""
+
+
+class UntrustedState(BatchError):
+    """A state directory, batch registry or record that is not safely ours: owned by
+    another user, writable by others, or reached through someone else's symlink. The
+    message names the path and the command that fixes it (``core.trust``)."""
 
 
 class ControlRejected(BatchError):

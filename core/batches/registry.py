@@ -6,6 +6,13 @@ without secrets) and, once its worker ended, how it ended. It is written by the 
 rename) and read-modify-write updates hold ``.registry.lock``, so readers never see a torn
 record and two writers never lose each other's fields.
 
+Trust (``core.trust``, like ssh and gpg): the state directory and the registry must be ours
+and writable by nobody else (both are created 0700, records 0600), and every record must be
+a plain file of ours. Otherwise ``UntrustedState`` names the path and the fix: a record
+another user could have written would send our API key to their server or run their code.
+An untrusted record among trusted ones is skipped by ``all`` (logged) and refused by
+``load``.
+
 A record never says whether its worker is alive: that is derived when asked
 (``core.batches.survey``) from the output directory's lock and the control socket, so a
 SIGKILLed worker simply shows up as interrupted.
@@ -26,7 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eagle_tui.core.errors import BatchError, BatchNotFound
+from eagle_tui.core import trust
+from eagle_tui.core.errors import BatchError, BatchNotFound, UntrustedState
 from eagle_tui.core.fsio import fsync_dir, write_atomic
 from eagle_tui.core.paths import state_dir
 
@@ -81,7 +89,29 @@ class Registry:
     """The records under ``root`` (default ``<state dir>/batches``)."""
 
     def __init__(self, root: Path | None = None) -> None:
+        self._state = state_dir() if root is None else None
         self.root = root if root is not None else state_dir() / "batches"
+        self.untrusted: list[str] = []  # why records were skipped by the last all()
+
+    def _check_root(self, *, create: bool = False) -> bool:
+        """Raise UntrustedState unless the state dir and registry are safely ours; False
+        when the registry does not exist (and ``create`` is not set)."""
+        places = [(self.root, "batch registry")]
+        if self._state is not None:
+            places.insert(0, (self._state, "state directory"))
+        for place, what in places:
+            check = trust.ensure_private_dir if create else trust.dir_problem
+            problem = check(place, what=what)
+            if problem is not None:
+                raise UntrustedState(problem)
+        return create or self.root.is_dir()
+
+    def _read(self, path: Path) -> BatchRecord:
+        """A record file, read only if it is safely ours (UntrustedState otherwise)."""
+        data, problem = trust.read_private(path, what="batch record")
+        if problem is not None:
+            raise UntrustedState(problem)
+        return BatchRecord.from_json(json.loads(data.decode("utf-8")))
 
     def path_of(self, batch_id: str) -> Path:
         """Where the record of ``batch_id`` lives."""
@@ -89,7 +119,7 @@ class Registry:
 
     def save(self, record: BatchRecord) -> None:
         """Write ``record`` atomically (creating the registry, mode 0700)."""
-        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._check_root(create=True)
         text = json.dumps(record.to_json(), indent=1, sort_keys=True)
         path = self.path_of(record.id)
         write_atomic(path, text.encode("utf-8"))
@@ -99,11 +129,12 @@ class Registry:
     def load(self, batch_id: str) -> BatchRecord:
         """The record of ``batch_id``; BatchNotFound when there is none."""
         path = self.path_of(batch_id)
+        self._check_root()
         try:
-            return BatchRecord.from_json(json.loads(path.read_text(encoding="utf-8")))
+            return self._read(path)
         except FileNotFoundError as e:
             raise BatchNotFound(f"no batch {batch_id!r} in {self.root}") from e
-        except (OSError, ValueError, TypeError) as e:
+        except (OSError, ValueError, TypeError, AttributeError) as e:
             raise BatchError(f"batch record {path} is unreadable ({e}); delete it") from e
 
     def update(self, batch_id: str, **changes: Any) -> BatchRecord:
@@ -116,10 +147,14 @@ class Registry:
     def all(self) -> list[BatchRecord]:
         """Every readable record, oldest first (unreadable ones are logged and skipped)."""
         records = []
-        for path in sorted(self.root.glob("*.json")) if self.root.is_dir() else []:
+        self.untrusted = []
+        for path in sorted(self.root.glob("*.json")) if self._check_root() else []:
             try:
-                records.append(BatchRecord.from_json(json.loads(path.read_text("utf-8"))))
-            except (OSError, ValueError, TypeError) as e:
+                records.append(self._read(path))
+            except UntrustedState as e:
+                self.untrusted.append(str(e))
+                log.warning("skipping batch record: %s", e)
+            except (OSError, ValueError, TypeError, AttributeError) as e:
                 log.warning("skipping unreadable batch record %s: %s", path, e)
         return sorted(records, key=lambda r: r.created_at)
 
@@ -146,6 +181,9 @@ class Registry:
             if len(found) > 1:
                 ids = ", ".join(r.id for r in found)
                 raise BatchNotFound(f"{ref!r} matches several batches ({ids}); give an id")
+        if self.untrusted:  # the batch asked for may be one of them: say so, not "no batch"
+            raise UntrustedState(f"no trusted batch matches {ref!r}; skipped: "
+                                 + "; ".join(self.untrusted))
         known = ", ".join(f"{r.id} ({r.name})" for r in records[-5:]) or "none"
         raise BatchNotFound(f"no batch matches {ref!r} (recent: {known}); "
                             "`eagle-tui batches` lists them")
@@ -156,7 +194,7 @@ class Registry:
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
-        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._check_root(create=True)
         fd = os.open(self.root / ".registry.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)

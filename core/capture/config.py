@@ -22,6 +22,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from eagle_tui.core.capture.sample_id import variant_id
 from eagle_tui.core.errors import ConfigError
+from eagle_tui.core.urls import url_error
 
 # A preset name becomes part of a sample id (``<id>#<name>``) and of file names in logs.
 _PRESET_NAME = re.compile(r"^[A-Za-z0-9_.+-]{0,32}$")
@@ -158,8 +159,8 @@ class CaptureConfig:
         if not self.servers:
             raise ConfigError("no server given; pass --server URL (repeat it for several)")
         for url in self.servers:
-            if not url.startswith(("http://", "https://")):
-                raise ConfigError(f"server {url!r} is not an http(s) URL, e.g. http://host:30000")
+            if (problem := url_error(url, has_key=bool(self.api_key))) is not None:
+                raise ConfigError(problem)
         if len(set(self.servers)) != len(self.servers):
             raise ConfigError(f"a server is listed twice in {list(self.servers)}")
 

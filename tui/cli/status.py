@@ -26,6 +26,7 @@ from eagle_tui.core.batches.survey import BatchView, survey_all
 from eagle_tui.core.health.assemble import WatchOptions, build_watcher
 from eagle_tui.core.health.phase import Phase
 from eagle_tui.core.health.snapshot import HealthSnapshot
+from eagle_tui.core.urls import url_error
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -54,6 +55,10 @@ def run(args: argparse.Namespace) -> int:
         print("eagle-tui status: more --log than --url; pair each log with its server",
               file=sys.stderr)
         return EXIT_USAGE
+    for url in args.url:
+        if (problem := url_error(url, flag="--url")) is not None:
+            print(f"eagle-tui status: {problem}", file=sys.stderr)
+            return EXIT_USAGE
     report = asyncio.run(collect(args.url, args.log))
     print(json.dumps(report, default=str) if args.json else render_text(report))
     return int(report["exit_code"])
