@@ -69,15 +69,18 @@ def launch_detached(config: CaptureConfig, *, name: str | None = None,
 
 def relaunch(record: BatchRecord, registry: Registry, *,
              servers: tuple[str, ...] | None = None, api_key: str | None = None,
+             retry_failed: bool = False,
              ready_timeout_s: float = READY_TIMEOUT_S) -> Launched:
     """Start a new worker for a batch whose worker ended (interrupted, stopped, failed).
 
     Secrets come only from what is given now: ``api_key`` (the caller's key file), else
     ``EAGLE_TUI_API_KEY`` of our environment; never from anything stored. ``servers``
     replaces the recorded server list (a moved server, or URLs that carry credentials).
+    ``retry_failed`` resends rows that failed as too long for the context.
     """
     api_key = api_key or os.environ.get(API_KEY_ENV) or None
-    config = config_from_json(record.config, api_key=api_key, servers=servers, resume=True)
+    config = config_from_json(record.config, api_key=api_key, servers=servers, resume=True,
+                              retry_failed=retry_failed)
     return launch_detached(config, name=record.name, registry=registry,
                            ready_timeout_s=ready_timeout_s)
 

@@ -87,9 +87,16 @@ def _offline_counts(record: BatchRecord) -> dict[str, Any]:
     except ConfigError:
         return counts
     if manifest is not None:
+        # The manifest counts the rows of every run; the saved progress of the last run
+        # counts "done before" + "done now", which would count earlier runs twice.
         c = manifest.counts
-        counts.update(written=c.done, flagged=c.flagged, failed=c.failed, rejected=c.rejected)
-        counts["done"] = c.done
+        presets = len(manifest.extra.get("presets") or [""])  # rejects count records
+        counts.update(written=c.done, flagged=c.flagged, failed=c.failed,
+                      rejected=c.rejected * presets, done=c.done, already_done=0)
+        counts["settled"] = c.done + c.failed + c.rejected * presets
+        total = counts.get("total")
+        if isinstance(total, int):
+            counts["remaining"] = max(0, total - counts["settled"])
     for live_only in ("in_flight", "retrying", "samples_per_s", "tokens_per_s", "eta_s"):
         counts.pop(live_only, None)
     return counts

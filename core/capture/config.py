@@ -132,6 +132,7 @@ class CaptureConfig:
     shard_max_age_s: float = 120.0
     resume: bool = False
     force: bool = False
+    retry_failed: bool = False
     render_chunk: int = 32
     api_key: str | None = field(default=None, repr=False, compare=False)
 

@@ -200,7 +200,7 @@ class CaptureEngine:
         """Build the run's parts; files opened here are closed by ``stack``."""
         config = self.config
         metadata = await shard_metadata(config, batch, pool)
-        failures = FailureLog(config.out_dir)
+        failures = FailureLog(config.out_dir, carry=batch.resumed and not config.retry_failed)
         stack.callback(failures.close)
         rejects = stack.enter_context(RejectLog(config.out_dir / "rejects.jsonl"))
         writer = ShardWriter(config.out_dir, metadata=metadata, manifest=batch.manifest,
@@ -221,7 +221,9 @@ class CaptureEngine:
             batch.source, renderer, config.presets,
             pending_presets=lambda sid: tuple(
                 p for p in config.presets if p.sample_id(sid) not in batch.done_ids),
-            on_reject=settler.rejected, on_skip=settler.skipped, chunk=config.render_chunk)
+            on_reject=settler.rejected, on_skip=settler.skipped,
+            still_failed=failures.carried.__contains__, on_still_failed=settler.still_failed,
+            chunk=config.render_chunk)
         return _Parts(batch, pool, writer, sink, self._sender(batch, pool), settler, feeder,
                       renderer, failures, rejects)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from eagle_tui.core.capture.engine import CaptureSummary
+from eagle_tui.core.capture.failures import NOT_RETRIED_ON_RESUME
 from eagle_tui.core.capture.progress import CaptureProgress
 from eagle_tui.core.text import counts_text, duration
 
@@ -41,8 +42,11 @@ def summary_text(summary: CaptureSummary) -> str:
         lines.insert(2, f"  generated, not saved  {p.done - p.written}  (their shard was not "
                         "written; a resume captures them again)")
     if p.failed:
+        kept = _kept(p)
         lines.append(f"  failures              {out / 'failures.jsonl'} "
-                     "(retried by the next --resume)")
+                     "(retried by the next --resume"
+                     + (f"; {kept} too long for the context only with --retry-failed)"
+                        if kept else ")"))
     if p.rejected:
         lines.append(f"  rejects               {out / 'rejects.jsonl'}")
     if summary.prompts_without_think:
@@ -57,5 +61,10 @@ def _left(p: CaptureProgress) -> str:
     failed ones (retried)."""
     if p.remaining is None:
         return "unknown"
-    left = p.remaining + p.failed + (p.done - p.written)
+    left = p.remaining + p.failed - _kept(p) + (p.done - p.written)
     return f"{left}" + (" (continue with --resume)" if left else "")
+
+
+def _kept(p: CaptureProgress) -> int:
+    """Failed rows a plain --resume does not resend (see NOT_RETRIED_ON_RESUME)."""
+    return sum(p.failures.get(kind, 0) for kind in NOT_RETRIED_ON_RESUME)

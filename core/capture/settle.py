@@ -104,6 +104,23 @@ class Settler:
         self._emit(CaptureEvent("rejected", sample_id, self._clock.wall(),
                                 error_kind="rejected", detail=reject.reason))
 
+    def still_failed(self, job: Job) -> None:
+        """A row that failed permanently before and is not resent: recorded and counted
+        as failed again (its previous failure, unchanged)."""
+        failure = self._failures.carried.get(job.sample_id)
+        if failure is None:
+            return
+        try:
+            self._failures.write(failure)
+        except OSError as e:
+            self._write_failed(self._failures.path, e)
+            return
+        self._progress.row_failed(failure.kind)
+        self._emit(CaptureEvent("failed", job.sample_id, self._clock.wall(),
+                                endpoint=failure.endpoint, attempt=failure.attempts,
+                                error_kind=failure.kind,
+                                detail=f"{failure.reason} (not resent; --retry-failed does)"))
+
     def skipped(self, rows: int) -> None:
         """Count rows found done in earlier runs."""
         self._progress.already_done += rows

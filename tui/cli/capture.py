@@ -119,7 +119,11 @@ def _run_arguments(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--server-down-limit", type=float, default=1800.0,
                        help="give up when no server has been healthy this many seconds")
     group.add_argument("--resume", action="store_true",
-                       help="continue the batch in --out (skip done rows, retry failures)")
+                       help="continue the batch in --out (skip done rows, retry failures "
+                            "except prompts too long for the context)")
+    group.add_argument("--retry-failed", action="store_true",
+                       help="with --resume: also resend the rows that failed as too long "
+                            "for the context (after raising the server's context length)")
     group.add_argument("--force", action="store_true",
                        help="with --resume: accept a changed prompt file/tokenizer/sampling")
     group.add_argument("--api-key-file", type=Path,
@@ -193,6 +197,7 @@ def config_from_args(args: argparse.Namespace) -> CaptureConfig:
         retry=RetryPolicy(max_attempts=args.retries), health_interval_s=args.health_interval,
         server_down_limit_s=args.server_down_limit, stop_grace_s=args.grace,
         shard_rows=args.shard_rows, resume=args.resume, force=args.force,
+        retry_failed=args.retry_failed,
         api_key=_api_key(args.api_key_file),
     )
 

@@ -40,6 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="send to this server instead of the recorded ones (repeatable)")
     parser.add_argument("--api-key-file", type=Path, default=None, metavar="FILE",
                         help=f"file holding the API key (default: ${API_KEY_ENV})")
+    parser.add_argument("--retry-failed", action="store_true",
+                        help="also resend rows that failed as too long for the context")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -50,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     except OSError as e:
         print(f"eagle-tui: cannot read --api-key-file: {e}", file=sys.stderr)
         return EXIT_USAGE
-    return run_verb(lambda: _resume(args.batch, servers, api_key))
+    return run_verb(lambda: _resume(args.batch, servers, api_key, args.retry_failed))
 
 
 def _api_key(path: Path | None) -> str | None:
@@ -59,7 +61,8 @@ def _api_key(path: Path | None) -> str | None:
     return path.read_text(encoding="utf-8").strip() or None
 
 
-async def _resume(ref: str, servers: tuple[str, ...] | None, api_key: str | None) -> int:
+async def _resume(ref: str, servers: tuple[str, ...] | None, api_key: str | None,
+                  retry_failed: bool = False) -> int:
     registry = Registry()
     view = await find_view(ref, registry)
     if view.state in ("paused", "running", "stopping"):
@@ -71,7 +74,8 @@ async def _resume(ref: str, servers: tuple[str, ...] | None, api_key: str | None
         print("note: this batch was started with an API key or credentials in a server URL; "
               f"they are not stored: set {API_KEY_ENV} (or --api-key-file) / pass --server "
               "again if needed")
-    launched = relaunch(view.record, registry, servers=servers, api_key=api_key)
+    launched = relaunch(view.record, registry, servers=servers, api_key=api_key,
+                        retry_failed=retry_failed)
     print(describe_launch(launched))
     return EXIT_OK
 
