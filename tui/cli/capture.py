@@ -231,12 +231,19 @@ def _configure_logging(out_dir: Path) -> list[logging.Handler]:
     to_file.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     to_stderr = _StderrHandler()
     to_stderr.setLevel(logging.WARNING)
-    to_stderr.setFormatter(logging.Formatter("%(levelname)s: %(message)s"))
+    to_stderr.setFormatter(_SafeFormatter("%(levelname)s: %(message)s"))
     root.addHandler(to_file)
     root.addHandler(to_stderr)
     for name in ("httpx", "httpcore"):
         logging.getLogger(name).setLevel(logging.WARNING)
     return [to_file, to_stderr]
+
+
+class _SafeFormatter(logging.Formatter):
+    """Log lines for a terminal: server text in them cannot drive it (``terminal_safe``)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return terminal_safe(super().format(record), multiline=True)
 
 
 class _LogFile(logging.FileHandler):

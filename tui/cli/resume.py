@@ -23,6 +23,7 @@ from eagle_tui.core.batches.registry import Registry
 from eagle_tui.core.batches.survey import RESUMABLE_STATES, BatchView
 from eagle_tui.core.errors import WrongState
 from eagle_tui.core.sglang.client import API_KEY_ENV
+from eagle_tui.core.text import terminal_safe
 from eagle_tui.tui.cli.batch_verbs import (
     EXIT_OK,
     EXIT_USAGE,
@@ -85,5 +86,5 @@ async def _unpause(view: BatchView) -> int:
         raise WrongState(f"batch {view.record.id} is stopping; resume it once it has stopped")
     async with BatchClient(view.record.socket) as client:
         answer = await client.resume()
-    print(f"batch {view.record.id} is {answer['state']}")
+    print(terminal_safe(f"batch {view.record.id} is {answer['state']}"))
     return EXIT_OK

@@ -26,6 +26,7 @@ from eagle_tui.core.batches.survey import BatchView, survey_all
 from eagle_tui.core.health.assemble import WatchOptions, build_watcher
 from eagle_tui.core.health.phase import Phase
 from eagle_tui.core.health.snapshot import HealthSnapshot
+from eagle_tui.core.text import terminal_safe
 from eagle_tui.core.urls import url_error
 
 EXIT_OK = 0
@@ -60,7 +61,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"eagle-tui status: {problem}", file=sys.stderr)
             return EXIT_USAGE
     report = asyncio.run(collect(args.url, args.log))
-    print(json.dumps(report, default=str) if args.json else render_text(report))
+    print(json.dumps(report, default=str) if args.json
+          else terminal_safe(render_text(report), multiline=True))
     return int(report["exit_code"])
 
 
