@@ -306,7 +306,8 @@ def _plain_chunks(file: Path) -> Iterator[bytes | _Broken]:
 
 def _decompressed_chunks(file: Path) -> Iterator[bytes | _Broken]:
     """A gzip file's decompressed bytes (every member), in bounded chunks; a truncated or
-    corrupt stream ends it with ``_Broken`` after everything that could be decoded."""
+    corrupt stream ends it with ``_Broken`` after everything that could be decoded (up to
+    the first bad byte of a corrupt stretch)."""
     decoder = zlib.decompressobj(wbits=31)
     started = False  # inside a member
     try:
@@ -320,7 +321,13 @@ def _decompressed_chunks(file: Path) -> Iterator[bytes | _Broken]:
                             break
                         decoder, started = zlib.decompressobj(wbits=31), True
                     while data:
-                        out = decoder.decompress(data, READ_CHUNK)
+                        before = decoder.copy()
+                        try:
+                            out = decoder.decompress(data, READ_CHUNK)
+                        except zlib.error as e:
+                            yield _salvage(before, data)
+                            yield _Broken(f"gzip data is corrupt ({e})")
+                            return
                         data = decoder.unconsumed_tail
                         if out:
                             yield out
@@ -331,11 +338,21 @@ def _decompressed_chunks(file: Path) -> Iterator[bytes | _Broken]:
     except OSError as e:
         yield _Broken(f"read error ({e.strerror or e})")
         return
-    except zlib.error as e:
-        yield _Broken(f"gzip data is corrupt ({e})")
-        return
     if started:
         yield _Broken("gzip stream ends early (the file was cut short)")
+
+
+def _salvage(decoder: Any, data: bytes) -> bytes:
+    """What ``decoder`` yields from the longest prefix of ``data`` that decodes (the bytes
+    before a corrupt stretch), by bisection over the prefix length."""
+    good, low, high = b"", 0, len(data)
+    while low < high:
+        middle = (low + high + 1) // 2
+        try:
+            good, low = decoder.copy().decompress(data[:middle], READ_CHUNK), middle
+        except zlib.error:
+            high = middle - 1
+    return good
 
 
 def _decode_line(raw: bytes, line: int = 0) -> object:
