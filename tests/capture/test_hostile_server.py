@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import psutil
@@ -62,10 +62,8 @@ def run_measured(args: list[str], timeout: float = 120.0) -> tuple[int, str, int
     probe = psutil.Process(process.pid)
     deadline = time.monotonic() + timeout
     while process.poll() is None:
-        try:
+        with suppress(psutil.Error):
             peak = max(peak, probe.memory_info().rss)
-        except psutil.Error:
-            pass
         if time.monotonic() > deadline:
             process.kill()
         time.sleep(0.02)
