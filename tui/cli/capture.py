@@ -165,7 +165,7 @@ def _run_in_foreground(config: CaptureConfig, args: argparse.Namespace) -> int:
     except EagleError as e:  # raised before the first request: the batch did not start
         return _say(e, EXIT_START_FAILED)
     except Exception as e:  # a bug or an unforeseen failure: one line here, details in the log
-        log.error("the capture crashed", exc_info=e)
+        log.error("the capture crashed", exc_info=e, extra={"file_only": True})
         return _say(f"the batch crashed ({type(e).__name__}: {terminal_safe(str(e))[:300]}); "
                     f"the traceback is in {config.out_dir / 'capture.log'}; saved rows are "
                     "safe and --resume continues", EXIT_CRASHED)
@@ -240,10 +240,16 @@ def _configure_logging(out_dir: Path) -> list[logging.Handler]:
 
 
 class _SafeFormatter(logging.Formatter):
-    """Log lines for a terminal: server text in them cannot drive it (``terminal_safe``)."""
+    """Log lines for a terminal: one line each, server text in them cannot drive it
+    (``terminal_safe``), tracebacks only in capture.log."""
 
     def format(self, record: logging.LogRecord) -> str:
-        return terminal_safe(super().format(record), multiline=True)
+        if record.exc_info or record.exc_text or record.stack_info:
+            record = logging.makeLogRecord({**record.__dict__, "exc_info": None,
+                                            "exc_text": None, "stack_info": None})
+            record.msg = f"{record.getMessage()} (traceback in capture.log)"
+            record.args = None
+        return terminal_safe(super().format(record))
 
 
 class _LogFile(logging.FileHandler):
@@ -277,6 +283,8 @@ class _StderrHandler(logging.StreamHandler[TextIO]):
     stderr shows log lines above itself instead of being torn by them."""
 
     def emit(self, record: logging.LogRecord) -> None:
+        if getattr(record, "file_only", False):
+            return
         self.stream = sys.stderr
         super().emit(record)
 
