@@ -17,6 +17,8 @@ Exit status (also in ``--help``):
        write error, an internal error); every saved row is safe and ``--resume`` continues
 
 Errors are one line on stderr; an internal error's traceback goes to ``<out>/capture.log``.
+With ``--detach``: 0 started, 2 refused, 3 the worker could not start, 4 another worker
+holds ``--out`` (``batch_verbs.run_detached``).
 
 The API key comes from ``$EAGLE_TUI_API_KEY`` or ``--api-key-file`` (never a flag: flags
 show up in ``ps``); it is sent to the servers and written nowhere.
@@ -62,7 +64,8 @@ EXIT_HELP = """exit status:
   2  refused to start: bad flags, URLs, files or tokenizer, output directory locked or
      not writable, changed config on --resume; nothing was sent
   3  batch crashed: stopped early (no usable server, disk full, internal error); saved
-     rows are safe, --resume continues"""
+     rows are safe, --resume continues
+with --detach: 0 started, 2 refused, 3 the worker could not start, 4 --out is busy"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
