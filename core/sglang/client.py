@@ -260,19 +260,21 @@ class SGLangClient:
         """One request, its body read within ``limit`` bytes and ``timeout`` seconds."""
         url = self._url(path)
         request = self._http.build_request(method, path, json=json, timeout=timeout)
-        async with _wall_clock(timeout, url):
-            try:
+        try:
+            async with asyncio.timeout(timeout):  # httpx's timeouts are per read
                 response = await self._http.send(request, stream=True)
-            except httpx.HTTPError as exc:
-                raise _transport_error(exc, url) from exc
-            try:
-                if response.status_code == 200:
-                    body = await _guarded(read_limited(response, limit, url=url), url)
-                else:
-                    body = await _guarded(read_limited(
-                        response, ERROR_BODY_PREFIX, url=url, truncate=True), url)
-            finally:
-                await response.aclose()
+                try:
+                    if response.status_code == 200:
+                        body = await read_limited(response, limit, url=url)
+                    else:
+                        body = await read_limited(response, ERROR_BODY_PREFIX, url=url,
+                                                  truncate=True)
+                finally:
+                    await response.aclose()
+        except httpx.HTTPError as exc:
+            raise _transport_error(exc, url) from exc
+        except TimeoutError:
+            raise ServerTimeout(f"no complete answer within {timeout:g} s", url=url) from None
         return buffered(response, body)
 
     async def _get_json_with_fallback(self, path: str, old_path: str) -> Mapping[str, Any]:
