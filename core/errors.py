@@ -7,6 +7,7 @@
     │   └── ShardWriteError        a shard not saved (disk full…); names the rows lost
     ├── ExportError                an export that cannot be made as asked (mixed or overlapping
     │                              batches, an output already there); nothing is left behind
+    ├── OutputWriteError           another batch file not written (manifest, rejects, log…)
     ├── InspectError               nothing to show for an ``inspect`` query; carries the exit code
     ├── BatchError                 detached batches, their workers, control sockets, registry
     │   ├── BatchNotFound          no registered batch matches the name/id/directory given
@@ -14,6 +15,7 @@
     │   ├── WorkerStartFailed      a detached worker died or refused before it started capturing
     │   ├── WorkerUnreachable      the control socket is missing or does not answer
     │   ├── UntrustedSocket        the control socket is not ours (owner or type is wrong)
+    │   ├── UntrustedState         a state dir, registry or record another user could change
     │   ├── ControlRejected        the worker answered 4xx: the request itself was refused
     │   └── WrongState             the verb does not apply in the batch's state (pause a done one)
     └── SGLangError                talking to an SGLang server; carries ``url`` and ``retryable``
@@ -23,6 +25,7 @@
         ├── ServerBusy             503: starting, draining or queue full             (transient)
         ├── ServerFault            another 5xx                                       (transient)
         ├── ProtocolError          a body that is not what SGLang sends              (transient)
+        │   └── ResponseTooLarge   a body, stream line or id list over its limit     (permanent)
         ├── Unauthorized           401: missing or wrong API key                     (permanent)
         ├── RequestRejected        400: the request itself is wrong                  (permanent)
         │   ├── ContextTooLong     prompt (+ max_new_tokens) exceeds the context     (permanent)
@@ -120,8 +123,15 @@ class ProtocolError(SGLangError):
     retryable = True
 
 
+class ResponseTooLarge(ProtocolError):
+    """A body, a stream line or an id list over its limit (``core.sglang.limits``): the
+    request was abandoned. A server that sends that much for one request is broken."""
+
+    retryable = False
+
+
 class Unauthorized(SGLangError):
-    """HTTP 401: the server wants an API key (``--api-key``) and ours is missing or wrong."""
+    """HTTP 401: the server wants an API key (``EAGLE_TUI_API_KEY``); ours is missing or wrong."""
 
 
 class RequestRejected(SGLangError):
@@ -188,6 +198,16 @@ class ExportError(EagleError):
     """
 
 
+class OutputWriteError(EagleError):
+    """A file of a batch directory (manifest, rejects, failures, log, lock) could not be
+    written: disk full, quota, read-only or I/O error. ``path`` names it. What was saved
+    before stays valid; freeing space and resuming continues the batch."""
+
+    def __init__(self, message: str, *, path: Path | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+
 class InspectError(EagleError):
     """A selection or tokenizer problem of ``inspect``; ``status`` is the exit code."""
 
@@ -222,6 +242,12 @@ class WorkerUnreachable(BatchError):
 
 class UntrustedSocket(BatchError):
     """A control socket that belongs to someone else (or is not a socket): never talk to it."""
+
+
+class UntrustedState(BatchError):
+    """A state directory, batch registry or record that is not safely ours: owned by
+    another user, writable by others, or reached through someone else's symlink. The
+    message names the path and the command that fixes it (``core.trust``)."""
 
 
 class ControlRejected(BatchError):

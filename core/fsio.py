@@ -6,6 +6,7 @@ once the file is; both are done here so callers cannot forget one.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 from pathlib import Path
@@ -106,3 +107,19 @@ def file_sha256(path: Path, chunk: int = 1 << 20) -> str:
         for block in iter(lambda: handle.read(chunk), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+_ERRNO_TEXT = {
+    errno.ENOSPC: "disk full (ENOSPC)",
+    errno.EDQUOT: "disk quota exceeded (EDQUOT)",
+    errno.EROFS: "read-only file system (EROFS)",
+    errno.EIO: "I/O error (EIO)",
+    errno.EACCES: "permission denied (EACCES)",
+}
+
+
+def describe_os_error(error: BaseException) -> str:
+    """Short text for the cause of a failed write, naming disk-full plainly."""
+    if isinstance(error, OSError) and error.errno is not None:
+        return _ERRNO_TEXT.get(error.errno) or f"{error.strerror or error} (errno {error.errno})"
+    return f"{type(error).__name__}: {error}"

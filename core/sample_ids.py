@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -18,6 +19,38 @@ CONTENT_ID_HEX = 16
 """Hex digits kept from the sha256 (64 bits: collisions are negligible below ~10^8 prompts)."""
 
 VARIANT_SEPARATOR = "#"
+
+MAX_ID_CHARS = 256
+"""Longest record ``id`` accepted: ids end up in parquet, logs, terminals and file names."""
+
+_REFUSED_CATEGORIES = {
+    "Cc": "a control character",
+    "Cf": "an invisible formatting character",
+    "Cs": "a lone surrogate (not valid Unicode; check the file's encoding)",
+    "Zl": "a line separator",
+    "Zp": "a paragraph separator",
+}
+
+
+def id_problem(text: str) -> str | None:
+    """Why ``text`` cannot be a sample id, or None when it can.
+
+    An id must be storable as UTF-8 (parquet refuses lone surrogates, which would drop a
+    whole shard), printable (it is shown in terminals and logs), non-blank and at most
+    :data:`MAX_ID_CHARS` characters.
+    """
+    if len(text) > MAX_ID_CHARS:
+        return f"'id' is {len(text)} characters long; at most {MAX_ID_CHARS} are allowed"
+    if not text.strip():
+        return "'id' is empty; give a non-empty id or leave it out"
+    if text.isprintable():  # the common case, at C speed
+        return None
+    for position, char in enumerate(text):
+        what = _REFUSED_CATEGORIES.get(unicodedata.category(char))
+        if what is not None:
+            shown = char.encode("unicode_escape").decode("ascii")
+            return f"'id' holds {what} ({shown}) at character {position}"
+    return None
 
 
 def canonical_json(value: object) -> str:

@@ -39,3 +39,54 @@ def counts_text(kinds: Mapping[str, int]) -> str:
     if not kinds:
         return "none"
     return ", ".join(f"{k} {v}" for k, v in sorted(kinds.items(), key=lambda kv: -kv[1]))
+
+
+# -- text from outside, made harmless ------------------------------------------------------
+
+_ESC = 0x1B
+_DEL = 0x7F
+_BIDI = (*range(0x202A, 0x202F), *range(0x2066, 0x206A))
+"""Embedding, override and isolate controls: they reorder what a terminal shows."""
+
+
+def _visible_table(*, multiline: bool) -> dict[int, str]:
+    table: dict[int, str] = {c: chr(0x2400 + c) for c in range(0x20)}  # ␀ … ␟, ␛ for ESC
+    table[_ESC] = "␛"
+    table[_DEL] = "␡"
+    table[ord("\t")] = "\t"  # a tab moves the cursor right, nothing else
+    if multiline:
+        table[ord("\n")] = "\n"
+    table.update({c: f"\\x{c:02x}" for c in range(0x80, 0xA0)})  # C1: 0x9b is CSI, 0x9d OSC
+    table.update({c: f"<U+{c:04X}>" for c in _BIDI})
+    table.update({c: f"\\u{c:04x}" for c in range(0xD800, 0xE000)})  # lone surrogates
+    table.update({0x2028: "<U+2028>", 0x2029: "<U+2029>"})
+    return table
+
+
+_ONE_LINE = _visible_table(multiline=False)
+_MULTILINE = _visible_table(multiline=True)
+
+
+def terminal_safe(text: str, *, multiline: bool = False) -> str:
+    """``text`` with every control and escape character shown, never interpreted.
+
+    ESC becomes ``␛`` (so ``\\x1b]0;title\\x07`` shows as ``␛]0;title␇``), the other C0
+    controls their control pictures (``␍`` for a carriage return, ``␊`` for a newline unless
+    ``multiline``), DEL ``␡``, C1 controls ``\\x9b``, bidi overrides ``<U+202E>`` and lone
+    surrogates ``\\udc80``. Tabs stay. Use it on every string from a server, a log, a prompt
+    file, a shard or a batch name before it reaches a terminal (Rich and Textual pass ESC
+    through as it is).
+    """
+    if text.isprintable():  # the common case, one C pass
+        return text
+    return text.translate(_MULTILINE if multiline else _ONE_LINE)
+
+
+def utf8_safe(text: str) -> str:
+    """``text`` unchanged when it encodes as UTF-8; else with lone surrogates written as
+    ``\\udc80`` (a file written with strict UTF-8 would otherwise fail on them)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text

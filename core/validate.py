@@ -43,6 +43,13 @@ Flags (a row's ``flags`` lists those raised, in this order; empty means clean):
     an id in the prompt or the output is negative or ``>= vocab_size``.
 ``no_stop_token``
     ``finish_kind == "stop"`` but the output is empty or its last id is not a stop id.
+``over_max_new_tokens``
+    ``max_new_tokens`` is given and the output holds more ids than it allows: more than
+    ``max_new_tokens``, or ``max_new_tokens + 1`` when the last id is a stop id. The server
+    did not honour the request (a proxy merging answers, a broken or hostile server); such
+    rows are kept (the ids are what came) but not exported by default
+    (:data:`NOT_EXPORTED_BY_DEFAULT`). Far longer outputs are refused by the client and the
+    row fails instead (``core.sglang.limits``).
 """
 
 from __future__ import annotations
@@ -64,8 +71,13 @@ FLAGS: tuple[str, ...] = (
     "prompt_count_mismatch",
     "bad_token_id",
     "no_stop_token",
+    "over_max_new_tokens",
 )
 """Every flag, in the order rows list them."""
+
+NOT_EXPORTED_BY_DEFAULT: frozenset[str] = frozenset({"over_max_new_tokens"})
+"""Flags whose rows an export leaves out unless asked for: the ids did not come the way the
+request asked, so they are not the model's answer to it."""
 
 
 class Boundaries(Protocol):
@@ -104,8 +116,11 @@ def validate_sample(
     prompt_tokens: int | None,
     boundary: Boundaries,
     vocab_size: int,
+    max_new_tokens: int | None = None,
 ) -> Validation:
-    """Validate one generation; see the module docstring for every flag's definition."""
+    """Validate one generation; see the module docstring for every flag's definition.
+
+    ``max_new_tokens`` (what the request asked for) enables ``over_max_new_tokens``."""
     reasoning_open = boundary.think is not None and bool(prompt_ids) and (
         prompt_ids[-1] == boundary.think
     )
@@ -127,9 +142,20 @@ def validate_sample(
         or not _in_vocab(output_ids, vocab_size),
         "no_stop_token": finish_kind == "stop"
         and (not output_ids or output_ids[-1] not in boundary.stop),
+        "over_max_new_tokens": _over_max_new_tokens(output_ids, max_new_tokens, boundary.stop),
     }
     think_end = -1 if end_at is None else len(prompt_ids) + end_at
     return Validation(tuple(flag for flag in FLAGS if raised[flag]), think_end)
+
+
+def _over_max_new_tokens(
+    output_ids: Sequence[int], max_new_tokens: int | None, stop: tuple[int, ...]
+) -> bool:
+    """More output ids than ``max_new_tokens`` allows (one more when the last is a stop)."""
+    if max_new_tokens is None or len(output_ids) <= max_new_tokens:
+        return False
+    allowed = max_new_tokens + (1 if output_ids[-1] in stop else 0)
+    return len(output_ids) > allowed
 
 
 def check_prompt_ids(ids: Sequence[int], vocab_size: int) -> int | None:

@@ -18,6 +18,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
 from eagle_tui.core.clock import Clock, SystemClock
+from eagle_tui.tui import literal
 from eagle_tui.tui.options import VIEW_TITLES, VIEWS, DashboardOptions
 from eagle_tui.tui.screens.base import ViewScreen
 from eagle_tui.tui.sources import Sources, default_sources
@@ -55,6 +56,7 @@ class EagleApp(App[int]):
         sources: Sources | None = None,
         clock: Clock | None = None,
     ) -> None:
+        literal.install()  # outside text never reaches the terminal as escape sequences
         super().__init__()
         self.options = options or DashboardOptions()
         self.clock: Clock = clock or SystemClock()

@@ -21,6 +21,7 @@ import msgspec
 
 from eagle_tui.core.errors import ConfigError
 from eagle_tui.core.paths import config_dir
+from eagle_tui.core.urls import url_error
 from eagle_tui.core.wire import where_what
 from eagle_tui.tui.options import VIEWS, DashboardOptions, ServerTarget
 
@@ -171,6 +172,9 @@ def server_targets(urls: Sequence[str], logs: Sequence[Path]) -> tuple[ServerTar
     """One target per URL; the n-th ``--log`` belongs to the n-th ``--url``."""
     if len(logs) > len(urls):
         raise ConfigError(f"{len(logs)} --log files for {len(urls)} --url servers; pair them up")
+    for url in urls:
+        if (problem := url_error(url, flag="--url")) is not None:
+            raise ConfigError(problem)
     padded = list(logs) + [None] * (len(urls) - len(logs))
     return tuple(ServerTarget(url, log_file=log) for url, log in zip(urls, padded, strict=True))
 

@@ -71,9 +71,10 @@ class StoredConfig(msgspec.Struct, frozen=True, kw_only=True):
         )
 
     def to_config(self, *, api_key: str | None = None, servers: tuple[str, ...] | None = None,
-                  resume: bool | None = None) -> CaptureConfig:
+                  resume: bool | None = None, retry_failed: bool = False) -> CaptureConfig:
         """The ``CaptureConfig``; ``servers``/``api_key`` restore what was kept secret,
-        ``resume`` replaces the stored flag. ConfigError when a value no longer fits."""
+        ``resume`` replaces the stored flag, ``retry_failed`` is this run's choice (never
+        stored). ConfigError when a value no longer fits."""
         try:
             return CaptureConfig(
                 prompts=Path(self.prompts), out_dir=Path(self.out_dir),
@@ -88,7 +89,7 @@ class StoredConfig(msgspec.Struct, frozen=True, kw_only=True):
                 stop_grace_s=self.stop_grace_s, shard_rows=self.shard_rows,
                 shard_max_age_s=self.shard_max_age_s,
                 resume=self.resume if resume is None else resume, force=self.force,
-                render_chunk=self.render_chunk, api_key=api_key,
+                render_chunk=self.render_chunk, retry_failed=retry_failed, api_key=api_key,
             )
         except (TypeError, ValueError) as e:
             raise ConfigError(f"stored batch config cannot be used ({e}); start a new batch") from e

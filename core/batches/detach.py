@@ -25,11 +25,12 @@ import msgspec
 from eagle_tui.core.batches.configjson import StoredConfig
 from eagle_tui.core.batches.ready import FAILED, READY_DECODER, STARTED, ReadyMessage
 from eagle_tui.core.batches.registry import BatchRecord, Registry, new_batch_id
-from eagle_tui.core.batches.secretenv import has_secrets, secrets_from_env, worker_env
+from eagle_tui.core.batches.secretenv import has_secrets, worker_env
 from eagle_tui.core.batches.sockpath import control_socket_path
 from eagle_tui.core.capture.config import CaptureConfig
 from eagle_tui.core.capture.outlock import holder_of
 from eagle_tui.core.errors import BatchLocked, WorkerStartFailed
+from eagle_tui.core.sglang.client import API_KEY_ENV
 from eagle_tui.core.wire import explain
 
 LOG_NAME = "worker.log"
@@ -68,16 +69,19 @@ def launch_detached(config: CaptureConfig, *, name: str | None = None,
 
 
 def relaunch(record: BatchRecord, registry: Registry, *,
-             servers: tuple[str, ...] | None = None,
+             servers: tuple[str, ...] | None = None, api_key: str | None = None,
+             retry_failed: bool = False,
              ready_timeout_s: float = READY_TIMEOUT_S) -> Launched:
     """Start a new worker for a batch whose worker ended (interrupted, stopped, failed).
 
-    Secrets come from our environment (``EAGLE_TUI_API_KEY``); ``servers`` replaces the
-    recorded server list (a moved server, or URLs that carry credentials).
+    Secrets come only from what is given now: ``api_key`` (the caller's key file), else
+    ``EAGLE_TUI_API_KEY`` of our environment; never from anything stored. ``servers``
+    replaces the recorded server list (a moved server, or URLs that carry credentials).
+    ``retry_failed`` resends rows that failed as too long for the context.
     """
-    api_key, env_servers = secrets_from_env()
-    config = record.config.to_config(api_key=api_key, servers=servers or env_servers,
-                                     resume=True)
+    api_key = api_key or os.environ.get(API_KEY_ENV) or None
+    config = record.config.to_config(api_key=api_key, servers=servers, resume=True,
+                                     retry_failed=retry_failed)
     return launch_detached(config, name=record.name, registry=registry,
                            ready_timeout_s=ready_timeout_s)
 

@@ -6,6 +6,13 @@ without secrets) and, once its worker ended, how it ended. It is written by the 
 rename) and read-modify-write updates hold ``.registry.lock``, so readers never see a torn
 record and two writers never lose each other's fields.
 
+Trust (``core.trust``, like ssh and gpg): the state directory and the registry must be ours
+and writable by nobody else (both are created 0700, records 0600), and every record must be
+a plain file of ours. Otherwise ``UntrustedState`` names the path and the fix: a record
+another user could have written would send our API key to their server or run their code.
+An untrusted record among trusted ones is skipped by ``all`` (logged) and refused by
+``load``.
+
 A record never says whether its worker is alive: that is derived when asked
 (``core.batches.survey``) from the output directory's lock and the control socket, so a
 SIGKILLed worker simply shows up as interrupted.
@@ -30,10 +37,11 @@ from typing import Any
 
 import msgspec
 
+from eagle_tui.core import trust
 from eagle_tui.core.batches.api import Progress
 from eagle_tui.core.batches.configjson import StoredConfig
 from eagle_tui.core.batchstate import FINAL_STATES, BatchState
-from eagle_tui.core.errors import BatchError, BatchNotFound, ConfigError
+from eagle_tui.core.errors import BatchError, BatchNotFound, ConfigError, UntrustedState
 from eagle_tui.core.fsio import fsync_dir, write_atomic
 from eagle_tui.core.paths import state_dir
 from eagle_tui.core.wire import explain
@@ -99,7 +107,22 @@ class Registry:
     """The records under ``root`` (default ``<state dir>/batches``)."""
 
     def __init__(self, root: Path | None = None) -> None:
+        self._state = state_dir() if root is None else None
         self.root = root if root is not None else state_dir() / "batches"
+        self.untrusted: list[str] = []  # why records were skipped by the last all()
+
+    def _check_root(self, *, create: bool = False) -> bool:
+        """Raise UntrustedState unless the state dir and registry are safely ours; False
+        when the registry does not exist (and ``create`` is not set)."""
+        places = [(self.root, "batch registry")]
+        if self._state is not None:
+            places.insert(0, (self._state, "state directory"))
+        for place, what in places:
+            check = trust.ensure_private_dir if create else trust.dir_problem
+            problem = check(place, what=what)
+            if problem is not None:
+                raise UntrustedState(problem)
+        return create or self.root.is_dir()
 
     def path_of(self, batch_id: str) -> Path:
         """Where the record of ``batch_id`` lives."""
@@ -107,7 +130,7 @@ class Registry:
 
     def save(self, record: BatchRecord) -> None:
         """Write ``record`` atomically (creating the registry, mode 0700)."""
-        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._check_root(create=True)
         path = self.path_of(record.id)
         write_atomic(path, msgspec.json.format(_ENCODER.encode(record), indent=1))
         os.chmod(path, 0o600)
@@ -117,6 +140,7 @@ class Registry:
         """The record of ``batch_id``; BatchNotFound when there is none, BatchError (naming
         the file and the field) when it is unreadable."""
         path = self.path_of(batch_id)
+        self._check_root()
         try:
             return read_record(path)
         except FileNotFoundError as e:
@@ -132,11 +156,15 @@ class Registry:
     def all(self) -> list[BatchRecord]:
         """Every readable record, oldest first (unreadable ones are logged and skipped)."""
         records = []
-        for path in sorted(self.root.glob("*.json")) if self.root.is_dir() else []:
+        self.untrusted = []
+        for path in sorted(self.root.glob("*.json")) if self._check_root() else []:
             try:
                 records.append(read_record(path))
+            except UntrustedState as e:
+                self.untrusted.append(str(e))
+                log.warning("skipping batch record: %s", e)
             except (OSError, BatchError) as e:
-                log.warning("skipping batch record %s: %s", path, e)
+                log.warning("skipping unreadable batch record %s: %s", path, e)
         return sorted(records, key=lambda r: r.created_at)
 
     def for_out_dir(self, out_dir: Path) -> BatchRecord | None:
@@ -162,6 +190,9 @@ class Registry:
             if len(found) > 1:
                 ids = ", ".join(r.id for r in found)
                 raise BatchNotFound(f"{ref!r} matches several batches ({ids}); give an id")
+        if self.untrusted:  # the batch asked for may be one of them: say so, not "no batch"
+            raise UntrustedState(f"no trusted batch matches {ref!r}; skipped: "
+                                 + "; ".join(self.untrusted))
         known = ", ".join(f"{r.id} ({r.name})" for r in records[-5:]) or "none"
         raise BatchNotFound(f"no batch matches {ref!r} (recent: {known}); "
                             "`eagle-tui batches` lists them")
@@ -172,7 +203,7 @@ class Registry:
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
-        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._check_root(create=True)
         fd = os.open(self.root / ".registry.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
@@ -182,14 +213,17 @@ class Registry:
 
 
 def read_record(path: Path) -> BatchRecord:
-    """The record in ``path``: FileNotFoundError when there is none, BatchError naming the
-    file and the field when it does not fit ``BatchRecord``."""
+    """The record in ``path``, read only if it is safely ours (``core.trust``):
+    FileNotFoundError when there is none, UntrustedState when another user could have
+    written it, BatchError naming the file and the field when it does not fit."""
     try:
-        data = path.read_bytes()
+        data, problem = trust.read_private(path, what="batch record")
     except FileNotFoundError:
         raise
     except OSError as e:
         raise BatchError(f"batch record {path} is unreadable ({e}); delete it") from e
+    if problem is not None:
+        raise UntrustedState(problem)
     try:
         return _DECODER.decode(data)
     except (msgspec.DecodeError, ConfigError) as e:

@@ -1,9 +1,11 @@
 """Where a batch's control socket lives, how it is bound privately, and who is calling.
 
-The socket goes into the batch directory (``control.sock``). A Unix socket path must fit
-in ``sun_path`` (108 bytes on Linux), and batch directories can be deep, so a path that is
-too long falls back to a private per-user directory (``$XDG_RUNTIME_DIR/eagle-tui`` or
-``/tmp/eagle-tui-<uid>``, mode 0700, ours) under the batch id. The registry records the
+The socket goes into the batch directory (``control.sock``) when that directory is safely
+ours (``core.trust``: our own, writable by nobody else, nor anything above it). A Unix socket
+path must fit in ``sun_path`` (108 bytes on Linux), and batch directories can be deep, so a
+path that is too long, or a batch directory others could write, falls back to a private
+per-user directory (``$XDG_RUNTIME_DIR/eagle-tui-<uid>`` or ``/tmp/eagle-tui-<uid>``, mode
+0700, ours) under the batch id. The registry records the
 path either way, so clients never guess.
 
 Binding: the file is created under umask 0177 and chmod-ed 0600 *before* ``listen()``, so
@@ -21,6 +23,7 @@ import struct
 import tempfile
 from pathlib import Path
 
+from eagle_tui.core import trust
 from eagle_tui.core.errors import BatchError, UntrustedSocket
 
 SOCKET_NAME = "control.sock"
@@ -29,9 +32,12 @@ SOCKET_MODE = 0o600
 
 
 def control_socket_path(out_dir: Path, batch_id: str) -> Path:
-    """``out_dir/control.sock`` when that fits in ``sun_path``, else a private fallback."""
+    """``out_dir/control.sock`` when that fits in ``sun_path`` and ``out_dir`` is safely ours
+    (or will be created by us), else a private fallback."""
     preferred = out_dir / SOCKET_NAME
-    if len(os.fsencode(preferred)) <= MAX_SOCKET_PATH:
+    place = out_dir if out_dir.exists() else out_dir.parent
+    private = trust.dir_problem(place, what="batch directory") is None
+    if private and len(os.fsencode(preferred)) <= MAX_SOCKET_PATH:
         return preferred
     fallback = private_runtime_dir() / f"{batch_id}.sock"
     if len(os.fsencode(fallback)) > MAX_SOCKET_PATH:

@@ -99,10 +99,18 @@ def offline_progress(record: BatchRecord) -> Progress | None:
     except ConfigError:
         manifest = None
     if manifest is not None:
+        # The manifest counts the rows of every run; the saved progress of the last run
+        # counts "done before" + "done now", which would count earlier runs twice.
         c = manifest.counts
-        progress = msgspec.structs.replace(progress or Progress(), written=c.done, done=c.done,
+        presets = len(manifest.extra.presets or [""])  # rejects count records, rows don't
+        rejected = c.rejected * presets
+        settled = c.done + c.failed + rejected
+        base = progress or Progress()
+        remaining = None if base.total is None else max(0, base.total - settled)
+        progress = msgspec.structs.replace(base, written=c.done, done=c.done, already_done=0,
                                            flagged=c.flagged, failed=c.failed,
-                                           rejected=c.rejected)
+                                           rejected=rejected, settled=settled,
+                                           remaining=remaining)
     if progress is None:
         return None
     return msgspec.structs.replace(progress, in_flight=0, retrying=0, samples_per_s=0.0,

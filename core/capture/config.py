@@ -21,6 +21,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from eagle_tui.core.errors import ConfigError
 from eagle_tui.core.sampling import SamplingIdentity, SamplingPreset
+from eagle_tui.core.urls import url_error
 
 
 def temperature_presets(temperatures: tuple[float, ...], **common: Any) -> tuple[
@@ -92,6 +93,7 @@ class CaptureConfig:
     shard_max_age_s: float = 120.0
     resume: bool = False
     force: bool = False
+    retry_failed: bool = False
     render_chunk: int = 32
     api_key: str | None = field(default=None, repr=False, compare=False)
 
@@ -119,8 +121,8 @@ class CaptureConfig:
         if not self.servers:
             raise ConfigError("no server given; pass --server URL (repeat it for several)")
         for url in self.servers:
-            if not url.startswith(("http://", "https://")):
-                raise ConfigError(f"server {url!r} is not an http(s) URL, e.g. http://host:30000")
+            if (problem := url_error(url, has_key=bool(self.api_key))) is not None:
+                raise ConfigError(problem)
         if len(set(self.servers)) != len(self.servers):
             raise ConfigError(f"a server is listed twice in {list(self.servers)}")
 

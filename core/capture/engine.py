@@ -48,6 +48,8 @@ from eagle_tui.core.capture.servers import open_pool, shard_metadata
 from eagle_tui.core.capture.settle import Settler
 from eagle_tui.core.capture.sink import ShardSink
 from eagle_tui.core.clock import Clock, SystemClock
+from eagle_tui.core.errors import OutputWriteError
+from eagle_tui.core.fsio import describe_os_error
 from eagle_tui.core.shards.manifest import ShardInfo
 from eagle_tui.core.shards.writer import ShardWriter
 from eagle_tui.core.tokenizer import LoadedTokenizer
@@ -174,7 +176,14 @@ class CaptureEngine:
         if self._started:
             raise RuntimeError("a CaptureEngine runs once; make a new one to resume")
         self._started = True
-        batch = await asyncio.to_thread(prepare_batch, self.config, self._tokenizer)
+        try:
+            batch = await asyncio.to_thread(prepare_batch, self.config, self._tokenizer)
+        except OSError as e:  # the output directory cannot be written (disk full, ...)
+            raise OutputWriteError(
+                f"cannot prepare {self.config.out_dir}: {describe_os_error(e)}"
+                + (f" writing {e.filename}" if e.filename else "")
+                + "; nothing was sent. Free space (or fix the error) and run the same "
+                "command again", path=self.config.out_dir) from e
         for note in batch.notes:
             log.warning("%s", note)
         async with AsyncExitStack() as stack:
@@ -192,7 +201,7 @@ class CaptureEngine:
         """Build the run's parts; files opened here are closed by ``stack``."""
         config = self.config
         metadata = await shard_metadata(config, batch, pool)
-        failures = FailureLog(config.out_dir)
+        failures = FailureLog(config.out_dir, carry=batch.resumed and not config.retry_failed)
         stack.callback(failures.close)
         rejects = stack.enter_context(RejectLog(config.out_dir / "rejects.jsonl"))
         writer = ShardWriter(config.out_dir, metadata=metadata, manifest=batch.manifest,
@@ -200,10 +209,12 @@ class CaptureEngine:
         sink = ShardSink(writer, self._clock, max_age_s=config.shard_max_age_s,
                          counts=lambda: (failures.count, rejects.count),
                          on_commit=self._committed, on_fatal=lambda e: self._fail(str(e)))
-        settler = Settler(rows=RowBuilder(batch.boundaries, batch.vocab_size), sink=sink,
+        settler = Settler(rows=RowBuilder(batch.boundaries, batch.vocab_size,
+                                          config.max_new_tokens), sink=sink,
                           failures=failures, rejects=rejects, progress=self.tracker,
                           clock=self._clock, presets=len(config.presets),
-                          redact=self._redact.clean, events=self._events)
+                          redact=self._redact.clean, events=self._events,
+                          on_fatal=self._fail)
         renderer = Renderer(batch.tokenizer, vocab_size=batch.vocab_size,
                             think_id=batch.boundaries.think,
                             template_kwargs=config.template_kwargs)
@@ -211,7 +222,9 @@ class CaptureEngine:
             batch.source, renderer, config.presets,
             pending_presets=lambda sid: tuple(
                 p for p in config.presets if p.sample_id(sid) not in batch.done_ids),
-            on_reject=settler.rejected, on_skip=settler.skipped, chunk=config.render_chunk)
+            on_reject=settler.rejected, on_skip=settler.skipped,
+            still_failed=failures.carried.__contains__, on_still_failed=settler.still_failed,
+            chunk=config.render_chunk)
         return _Parts(batch, pool, writer, sink, self._sender(batch, pool), settler, feeder,
                       renderer, failures, rejects)
 
@@ -335,7 +348,8 @@ class CaptureEngine:
         try:
             await asyncio.to_thread(manifest.save_atomic)
         except OSError as e:  # the shards are safe; only the final counts are stale
-            log.error("could not update %s: %s", manifest.path, e)
+            self._fail(f"could not write the final {manifest.path}: {describe_os_error(e)}; "
+                       "every listed shard is safe. Free space and resume the batch")
 
     def _final_state(self) -> BatchState:
         if self._fatal is not None:

@@ -6,11 +6,18 @@ kept as ``failures.previous.jsonl`` and a fresh one begins, so ``failures.jsonl`
 describes the latest attempt. Lines are flushed as written; a crash can tear at most the
 last one, which readers skip.
 
+Rows that failed for a reason a resend cannot fix (:data:`NOT_RETRIED_ON_RESUME`: the prompt
+does not fit the context) are not sent again on resume: ``FailureLog(carry=True)`` reads
+them from the previous run's file before rotating it (``carried``), and the engine writes
+them into the new file again, so they stay counted as failed. ``--retry-failed`` sends them
+anyway (after raising the server's context length, say).
+
 Messages come from the error tree, which never carries credentials.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Iterator
@@ -22,6 +29,8 @@ from eagle_tui.core.errors import ConfigError
 
 FAILURES_NAME = "failures.jsonl"
 PREVIOUS_NAME = "failures.previous.jsonl"
+NOT_RETRIED_ON_RESUME = frozenset({"context_too_long"})
+"""Failure kinds a resume leaves failed unless asked (``--retry-failed``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,14 +51,24 @@ class Failure:
 class FailureLog:
     """Appends failures to ``<out_dir>/failures.jsonl`` (rotating the previous run's away)."""
 
-    def __init__(self, out_dir: Path) -> None:
-        """Start a fresh log in ``out_dir``; ConfigError when it cannot be written."""
+    def __init__(self, out_dir: Path, *, carry: bool = False) -> None:
+        """Start a fresh log in ``out_dir``; ConfigError when it cannot be written.
+
+        ``carry``: keep the previous run's failures of a kind in NOT_RETRIED_ON_RESUME in
+        ``carried`` (by sample id) before the file is rotated.
+        """
         self.path = out_dir / FAILURES_NAME
         self.count = 0
+        self.carried: dict[str, Failure] = {}
+        if carry:
+            self.carried = {f.sample_id: f for f in read_failures(self.path)
+                            if f.kind in NOT_RETRIED_ON_RESUME}
         try:
             if self.path.exists() and self.path.stat().st_size > 0:
                 os.replace(self.path, out_dir / PREVIOUS_NAME)
-            self._handle: IO[str] = open(self.path, "w", encoding="utf-8")  # noqa: SIM115
+            # backslashreplace: a server's message may hold lone surrogates
+            self._handle: IO[str] = open(  # noqa: SIM115 (held open)
+                self.path, "w", encoding="utf-8", errors="backslashreplace")
         except OSError as e:
             raise ConfigError(f"cannot write failures file {self.path}: {e.strerror or e}") from e
 
@@ -60,8 +79,9 @@ class FailureLog:
         self.count += 1
 
     def close(self) -> None:
-        """Close the file (idempotent)."""
-        self._handle.close()
+        """Close the file (idempotent; a write error was reported when it happened)."""
+        with contextlib.suppress(OSError):  # flushing what a full disk refused
+            self._handle.close()
 
 
 def read_failures(path: Path) -> Iterator[Failure]:
@@ -72,5 +92,5 @@ def read_failures(path: Path) -> Iterator[Failure]:
         for text in handle:
             try:
                 yield Failure(**json.loads(text))
-            except (ValueError, TypeError):
+            except (ValueError, TypeError, RecursionError):
                 continue

@@ -13,6 +13,7 @@ concludes that someone else really holds it.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import socket
@@ -89,7 +90,8 @@ class OutputLock:
     def release(self) -> None:
         """Give the lock up (closing the file releases the flock)."""
         if self._fd is not None:
-            os.ftruncate(self._fd, 0)
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, 0)
             os.close(self._fd)
             self._fd = None
 
@@ -147,8 +149,11 @@ _ENCODER = msgspec.json.Encoder()
 def _write_holder(fd: int, batch_id: str | None) -> None:
     info = LockHolder(pid=os.getpid(), batch_id=batch_id, host=socket.gethostname(),
                       since=time.time())
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, _ENCODER.encode(info), 0)
+    # Only a description for `batches` and error messages: the flock is the lock, so a
+    # full disk that refuses these bytes changes nothing.
+    with contextlib.suppress(OSError):
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, _ENCODER.encode(info), 0)
 
 
 def _read_holder(fd: int) -> LockHolder:

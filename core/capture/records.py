@@ -9,6 +9,10 @@ Accepted shapes (one JSON object per record):
 (parquet files often store them that way). Keys whose value is null are dropped from each
 message (parquet structs carry every field of every row), except ``content``.
 
+Before anything else a record is walked once: nesting deeper than :data:`MAX_DEPTH` and strings
+that are not valid Unicode (lone surrogates from ``\\udc80`` escapes, which tokenizers and
+parquet refuse) are rejected with the field they are in.
+
 Trailing assistant turns are dropped: capture regenerates the last assistant turn. A record
 with no user turn left is refused. Anything else wrong raises :class:`RecordError` with a
 reason that names the offending field.
@@ -21,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from eagle_tui.core.sample_ids import content_sample_id
+from eagle_tui.core.sample_ids import content_sample_id, id_problem
 
 ROLES = ("system", "user", "assistant", "tool")
 
@@ -40,6 +44,9 @@ SHAREGPT_ROLES: Mapping[str, str] = {
     "observation": "tool",
 }
 """ShareGPT ``from`` values and the role each becomes (``function_call`` is handled apart)."""
+
+MAX_DEPTH = 100
+"""Deepest nesting of lists and objects a record may have (tool schemas use about 10)."""
 
 Message = dict[str, Any]
 Tools = tuple[dict[str, Any], ...]
@@ -66,6 +73,8 @@ def normalize_record(record: object) -> NormalizedRecord:
     """Check and normalize one decoded record; raises RecordError with a precise reason."""
     if not isinstance(record, dict):
         raise RecordError(f"record is a JSON {_json_type(record)}, not an object")
+    for key, value in record.items():
+        _check_structure(key, value)
     messages = _messages_of(record)
     tools = _tools_of(record.get("tools"))
     messages = _drop_trailing_assistant(messages)
@@ -75,6 +84,48 @@ def normalize_record(record: object) -> NormalizedRecord:
     if sample_id is None:
         sample_id = content_sample_id(messages, tools)
     return NormalizedRecord(sample_id, tuple(messages), tools)
+
+
+def _loads(text: str, field: str) -> Any:
+    """A JSON string field decoded and walked like the record itself."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise RecordError(f"'{field}' is a string of JSON nested too deeply") from None
+    except ValueError as e:
+        raise RecordError(f"'{field}' is a string that is not valid JSON: {e}") from e
+    _check_structure(field, value)
+    return value
+
+
+def _check_structure(field: object, value: object) -> None:
+    """Refuse nesting deeper than MAX_DEPTH and strings that are not valid Unicode.
+
+    Iterative, so a hostile record cannot exhaust the stack here (or later, in the JSON
+    encoder, the chat template or the tokenizer, which all recurse).
+    """
+    stack: list[tuple[object, int]] = [(field, 1), (value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            if not item.isascii():
+                _check_unicode(field, item)
+        elif isinstance(item, dict | list):
+            if depth >= MAX_DEPTH:
+                raise RecordError(f"'{field}' is nested more than {MAX_DEPTH} levels deep")
+            children = [*item.keys(), *item.values()] if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+
+
+def _check_unicode(field: object, text: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        bad = text[e.start].encode("unicode_escape").decode("ascii")
+        raise RecordError(
+            f"'{str(field).encode('utf-8', 'backslashreplace').decode()}' holds a lone "
+            f"surrogate ({bad}) at character {e.start} of a string: not valid Unicode "
+            "(the file wrote half of a character as a \\u escape)") from None
 
 
 def _messages_of(record: dict[str, Any]) -> list[Message]:
@@ -92,10 +143,7 @@ def _messages_of(record: dict[str, Any]) -> list[Message]:
 def _decoded_list(value: object, field: str) -> list[Any]:
     """``value`` as a non-empty list, decoding a JSON string first."""
     if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError as e:
-            raise RecordError(f"'{field}' is a string that is not valid JSON: {e}") from e
+        value = _loads(value, field)
     if not isinstance(value, list):
         raise RecordError(f"'{field}' must be a list, got a JSON {_json_type(value)}")
     if not value:
@@ -165,9 +213,10 @@ def _sharegpt_turn(raw: object, index: int) -> Message:
 def _sharegpt_function_call(value: str, where: str) -> Message:
     """A ShareGPT ``function_call`` turn: an assistant message with one tool call."""
     try:
-        call = json.loads(value)
-    except ValueError as e:
-        raise RecordError(f"{where} is a function_call whose value is not JSON: {e}") from e
+        call = _loads(value, where)
+    except RecordError as e:
+        raise RecordError(f"{where} is a function_call whose value is not JSON we can use "
+                          f"({e.reason})") from e
     if not isinstance(call, dict) or not isinstance(call.get("name"), str):
         raise RecordError(f"{where} is a function_call without a string 'name'")
     arguments = call.get("arguments", {})
@@ -193,10 +242,7 @@ def _tools_of(value: object) -> Tools | None:
     if value is None or value == "":
         return None
     if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError as e:
-            raise RecordError(f"'tools' is a string that is not valid JSON: {e}") from e
+        value = _loads(value, "tools")
     if not isinstance(value, list):
         raise RecordError(f"'tools' must be a list, got a JSON {_json_type(value)}")
     for i, tool in enumerate(value):
@@ -220,8 +266,9 @@ def _explicit_id(value: object) -> str | None:
     if isinstance(value, bool) or not isinstance(value, str | int):
         raise RecordError(f"'id' must be a string or an integer, got a JSON {_json_type(value)}")
     text = str(value)
-    if not text.strip():
-        raise RecordError("'id' is empty; give a non-empty id or leave it out")
+    problem = id_problem(text)
+    if problem is not None:
+        raise RecordError(problem)
     return text
 
 

@@ -8,6 +8,7 @@ file (same source and line) are not written twice.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -41,11 +42,14 @@ class RejectLog:
         self.path = Path(path)
         self._seen = _existing_keys(self.path)
         try:
-            self._handle: IO[str] = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 (held open)
+            # backslashreplace: text from a prompt file may hold lone surrogates
+            self._handle: IO[str] = open(  # noqa: SIM115 (held open)
+                self.path, "a", encoding="utf-8", errors="backslashreplace")
+            if _ends_torn(self.path):
+                self._handle.write("\n")  # keep the next entry off a line torn by a crash
+                self._handle.flush()
         except OSError as e:
             raise ConfigError(f"cannot write rejects file {self.path}: {e.strerror or e}") from e
-        if _ends_torn(self.path):
-            self._handle.write("\n")  # keep the next entry off a line torn by a crash
 
     @property
     def count(self) -> int:
@@ -63,8 +67,9 @@ class RejectLog:
         return True
 
     def close(self) -> None:
-        """Close the file (idempotent)."""
-        self._handle.close()
+        """Close the file (idempotent; a write error was reported when it happened)."""
+        with contextlib.suppress(OSError):  # flushing what a full disk refused
+            self._handle.close()
 
     def __enter__(self) -> RejectLog:
         return self

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 from eagle_tui.core.capture.prompts import PromptRecord, Reject
 from eagle_tui.core.errors import TokenizerError
 from eagle_tui.core.sampling import SamplingPreset
+from eagle_tui.core.text import clip
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +86,9 @@ class Renderer:
             ids = self._tokenizer.render(record.messages, record.tools, **self._template_kwargs)
         except TokenizerError as e:
             return self._reject(record, f"chat template failed: {e}")
+        except Exception as e:  # tokenizers and Jinja on input they choke on (TypeError, ...)
+            return self._reject(record, f"the tokenizer refused this record "
+                                        f"({type(e).__name__}: {clip(str(e), 200)})")
         if not ids:
             return self._reject(record, "chat template rendered no tokens")
         bad = first_out_of_range(ids, self._vocab_size)
@@ -117,12 +121,21 @@ class Renderer:
         return Reject(record.source, record.line, reason, record.sample_id)
 
 
+@dataclass(frozen=True, slots=True)
+class _Kept:
+    """A row that stays failed on this resume (its prompt is not rendered or sent)."""
+
+    job: Job
+
+
 class RenderPipeline:
     """Feeds ``queue`` with jobs rendered in a worker thread, then one ``None`` at the end.
 
     ``pending_presets(sample_id)`` names the presets still to do for a prompt (resume
     passes the ones whose rows are not in a complete shard); a prompt with none is skipped
-    without rendering. ``on_reject`` and ``on_skip`` run on the event loop.
+    without rendering. ``still_failed(row_id)`` is True for a row that stays failed (a
+    resume does not resend it); it goes to ``on_still_failed`` instead of the queue.
+    ``on_reject``, ``on_skip`` and ``on_still_failed`` run on the event loop.
     """
 
     def __init__(
@@ -134,6 +147,8 @@ class RenderPipeline:
         pending_presets: Callable[[str], tuple[SamplingPreset, ...]],
         on_reject: Callable[[Reject], None],
         on_skip: Callable[[int], None],
+        still_failed: Callable[[str], bool] = lambda row_id: False,
+        on_still_failed: Callable[[Job], None] = lambda job: None,
         chunk: int = 32,
     ) -> None:
         self._records: Iterator[PromptRecord | Reject] = iter(records)
@@ -142,6 +157,8 @@ class RenderPipeline:
         self._pending = pending_presets
         self._on_reject = on_reject
         self._on_skip = on_skip
+        self._still_failed = still_failed
+        self._on_still_failed = on_still_failed
         self._chunk = chunk
         self.rendered = 0
         self.render_s = 0.0
@@ -158,18 +175,21 @@ class RenderPipeline:
                     await self._deliver(item, queue)
         await queue.put(None)
 
-    async def _deliver(self, item: Job | Reject | int, queue: asyncio.Queue[Job | None]) -> None:
-        if isinstance(item, Job):
+    async def _deliver(self, item: Job | Reject | int | _Kept,
+                       queue: asyncio.Queue[Job | None]) -> None:
+        if isinstance(item, _Kept):
+            self._on_still_failed(item.job)
+        elif isinstance(item, Job):
             await queue.put(item)
         elif isinstance(item, Reject):
             self._on_reject(item)
         else:
             self._on_skip(item)
 
-    def _next_chunk(self) -> list[Job | Reject | int]:
+    def _next_chunk(self) -> list[Job | Reject | int | _Kept]:
         """Up to ``chunk`` records' worth of jobs, rejects and skip counts (worker thread)."""
         started = time.perf_counter()
-        out: list[Job | Reject | int] = []
+        out: list[Job | Reject | int | _Kept] = []
         for record in self._records:
             out.extend(self._expand(record))
             if len(out) >= self._chunk:
@@ -177,12 +197,17 @@ class RenderPipeline:
         self.render_s += time.perf_counter() - started
         return out
 
-    def _expand(self, record: PromptRecord | Reject) -> list[Job | Reject | int]:
+    def _expand(self, record: PromptRecord | Reject) -> list[Job | Reject | int | _Kept]:
         if isinstance(record, Reject):
             return [record]
         pending = self._pending(record.sample_id)
         skipped = len(self._presets) - len(pending)
-        out: list[Job | Reject | int] = [skipped] if skipped else []
+        out: list[Job | Reject | int | _Kept] = [skipped] if skipped else []
+        kept = [p for p in pending if self._still_failed(p.sample_id(record.sample_id))]
+        if kept:
+            out += [_Kept(Job(p.sample_id(record.sample_id), p, (), record.source,
+                              record.line)) for p in kept]
+            pending = tuple(p for p in pending if p not in kept)
         if not pending:
             return out
         ids = self._renderer.render(record)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from eagle_tui.core.capture.engine import CaptureSummary
+from eagle_tui.core.capture.failures import NOT_RETRIED_ON_RESUME
 from eagle_tui.core.capture.progress import CaptureProgress
 from eagle_tui.core.text import counts_text, duration
 
@@ -27,7 +28,7 @@ def summary_text(summary: CaptureSummary) -> str:
     lines = [
         f"capture {summary.state} after {duration(p.elapsed_s)}"
         + (f": {summary.reason}" if summary.reason else ""),
-        f"  rows saved this run   {p.done}  ({p.output_tokens:,} output tokens, "
+        f"  rows saved this run   {p.written}  ({p.output_tokens:,} output tokens, "
         f"{p.samples_per_s:.1f} samples/s at the end)",
         f"  done in earlier runs  {p.already_done}",
         f"  failed permanently    {p.failed}  ({counts_text(p.failures)})",
@@ -37,9 +38,15 @@ def summary_text(summary: CaptureSummary) -> str:
         f"  attempt errors        {counts_text(p.errors)}",
         f"  shards                {out / 'shards'} (manifest: {out / 'manifest.json'})",
     ]
+    if p.done > p.written:
+        lines.insert(2, f"  generated, not saved  {p.done - p.written}  (their shard was not "
+                        "written; a resume captures them again)")
     if p.failed:
+        kept = _kept(p)
         lines.append(f"  failures              {out / 'failures.jsonl'} "
-                     "(retried by the next --resume)")
+                     "(retried by the next --resume"
+                     + (f"; {kept} too long for the context only with --retry-failed)"
+                        if kept else ")"))
     if p.rejected:
         lines.append(f"  rejects               {out / 'rejects.jsonl'}")
     if summary.prompts_without_think:
@@ -50,8 +57,14 @@ def summary_text(summary: CaptureSummary) -> str:
 
 
 def _left(p: CaptureProgress) -> str:
-    """Rows a resume would still send: never settled, plus the failed ones (retried)."""
+    """Rows a resume would still send: never settled, generated but not saved, plus the
+    failed ones (retried)."""
     if p.remaining is None:
         return "unknown"
-    left = p.remaining + p.failed
+    left = p.remaining + p.failed - _kept(p) + (p.done - p.written)
     return f"{left}" + (" (continue with --resume)" if left else "")
+
+
+def _kept(p: CaptureProgress) -> int:
+    """Failed rows a plain --resume does not resend (see NOT_RETRIED_ON_RESUME)."""
+    return sum(p.failures.get(kind, 0) for kind in NOT_RETRIED_ON_RESUME)

@@ -10,7 +10,7 @@ suggest the server is down (so it is paused until a health check re-admits it)?
     busy (503)           yes    yes     pause (starting, draining or full)
     timeout              yes    yes     -     (the request is aborted on the server)
     server_error (5xx)   yes    yes     -     (many in a row pause it)
-    bad_response         yes    yes     -
+    bad_response         yes*   yes     -     (* not when over a size limit: ResponseTooLarge)
     aborted              yes*   yes     -     (* unless status 400)
     duplicate_rid        yes    yes     -
     unauthorized         yes    no      refuse (permanently out of the pool)

@@ -25,6 +25,7 @@ class RowBuilder:
 
     boundaries: BoundaryIds
     vocab_size: int
+    max_new_tokens: int | None = None
 
     def validate(self, job: Job, result: GenerateResult) -> Validation:
         """Flags and think_end position of one generation."""
@@ -36,6 +37,7 @@ class RowBuilder:
             prompt_tokens=result.prompt_tokens,
             boundary=self.boundaries,
             vocab_size=self.vocab_size,
+            max_new_tokens=self.max_new_tokens,
         )
 
     def build(self, job: Job, result: GenerateResult, endpoint: str, rid: str) -> ShardRow:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from eagle_tui.core.capture.config import public_url
 from eagle_tui.core.capture.events import CaptureEvent, EventSink
@@ -15,6 +16,7 @@ from eagle_tui.core.capture.rows import RowBuilder
 from eagle_tui.core.capture.sender import Outcome
 from eagle_tui.core.capture.sink import ShardSink
 from eagle_tui.core.clock import Clock
+from eagle_tui.core.fsio import describe_os_error
 
 
 class Settler:
@@ -32,6 +34,7 @@ class Settler:
         presets: int,
         redact: Callable[[str], str],
         events: EventSink | None = None,
+        on_fatal: Callable[[str], None] = lambda reason: None,
     ) -> None:
         self._rows = rows
         self._sink = sink
@@ -42,6 +45,7 @@ class Settler:
         self._presets = presets
         self._redact = redact
         self._events = events
+        self._on_fatal = on_fatal
 
     async def settle(self, job: Job, outcome: Outcome) -> None:
         """Store, log or count ``outcome`` of ``job``."""
@@ -76,9 +80,13 @@ class Settler:
         kind = outcome.error_kind or "unknown"
         reason = self._redact(outcome.reason or kind)
         endpoint = public_url(outcome.endpoint) if outcome.endpoint else None
-        self._failures.write(Failure(job.sample_id, job.source, job.line, kind, reason,
-                                     outcome.attempts, endpoint, outcome.rid,
-                                     self._clock.wall()))
+        try:
+            self._failures.write(Failure(job.sample_id, job.source, job.line, kind, reason,
+                                         outcome.attempts, endpoint, outcome.rid,
+                                         self._clock.wall()))
+        except OSError as e:  # not in a shard: the next resume sends it again
+            self._write_failed(self._failures.path, e)
+            return
         self._progress.row_failed(kind)
         self._emit(CaptureEvent("failed", job.sample_id, self._clock.wall(), rid=outcome.rid,
                                 endpoint=endpoint, attempt=outcome.attempts,
@@ -86,15 +94,42 @@ class Settler:
 
     def rejected(self, reject: Reject) -> None:
         """Record a prompt refused before sending (one rejected row per preset)."""
-        self._rejects.write(reject)
+        try:
+            self._rejects.write(reject)
+        except OSError as e:  # the next resume meets the record again
+            self._write_failed(self._rejects.path, e)
+            return
         self._progress.rejected += self._presets
         sample_id = reject.sample_id or f"{reject.source}:{reject.line}"
         self._emit(CaptureEvent("rejected", sample_id, self._clock.wall(),
                                 error_kind="rejected", detail=reject.reason))
 
+    def still_failed(self, job: Job) -> None:
+        """A row that failed permanently before and is not resent: recorded and counted
+        as failed again (its previous failure, unchanged)."""
+        failure = self._failures.carried.get(job.sample_id)
+        if failure is None:
+            return
+        try:
+            self._failures.write(failure)
+        except OSError as e:
+            self._write_failed(self._failures.path, e)
+            return
+        self._progress.row_failed(failure.kind)
+        self._emit(CaptureEvent("failed", job.sample_id, self._clock.wall(),
+                                endpoint=failure.endpoint, attempt=failure.attempts,
+                                error_kind=failure.kind,
+                                detail=f"{failure.reason} (not resent; --retry-failed does)"))
+
     def skipped(self, rows: int) -> None:
         """Count rows found done in earlier runs."""
         self._progress.already_done += rows
+
+    def _write_failed(self, path: Path, error: OSError) -> None:
+        """A bookkeeping file cannot be written: stop the batch (what is saved is safe)."""
+        self._progress.interrupted += self._presets if path == self._rejects.path else 1
+        self._on_fatal(f"cannot write {path}: {describe_os_error(error)}; free space (or fix "
+                       "the error) and resume the batch")
 
     def _emit(self, event: CaptureEvent) -> None:
         if self._events is not None:

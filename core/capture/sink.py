@@ -99,22 +99,25 @@ class ShardSink:
             await self.commit()
 
     async def _write(self, batch: _Batch) -> None:
+        committed: list[ShardInfo] = []
         try:
-            infos = await asyncio.to_thread(self._write_sync, batch)
-        except ShardWriteError as e:
-            log.error("%s", e)
+            await asyncio.to_thread(self._write_sync, batch, committed)
+        except ShardWriteError as e:  # on_fatal logs it
             self.error = e
-            self._on_fatal(e)
-            return
-        for info in infos:
+        # Shards committed before a failure in the same batch are saved: count them.
+        for info in committed:
             self.committed_rows += info.rows
             self._on_commit(info)
+        if self.error is not None:
+            self._on_fatal(self.error)
 
-    def _write_sync(self, batch: _Batch) -> list[ShardInfo]:
-        """In the writer thread: add the rows, commit if asked; the committed shards."""
+    def _write_sync(self, batch: _Batch, committed: list[ShardInfo]) -> None:
+        """In the writer thread: add the rows, commit if asked; ``committed`` collects the
+        shards committed (also when a later one fails)."""
         counts = self._writer.manifest.counts
         counts.failed, counts.rejected = batch.counts
-        infos = [info for row in batch.rows if (info := self._writer.add(row)) is not None]
+        for row in batch.rows:
+            if (info := self._writer.add(row)) is not None:
+                committed.append(info)
         if batch.commit and (info := self._writer.flush()) is not None:
-            infos.append(info)
-        return infos
+            committed.append(info)

@@ -3,13 +3,16 @@
 Every failure becomes a typed exception from ``core.errors`` that says whether
 retrying can help. ``finish_reason.type == "abort"`` is raised as
 ``RequestAborted`` (with the partial result), never returned as a success.
+Every body is read with a size limit and every call with a wall-clock limit
+(``core.sglang.limits``), so no answer can exhaust memory or hold a caller forever.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from types import TracebackType
@@ -21,9 +24,19 @@ from eagle_tui.core.errors import (
     ConnectionLost,
     ProtocolError,
     RequestAborted,
+    ResponseTooLarge,
     ServerTimeout,
     ServerUnreachable,
     SGLangError,
+)
+from eagle_tui.core.sglang.limits import (
+    ERROR_BODY_PREFIX,
+    OTHER_BODY_LIMIT,
+    buffered,
+    generate_body_limit,
+    limited_lines,
+    max_output_ids,
+    read_limited,
 )
 from eagle_tui.core.sglang.stream import DONE, StreamAccumulator, sse_payload
 from eagle_tui.core.sglang.types import (
@@ -72,6 +85,7 @@ class SGLangClient:
         self.timeouts = timeouts or ClientTimeouts()
         key = api_key if api_key is not None else os.environ.get(API_KEY_ENV)
         headers = {"Authorization": f"Bearer {key}"} if key else {}
+        headers["Accept-Encoding"] = "identity"  # a compressed body could not be bounded
         self._http = httpx.AsyncClient(
             base_url=self.base_url,
             headers=headers,
@@ -163,13 +177,16 @@ class SGLangClient:
         """Non-streaming ``/generate`` of one prompt."""
         started = time.monotonic()
         body = request.to_json(stream=False)
+        limit = generate_body_limit(request.sampling.max_new_tokens)
         response = await self._request(
-            "POST", "/generate", json=body, timeout=timeout or self.timeouts.generate
+            "POST", "/generate", json=body, timeout=timeout or self.timeouts.generate,
+            limit=limit,
         )
         self._raise_for_status(response)
         result = decode_generate(
             response.content, url=self._url("/generate"), latency_s=time.monotonic() - started
         )
+        _check_id_count(len(result.output_ids), request, self._url("/generate"))
         return self._check_abort(result)
 
     async def generate_streaming(
@@ -187,7 +204,8 @@ class SGLangClient:
         started = time.monotonic()
         url = self._url("/generate")
         accumulator = StreamAccumulator(url=url)
-        async with self._stream(request, timeout or self.timeouts.generate) as lines:
+        timeout = timeout or self.timeouts.generate
+        async with _wall_clock(timeout, url), self._stream(request, timeout) as lines:
             async for line in lines:
                 payload = sse_payload(line)
                 if payload is None:
@@ -195,6 +213,7 @@ class SGLangClient:
                 if payload == DONE:
                     break
                 delta = accumulator.feed(payload)
+                _check_id_count(len(accumulator.output_ids), request, url)
                 if on_delta is not None and delta.new_ids:
                     on_delta(delta)
             else:
@@ -216,19 +235,37 @@ class SGLangClient:
             raise _transport_error(exc, url) from exc
         try:
             if response.status_code != 200:
-                await response.aread()
-                self._raise_for_status(response)
-            yield _guarded_lines(response, url)
+                prefix = await _guarded(
+                    read_limited(response, ERROR_BODY_PREFIX, url=url, truncate=True), url)
+                self._raise_for_status(buffered(response, prefix))
+            limit = generate_body_limit(request.sampling.max_new_tokens)
+            yield _guarded_lines(response, url, limit)
         finally:
             await response.aclose()
 
     async def _request(
-        self, method: str, path: str, *, timeout: float, json: Any = None
+        self, method: str, path: str, *, timeout: float, json: Any = None,
+        limit: int = OTHER_BODY_LIMIT,
     ) -> httpx.Response:
+        """One request, its body read within ``limit`` bytes and ``timeout`` seconds."""
+        url = self._url(path)
+        request = self._http.build_request(method, path, json=json, timeout=timeout)
         try:
-            return await self._http.request(method, path, json=json, timeout=timeout)
+            async with asyncio.timeout(timeout):  # httpx's timeouts are per read
+                response = await self._http.send(request, stream=True)
+                try:
+                    if response.status_code == 200:
+                        body = await read_limited(response, limit, url=url)
+                    else:
+                        body = await read_limited(response, ERROR_BODY_PREFIX, url=url,
+                                                  truncate=True)
+                finally:
+                    await response.aclose()
         except httpx.HTTPError as exc:
-            raise _transport_error(exc, self._url(path)) from exc
+            raise _transport_error(exc, url) from exc
+        except TimeoutError:
+            raise ServerTimeout(f"no complete answer within {timeout:g} s", url=url) from None
+        return buffered(response, body)
 
     async def _get_json_with_fallback(self, path: str, old_path: str) -> Mapping[str, Any]:
         response = await self._request("GET", path, timeout=self.timeouts.info)
@@ -271,13 +308,43 @@ class SGLangClient:
         return f"{self.base_url}{path}"
 
 
-async def _guarded_lines(response: httpx.Response, url: str) -> AsyncIterator[str]:
-    """The response's lines, with transport failures mid-stream turned into typed errors."""
+async def _guarded_lines(response: httpx.Response, url: str, limit: int) -> (
+    AsyncIterator[str]
+):
+    """The response's lines (each within ``limit`` bytes), with transport failures
+    mid-stream turned into typed errors."""
     try:
-        async for line in response.aiter_lines():
+        async for line in limited_lines(response, limit, url=url):
             yield line
     except httpx.HTTPError as exc:
         raise _transport_error(exc, url) from exc
+
+
+async def _guarded(reading: Awaitable[bytes], url: str) -> bytes:
+    """``reading``, with transport failures turned into typed errors."""
+    try:
+        return await reading
+    except httpx.HTTPError as exc:
+        raise _transport_error(exc, url) from exc
+
+
+@asynccontextmanager
+async def _wall_clock(seconds: float, url: str) -> AsyncIterator[None]:
+    """At most ``seconds`` in total (httpx's timeouts are per read: a trickle never ends)."""
+    try:
+        async with asyncio.timeout(seconds):
+            yield
+    except TimeoutError:
+        raise ServerTimeout(f"no complete answer within {seconds:g} s", url=url) from None
+
+
+def _check_id_count(count: int, request: GenerateRequest, url: str) -> None:
+    """Refuse a result with far more output ids than were asked for."""
+    asked = request.sampling.max_new_tokens
+    if count > max_output_ids(asked):
+        raise ResponseTooLarge(
+            f"the server sent {count:,} output ids for max_new_tokens={asked} (limit "
+            f"{max_output_ids(asked):,}); abandoned as broken", url=url)
 
 
 def _transport_error(exc: httpx.HTTPError, url: str) -> SGLangError:

@@ -90,6 +90,8 @@ def decode_generate(body: bytes, *, url: str, latency_s: float) -> GenerateResul
         raise protocol_error(e, url=url) from None
     except msgspec.DecodeError:
         raise _not_json(body, url) from None
+    except RecursionError:
+        raise _nested_too_deep(url) from None
     if isinstance(decoded, list):
         if len(decoded) != 1:
             raise ProtocolError(f"expected one response object, got a list of {len(decoded)}",
@@ -104,6 +106,8 @@ def decode_chunk(payload: bytes | str, *, url: str) -> StreamChunk:
     """One stream chunk (ProtocolError if it is not JSON or a field has the wrong type)."""
     try:
         return _CHUNK.decode(payload)
+    except RecursionError:
+        raise _nested_too_deep(url) from None
     except msgspec.ValidationError as e:
         raise protocol_error(e, url=url, what="stream chunk") from None
     except msgspec.DecodeError:
@@ -115,6 +119,8 @@ def decode_meta(raw: msgspec.Raw, *, url: str) -> MetaInfo:
     """The typed view of a raw ``meta_info``."""
     try:
         return _META.decode(raw)
+    except RecursionError:
+        raise _nested_too_deep(url) from None
     except msgspec.ValidationError as e:
         raise protocol_error(e, url=url, root="meta_info") from None
 
@@ -136,7 +142,7 @@ def make_result(
         cached_tokens=meta.cached_tokens,
         latency_s=latency_s,
         server_latency_s=meta.e2e_latency,
-        meta=_ANY.decode(raw_meta),
+        meta=parse_json(raw_meta, url=url),
     )
 
 
@@ -162,12 +168,18 @@ def _not_json(body: bytes, url: str) -> ProtocolError:
     return ProtocolError(f"server sent a body that is not JSON: {snippet!r}", url=url)
 
 
-def parse_json(body: bytes, *, url: str) -> Any:
+def parse_json(body: bytes | msgspec.Raw, *, url: str) -> Any:
     """Decode a JSON body, or raise ProtocolError quoting the start of what came instead."""
     try:
         return _ANY.decode(body)
+    except RecursionError:  # hostile nesting: not a bug of ours (msgspec stops, then raises)
+        raise _nested_too_deep(url) from None
     except msgspec.DecodeError:
-        raise _not_json(body, url) from None
+        raise _not_json(bytes(body), url) from None
+
+
+def _nested_too_deep(url: str) -> ProtocolError:
+    return ProtocolError("server sent JSON nested too deeply to read", url=url)
 
 
 def error_for_status(status: int, body: bytes, *, url: str) -> SGLangError:
@@ -175,7 +187,8 @@ def error_for_status(status: int, body: bytes, *, url: str) -> SGLangError:
     message = error_message(body) or f"HTTP {status} with no message"
     if status == 401:
         return Unauthorized(
-            f"{message}: the server wants an API key; set --api-key or EAGLE_TUI_API_KEY",
+            f"{message}: the server wants an API key; set EAGLE_TUI_API_KEY "
+            "(or capture --api-key-file FILE)",
             url=url,
             status=status,
         )
@@ -201,7 +214,7 @@ def error_message(body: bytes) -> str:
     """The message of any of SGLang's error bodies, or the raw text if it has none."""
     try:
         data = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         return body[:200].decode("utf-8", "replace").strip()
     if not isinstance(data, Mapping):
         return str(data)[:200]

@@ -22,7 +22,6 @@ time).
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import re
 from pathlib import Path
@@ -32,7 +31,7 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from eagle_tui.core.errors import ShardWriteError
-from eagle_tui.core.fsio import TMP_SUFFIX, HashingFile, fsync_dir
+from eagle_tui.core.fsio import TMP_SUFFIX, HashingFile, describe_os_error, fsync_dir
 from eagle_tui.core.shards.manifest import Manifest, ShardInfo
 from eagle_tui.core.shards.schema import (
     COLUMNS,
@@ -67,7 +66,8 @@ class _OpenShard:
                 self.sink, schema, compression=COMPRESSION, write_statistics=STATISTICS_COLUMNS
             )
         except BaseException:
-            self.sink.close()
+            with contextlib.suppress(OSError):  # closing flushes: the disk may be full
+                self.sink.close()
             raise
         self.sample_ids: list[str] = []
         self.flagged = 0
@@ -99,13 +99,19 @@ class _OpenShard:
         )
 
     def discard(self) -> None:
-        """Drop every trace of this shard (best effort: we are already failing)."""
+        """Drop every trace of this shard (best effort: we are already failing).
+
+        Never raises for the disk: closing flushes buffered bytes, which fails again on a
+        full disk, and the files must go all the same.
+        """
         # The writer may be broken mid-write; the file goes anyway.
         with contextlib.suppress(Exception):
             self.writer.close()
-        self.sink.close()
+        with contextlib.suppress(OSError):
+            self.sink.close()
         for path in (self.tmp, self.final):
-            path.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                path.unlink(missing_ok=True)
 
 
 class ShardWriter:
@@ -275,11 +281,7 @@ _WHAT_TO_DO = "free disk space (or fix the error) and resume the batch"
 
 def _describe(error: Exception) -> str:
     """Short text for the cause, naming disk-full plainly."""
-    if isinstance(error, OSError) and error.errno == errno.ENOSPC:
-        return "disk full (ENOSPC)"
-    if isinstance(error, OSError) and error.errno is not None:
-        return f"{error.strerror or error} (errno {error.errno})"
-    return f"{type(error).__name__}: {error}"
+    return describe_os_error(error)
 
 
 def _next_free_index(shards_dir: Path, manifest: Manifest) -> int:

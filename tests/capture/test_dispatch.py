@@ -222,9 +222,13 @@ def test_rids_have_one_length_and_never_prefix_each_other() -> None:
 def test_urls_and_messages_lose_their_secrets(tmp_path: Any) -> None:
     assert public_url("http://user:sk-123@host:30000/?api_key=sk-123#x") == "http://host:30000"
     assert public_url("http://[::1]:30000/") == "http://[::1]:30000"
+    # User info and an API key together are refused (issue 12), so each is checked alone.
     config = CaptureConfig(prompts=tmp_path / "p", out_dir=tmp_path / "o",
-                           servers=("http://u:sk-123@host:30000",), tokenizer=tmp_path,
-                           api_key="sk-123")
-    text = Redactor(config).clean("cannot connect [http://u:sk-123@host:30000/generate] sk-123")
+                           servers=("http://u:sk-123@host:30000",), tokenizer=tmp_path)
+    text = Redactor(config).clean("cannot connect [http://u:sk-123@host:30000/generate]")
     assert "sk-123" not in text and "http://host:30000/generate" in text
     assert "sk-123" not in repr(config)
+    keyed = CaptureConfig(prompts=tmp_path / "p", out_dir=tmp_path / "o",
+                          servers=("http://host:30000",), tokenizer=tmp_path, api_key="sk-123")
+    assert "sk-123" not in Redactor(keyed).clean("refused [http://host:30000] sk-123")
+    assert "sk-123" not in repr(keyed)

@@ -129,7 +129,16 @@ async def test_resume_skips_done_and_refuses_changed_config(
 
     fake.fault_for = lambda prompt: None
     sent_before = len(fake.generate_bodies)
-    second = await capture(make_config(tmp_path, [fake.url], resume=True), [fake], tokenizer)
+    # Issue 12: a plain resume does not resend prompts too long for the context; they stay
+    # failed (and listed), --retry-failed resends them.
+    kept = await capture(make_config(tmp_path, [fake.url], resume=True), [fake], tokenizer)
+    assert len(fake.generate_bodies) == sent_before
+    assert kept.progress.already_done == 9 and kept.progress.failed == 3
+    assert kept.exit_code == 1
+    failures_again = (config.out_dir / "failures.jsonl").read_text().splitlines()
+    assert sorted(failures_again) == sorted(failures)
+    second = await capture(make_config(tmp_path, [fake.url], resume=True, retry_failed=True),
+                           [fake], tokenizer)
     assert len(fake.generate_bodies) - sent_before == 3
     assert second.progress.already_done == 9 and second.progress.done == 3
     assert second.exit_code == 0

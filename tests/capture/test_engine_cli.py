@@ -104,5 +104,7 @@ async def test_summary_names_files_and_what_is_left(tmp_path: Path) -> None:
     assert "capture finished" in text
     assert "failed permanently    1  (context_too_long 1)" in text
     assert "prompts rejected      1" in text
-    assert "left for a resume     1 (continue with --resume)" in text
+    # Issue 12: a prompt too long for the context is not resent by a plain --resume.
+    assert "left for a resume     0" in text
+    assert "1 too long for the context only with --retry-failed" in text
     assert str(config.out_dir / "failures.jsonl") in text

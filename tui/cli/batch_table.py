@@ -8,7 +8,7 @@ import msgspec
 
 from eagle_tui.core.batches.api import Progress, StatusDoc
 from eagle_tui.core.batches.survey import BatchView
-from eagle_tui.core.text import duration
+from eagle_tui.core.text import duration, terminal_safe
 
 HEADER = ("ID", "NAME", "STATE", "ROWS", "FAILED", "SAMPLES/S", "TOK/S", "ETA", "PID")
 _UNKNOWN = Progress()
@@ -57,7 +57,8 @@ def table_row(view: BatchView) -> tuple[str, ...]:
 
 def table(views: list[BatchView]) -> str:
     """The ``batches`` table, columns aligned."""
-    rows = [HEADER, *(table_row(v) for v in views)]
+    # Names, states and ids come from records and workers: never let them drive the terminal.
+    rows = [HEADER, *(tuple(terminal_safe(c) for c in table_row(v)) for v in views)]
     widths = [max(len(row[i]) for row in rows) for i in range(len(HEADER))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True))
                      .rstrip() for row in rows)
@@ -77,7 +78,7 @@ def details(view: BatchView) -> str:
                  + f"   failed {p.failed}   rejected {p.rejected}   flagged {p.flagged}")
     if view.live_status is not None:
         lines += _live_lines(view.live_status)
-    return "\n".join(lines)
+    return "\n".join(terminal_safe(line) for line in lines)
 
 
 def _live_lines(status: StatusDoc) -> list[str]:

@@ -24,6 +24,7 @@ from eagle_tui.core.errors import (
     WorkerUnreachable,
     WrongState,
 )
+from eagle_tui.core.text import terminal_safe
 
 EXIT_OK, EXIT_USAGE, EXIT_WORKER, EXIT_LOCKED, EXIT_STATE = 0, 2, 3, 4, 5
 
@@ -55,7 +56,7 @@ def run_verb(action: Callable[[], Coroutine[Any, Any, int]], *, err: Any = None)
     try:
         return asyncio.run(action())
     except EagleError as e:
-        print(f"eagle-tui: {e}", file=err or sys.stderr)
+        print(f"eagle-tui: {terminal_safe(str(e))}", file=err or sys.stderr)
         return exit_code_for(e)
     except KeyboardInterrupt:
         return 130
@@ -93,13 +94,13 @@ def run_detached(config: CaptureConfig, *, name: str | None = None,
     try:
         launched = launch_detached(config, name=name, registry=registry)
     except BatchLocked as e:
-        print(f"eagle-tui: {e}", file=err)
+        print(f"eagle-tui: {terminal_safe(str(e))}", file=err)
         return EXIT_LOCKED
-    except WorkerStartFailed as e:
-        print(f"eagle-tui: {e}", file=err)
+    except WorkerStartFailed as e:  # quotes the worker log: multi-line
+        print(f"eagle-tui: {terminal_safe(str(e), multiline=True)}", file=err)
         return EXIT_START_FAILED
     except EagleError as e:
-        print(f"eagle-tui: {e}", file=err)
+        print(f"eagle-tui: {terminal_safe(str(e))}", file=err)
         return EXIT_LAUNCH_USAGE
     print(describe_launch(launched), file=out)
     return EXIT_STARTED
@@ -109,6 +110,8 @@ def describe_launch(launched: Launched) -> str:
     """What the user needs after starting a batch: where it is and how to drive it."""
     r = launched.record
     verb = "started" if launched.started else "is starting (still loading)"
-    return (f"batch {r.id} ({r.name}) {verb}, worker pid {r.pid}\n"
-            f"  output   {r.out_dir}\n  log      {r.log}\n  control  {r.socket}\n"
-            f"  follow with `eagle-tui batches`; `eagle-tui pause|resume|stop {r.id}`")
+    return terminal_safe(
+        f"batch {r.id} ({r.name}) {verb}, worker pid {r.pid}\n"
+        f"  output   {r.out_dir}\n  log      {r.log}\n  control  {r.socket}\n"
+        f"  follow with `eagle-tui batches`; `eagle-tui pause|resume|stop {r.id}`",
+        multiline=True)

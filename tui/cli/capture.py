@@ -5,10 +5,20 @@ otherwise, and a summary at the end. Ctrl-C (or SIGTERM) stops dispatching and l
 in-flight requests finish for ``--grace`` seconds before aborting them; a second one aborts
 at once. Either way only complete shards are left and the manifest is updated.
 
-Exit status: 0 all rows captured (or stopped cleanly with none failed), 1 some rows failed
-permanently or prompts were rejected (see failures.jsonl / rejects.jsonl; ``--resume``
-retries the failures), 2 the batch could not start (bad flags, files, tokenizer, or a
-changed config on resume), 3 the run failed (no usable server, disk errors).
+Exit status (also in ``--help``):
+
+    0  every row captured (or stopped cleanly with none failed)
+    1  rows failed: the batch ran to its end, but some rows failed permanently or prompts
+       were rejected (see failures.jsonl / rejects.jsonl; ``--resume`` retries the failures)
+    2  refused to start: bad flags or URLs, unreadable files or tokenizer, the output
+       directory held by another batch or not writable, a changed config on resume;
+       nothing was sent
+    3  batch crashed: it stopped before the end (no usable server, disk full or another
+       write error, an internal error); every saved row is safe and ``--resume`` continues
+
+Errors are one line on stderr; an internal error's traceback goes to ``<out>/capture.log``.
+With ``--detach``: 0 started, 2 refused, 3 the worker could not start, 4 another worker
+holds ``--out`` (``batch_verbs.run_detached``).
 
 The API key comes from ``$EAGLE_TUI_API_KEY`` or ``--api-key-file`` (never a flag: flags
 show up in ``ps``); it is sent to the servers and written nowhere.
@@ -18,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -31,18 +42,32 @@ from eagle_tui.core.capture.engine import CaptureEngine, CaptureSummary
 from eagle_tui.core.capture.outlock import OutputLock
 from eagle_tui.core.capture.report import summary_text
 from eagle_tui.core.errors import EagleError
+from eagle_tui.core.fsio import describe_os_error
 from eagle_tui.core.sampling import SamplingPreset
 from eagle_tui.core.sglang import API_KEY_ENV
+from eagle_tui.core.text import terminal_safe
 from eagle_tui.tui.cli.batch_verbs import add_detach_arguments, run_detached
 from eagle_tui.tui.cli.capture_display import plain_progress, rich_progress
 
 log = logging.getLogger("eagle_tui.core.capture")
 
-EXIT_START_FAILED = 2
+EXIT_OK, EXIT_ROWS_FAILED, EXIT_START_FAILED, EXIT_CRASHED = 0, 1, 2, 3
+
+EXIT_HELP = """exit status:
+  0  every row captured
+  1  rows failed: the batch finished, some rows failed or prompts were rejected
+     (failures.jsonl, rejects.jsonl; --resume retries the failures)
+  2  refused to start: bad flags, URLs, files or tokenizer, output directory locked or
+     not writable, changed config on --resume; nothing was sent
+  3  batch crashed: stopped early (no usable server, disk full, internal error); saved
+     rows are safe, --resume continues
+with --detach: 0 started, 2 refused, 3 the worker could not start, 4 --out is busy"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``capture`` verb's flags."""
+    parser.epilog = EXIT_HELP
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
     need = parser.add_argument_group("what to capture")
     need.add_argument("--prompts", type=Path, required=True,
                       help="JSONL (or .jsonl.gz, parquet) of records with 'messages' "
@@ -93,7 +118,11 @@ def _run_arguments(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--server-down-limit", type=float, default=1800.0,
                        help="give up when no server has been healthy this many seconds")
     group.add_argument("--resume", action="store_true",
-                       help="continue the batch in --out (skip done rows, retry failures)")
+                       help="continue the batch in --out (skip done rows, retry failures "
+                            "except prompts too long for the context)")
+    group.add_argument("--retry-failed", action="store_true",
+                       help="with --resume: also resend the rows that failed as too long "
+                            "for the context (after raising the server's context length)")
     group.add_argument("--force", action="store_true",
                        help="with --resume: accept a changed prompt file/tokenizer/sampling")
     group.add_argument("--api-key-file", type=Path,
@@ -109,32 +138,44 @@ def run(args: argparse.Namespace) -> int:
     try:
         config = config_from_args(args)
     except (EagleError, ValueError, OSError) as e:
-        print(f"eagle-tui capture: {e}", file=sys.stderr)
-        return EXIT_START_FAILED
+        return _say(e, EXIT_START_FAILED)
     if args.detach:
         return run_detached(config, name=args.name)
     try:
         lock = OutputLock(config.out_dir).acquire()
+        handlers = _configure_logging(config.out_dir)
     except EagleError as e:  # a detached worker or another capture writes there already
-        print(f"eagle-tui capture: {e}", file=sys.stderr)
-        return EXIT_START_FAILED
+        return _say(e, EXIT_START_FAILED)
+    except OSError as e:
+        return _say(f"cannot use {config.out_dir}: {describe_os_error(e)}; choose another "
+                    "--out or fix the directory", EXIT_START_FAILED)
     with lock:
-        return _run_in_foreground(config, args)
+        try:
+            return _run_in_foreground(config, args)
+        finally:
+            for handler in handlers:
+                logging.getLogger().removeHandler(handler)
+                handler.close()
 
 
 def _run_in_foreground(config: CaptureConfig, args: argparse.Namespace) -> int:
-    handlers = _configure_logging(config.out_dir)
     try:
         summary = asyncio.run(_capture(config, args))
-    except EagleError as e:
-        print(f"eagle-tui capture: {e}", file=sys.stderr)
-        return EXIT_START_FAILED
-    finally:
-        for handler in handlers:
-            logging.getLogger().removeHandler(handler)
-            handler.close()
-    print(summary_text(summary), file=sys.stderr)
+    except EagleError as e:  # raised before the first request: the batch did not start
+        return _say(e, EXIT_START_FAILED)
+    except Exception as e:  # a bug or an unforeseen failure: one line here, details in the log
+        log.error("the capture crashed", exc_info=e, extra={"file_only": True})
+        return _say(f"the batch crashed ({type(e).__name__}: {terminal_safe(str(e))[:300]}); "
+                    f"the traceback is in {config.out_dir / 'capture.log'}; saved rows are "
+                    "safe and --resume continues", EXIT_CRASHED)
+    print(terminal_safe(summary_text(summary), multiline=True), file=sys.stderr)
     return summary.exit_code
+
+
+def _say(message: object, code: int) -> int:
+    """Print one error line (control characters made visible); return ``code``."""
+    print(f"eagle-tui capture: {terminal_safe(str(message))}", file=sys.stderr)
+    return code
 
 
 def config_from_args(args: argparse.Namespace) -> CaptureConfig:
@@ -155,6 +196,7 @@ def config_from_args(args: argparse.Namespace) -> CaptureConfig:
         retry=RetryPolicy(max_attempts=args.retries), health_interval_s=args.health_interval,
         server_down_limit_s=args.server_down_limit, stop_grace_s=args.grace,
         shard_rows=args.shard_rows, resume=args.resume, force=args.force,
+        retry_failed=args.retry_failed,
         api_key=_api_key(args.api_key_file),
     )
 
@@ -184,11 +226,11 @@ def _configure_logging(out_dir: Path) -> list[logging.Handler]:
     out_dir.mkdir(parents=True, exist_ok=True)
     root = logging.getLogger()
     root.setLevel(logging.INFO)
-    to_file = logging.FileHandler(out_dir / "capture.log", encoding="utf-8")
+    to_file = _LogFile(out_dir / "capture.log")
     to_file.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     to_stderr = _StderrHandler()
     to_stderr.setLevel(logging.WARNING)
-    to_stderr.setFormatter(logging.Formatter("%(levelname)s: %(message)s"))
+    to_stderr.setFormatter(_SafeFormatter("%(levelname)s: %(message)s"))
     root.addHandler(to_file)
     root.addHandler(to_stderr)
     for name in ("httpx", "httpcore"):
@@ -196,11 +238,52 @@ def _configure_logging(out_dir: Path) -> list[logging.Handler]:
     return [to_file, to_stderr]
 
 
+class _SafeFormatter(logging.Formatter):
+    """Log lines for a terminal: one line each, server text in them cannot drive it
+    (``terminal_safe``), tracebacks only in capture.log."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        if record.exc_info or record.exc_text or record.stack_info:
+            record = logging.makeLogRecord({**record.__dict__, "exc_info": None,
+                                            "exc_text": None, "stack_info": None})
+            record.msg = f"{record.getMessage()} (traceback in capture.log)"
+            record.args = None
+        return terminal_safe(super().format(record))
+
+
+class _LogFile(logging.FileHandler):
+    """``capture.log``, which must never break the capture: surrogates are escaped, and a
+    write error (disk full) is reported once, in one line, after which the file is left."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path, encoding="utf-8", errors="backslashreplace")
+        self._broken = False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not self._broken:
+            super().emit(record)
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        if self._broken:
+            return
+        self._broken = True
+        error = sys.exc_info()[1]
+        print(f"eagle-tui capture: cannot write {self.baseFilename} "
+              f"({describe_os_error(error) if error else 'error'}); log lines from now on "
+              "go to stderr only (warnings and errors)", file=sys.stderr)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):  # flushing what a full disk refused
+            super().close()
+
+
 class _StderrHandler(logging.StreamHandler[TextIO]):
     """Writes to whatever ``sys.stderr`` is at the time, so a live panel that redirects
     stderr shows log lines above itself instead of being torn by them."""
 
     def emit(self, record: logging.LogRecord) -> None:
+        if getattr(record, "file_only", False):
+            return
         self.stream = sys.stderr
         super().emit(record)
 

@@ -12,7 +12,7 @@ from typing import Any, TextIO
 
 from eagle_tui.core.capture.progress import CaptureProgress
 from eagle_tui.core.capture.report import progress_line
-from eagle_tui.core.text import counts_text, duration
+from eagle_tui.core.text import counts_text, duration, terminal_safe
 
 Snapshot = Callable[[], CaptureProgress]
 
@@ -21,7 +21,7 @@ async def plain_progress(snapshot: Snapshot, interval_s: float, stream: TextIO) 
     """Write a progress line every ``interval_s`` until cancelled."""
     while True:
         await asyncio.sleep(interval_s)
-        stream.write(progress_line(snapshot()) + "\n")
+        stream.write(terminal_safe(progress_line(snapshot())) + "\n")
         stream.flush()
 
 

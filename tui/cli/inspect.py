@@ -25,6 +25,7 @@ from eagle_tui.core.segments import split_segments
 from eagle_tui.core.shards.reader import ShardReader
 from eagle_tui.core.shards.render import Decode, TokenName, legend, sample_text
 from eagle_tui.core.shards.schema import ShardMetadata, ShardRow
+from eagle_tui.core.text import terminal_safe
 from eagle_tui.core.tokenizer import BoundaryIds
 from eagle_tui.core.validate import FLAGS
 
@@ -159,12 +160,12 @@ def header(row: ShardRow, index: int, total: int, where: str) -> Text:
     stop = f" (matched {row.matched_stop})" if row.matched_stop is not None else ""
     text = Text()
     text.append("sample ", "bold")
-    text.append(row.sample_id, "bold")
+    text.append(terminal_safe(row.sample_id), "bold")  # from a prompt file: shown, never run
     text.append(f"   row {index} of {total}   {where}\n")
-    text.append(f"finish {row.finish_reason}{stop}   prompt {row.prompt_len} tokens   "
-                f"output {output_len} tokens   think_end at {think_end}\n")
-    text.append(f"endpoint {row.endpoint}   rid {row.rid}   latency {row.latency_s:.2f} s   "
-                f"created {row.created_at.isoformat()}\n")
+    text.append(f"finish {terminal_safe(row.finish_reason)}{stop}   prompt {row.prompt_len} "
+                f"tokens   output {output_len} tokens   think_end at {think_end}\n")
+    text.append(f"endpoint {terminal_safe(row.endpoint)}   rid {terminal_safe(row.rid)}   "
+                f"latency {row.latency_s:.2f} s   created {row.created_at.isoformat()}\n")
     text.append("flags: ", "bold")
     if row.flags:
         text.append(", ".join(row.flags), "bold red")

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from eagle_tui.tui import dashboard
+from eagle_tui.tui import dashboard, literal
 
 # verb -> (module, one-line help). Order is the order `--help` lists them in.
 VERBS: dict[str, str] = {
@@ -57,6 +57,7 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``eagle-tui`` console script."""
+    literal.install(textual=False)  # Rich output shows control characters, never runs them
     args_list = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(args_list)
     args = parser.parse_args(args_list)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 
 from eagle_tui.core.batches.control_client import BatchClient
+from eagle_tui.core.text import terminal_safe
 from eagle_tui.tui.cli.batch_verbs import (
     EXIT_OK,
     add_batch_argument,
@@ -35,6 +36,7 @@ async def _pause(ref: str) -> int:
     async with BatchClient(view.record.socket) as client:
         answer = await client.pause()
         in_flight = (await client.status()).progress.in_flight
-    print(f"batch {view.record.id} is {answer.state}; {in_flight} requests in flight will "
-          f"finish. `eagle-tui resume {view.record.id}` continues it")
+    print(terminal_safe(f"batch {view.record.id} is {answer.state}; {in_flight} requests "
+                        f"in flight will finish. `eagle-tui resume {view.record.id}` "
+                        "continues it"))
     return EXIT_OK

@@ -24,9 +24,12 @@ from typing import Any
 from eagle_tui.core.batches.registry import Registry
 from eagle_tui.core.batches.survey import BatchView, survey_all
 from eagle_tui.core.batchstate import BatchState
+from eagle_tui.core.errors import UntrustedState
 from eagle_tui.core.health.assemble import WatchOptions, build_watcher
 from eagle_tui.core.health.phase import Phase
 from eagle_tui.core.health.snapshot import HealthSnapshot
+from eagle_tui.core.text import terminal_safe
+from eagle_tui.core.urls import url_error
 from eagle_tui.tui.cli.batch_table import counts_json
 
 EXIT_OK = 0
@@ -56,8 +59,17 @@ def run(args: argparse.Namespace) -> int:
         print("eagle-tui status: more --log than --url; pair each log with its server",
               file=sys.stderr)
         return EXIT_USAGE
-    report = asyncio.run(collect(args.url, args.log))
-    print(json.dumps(report, default=str) if args.json else render_text(report))
+    for url in args.url:
+        if (problem := url_error(url, flag="--url")) is not None:
+            print(f"eagle-tui status: {problem}", file=sys.stderr)
+            return EXIT_USAGE
+    try:
+        report = asyncio.run(collect(args.url, args.log))
+    except UntrustedState as e:  # another user could have planted what we would read
+        print(f"eagle-tui status: {terminal_safe(str(e))}", file=sys.stderr)
+        return EXIT_USAGE
+    print(json.dumps(report, default=str) if args.json
+          else terminal_safe(render_text(report), multiline=True))
     return int(report["exit_code"])
 
 

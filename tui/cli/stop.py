@@ -13,6 +13,7 @@ import argparse
 
 from eagle_tui.core.batches.api import End
 from eagle_tui.core.batches.control_client import BatchClient
+from eagle_tui.core.text import terminal_safe
 from eagle_tui.tui.cli.batch_table import rows_done
 from eagle_tui.tui.cli.batch_verbs import (
     EXIT_OK,
@@ -55,8 +56,9 @@ async def _stop(ref: str, grace_s: float | None, abort: bool, wait: bool) -> int
         async for event in events:
             if isinstance(event.data, End):
                 end = event.data
-                print(f"batch {batch_id} {end.state}: {rows_done(end.progress)} rows "
-                      f"captured; `eagle-tui resume {batch_id}` continues it")
+                print(terminal_safe(f"batch {batch_id} {end.state}: "
+                                    f"{rows_done(end.progress)} rows captured; "
+                                    f"`eagle-tui resume {batch_id}` continues it"))
                 return EXIT_OK
     print(f"batch {batch_id}'s worker exited; `eagle-tui batches {batch_id}` shows its state")
     return EXIT_OK

@@ -28,6 +28,7 @@ ERROR_FLAGS = frozenset(
         "count_mismatch",
         "prompt_count_mismatch",
         "no_stop_token",
+        "over_max_new_tokens",
         "aborted",
         "no_think_end",
         "tool_call_before_think_end",

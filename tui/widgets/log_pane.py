@@ -10,7 +10,8 @@
   it back on.
 - Error and warning lines are highlighted (styles ``log-pane--error``/``--warning``).
 - The unterminated last line (a progress bar being redrawn with ``\\r``) shows below the log.
-Text is always literal: ``Log`` renders plain strings, never markup.
+Text is always literal: ``Log`` renders plain strings, never markup, and every line has its
+control and escape characters made visible first (``core.text.terminal_safe``).
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from textual.reactive import reactive
 from textual.strip import Strip
 from textual.timer import Timer
 from textual.widgets import Input, Log, Static
+
+from eagle_tui.core.text import terminal_safe
 
 ERROR_LINE = re.compile(
     r"\b(ERROR|CRITICAL|FATAL|Traceback|Exception|\w+Error\b|out of memory|Killed)",
@@ -193,6 +196,7 @@ class LogPane(Vertical):
         """Add a batch of complete lines (one ``Log`` write for the whole batch)."""
         if not lines:
             return
+        lines = [terminal_safe(line) for line in lines]  # a log is written by others
         self.buffer.extend(lines)
         shown = self._visible(lines)
         if shown:
@@ -223,13 +227,13 @@ class LogPane(Vertical):
 
     def set_source_problem(self, problem: str | None) -> None:
         """Say what is wrong with the log source (a missing file…); None clears it."""
-        self._source_problem = problem or ""
+        self._source_problem = terminal_safe(problem or "")
         self._show_status()
 
     def set_partial(self, text: str) -> None:
         """Show the unterminated last line (empty hides it)."""
         partial = self.query_one(".log-pane--partial", Static)
-        partial.update(Content(text))
+        partial.update(Content(terminal_safe(text)))
         partial.display = bool(text)
 
     # -- follow ----------------------------------------------------------------------------
