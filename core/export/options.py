@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 
 from eagle_tui.core.errors import ConfigError
-from eagle_tui.core.validate import FLAGS
+from eagle_tui.core.validate import FLAGS, NOT_EXPORTED_BY_DEFAULT
 
 ExportFormat = Literal["speculators", "specforge", "parquet"]
 MaskStart = Literal["prompt", "prompt-1"]
@@ -44,6 +44,7 @@ DEFAULT_DROP_FLAGS: tuple[str, ...] = (
     "count_mismatch",  # we did not receive exactly the ids the server counted
     "prompt_count_mismatch",  # the server generated from a prompt other than the one stored
     "bad_token_id",  # ids outside the vocabulary are not the model's tokens at all
+    *sorted(NOT_EXPORTED_BY_DEFAULT),  # more ids than asked for: not the answer requested
 )
 """Rows flagged with any of these are not the model's exact continuation of the stored
 prompt. Every other flag (``truncated``, ``no_think_end``, ``no_stop_token``, tool calls…)

@@ -64,7 +64,8 @@ def test_manifest_lists_sources_checksums_filter_and_counts(
     assert manifest["counts"]["rows"] == 85
     assert manifest["counts"]["dropped"] == result.counts.dropped
     assert manifest["filter"]["drop_flags"] == [
-        "aborted", "count_mismatch", "prompt_count_mismatch", "bad_token_id"]
+        "aborted", "count_mismatch", "prompt_count_mismatch", "bad_token_id",
+        "over_max_new_tokens"]
     assert manifest["tokenizer"]["fingerprint"] == "ab" * 32
     assert not any(key.endswith("_at") for key in _keys(manifest))  # no clock in it
 

@@ -81,7 +81,7 @@ def test_default_filter_drops_the_inexact_rows_and_counts_each_reason(
     result = export([batch], tmp_path / "t.jsonl", ExportOptions("specforge"))
     rows = shard_rows(batch)
     for flag in DEFAULT_DROP_FLAGS:
-        assert result.counts.dropped[flag] == sum(flag in r["flags"] for r in rows)
+        assert result.counts.dropped.get(flag, 0) == sum(flag in r["flags"] for r in rows)
     assert result.counts.rows == ROWS
     assert result.counts.kept + sum(result.counts.dropped.values()) == ROWS
 
