@@ -21,6 +21,11 @@ from eagle_tui.core.sim.launcher import SimProcess
 
 FAST_SIM_ARGS = ("--time-scale", "0", "--tokens-per-s", "0", "--ttft", "0")
 
+PROCESS_FIXTURES = frozenset({"sim_server", "start_sim", "sims", "sim", "slow_sim",
+                              "port_holders", "garbage_server"})
+"""Fixtures that start real processes: a test using one is marked ``slow`` automatically
+(files that start processes themselves say ``pytestmark = pytest.mark.slow``)."""
+
 StartSim = Callable[..., SimProcess]
 SpawnHolder = Callable[..., Holder]
 
@@ -71,3 +76,10 @@ def port_holders() -> Iterator[SpawnHolder]:
     yield make
     for holder in made:
         reap(holder)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark ``slow`` every test that uses a process-starting fixture."""
+    for item in items:
+        if PROCESS_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 ENTRY_POINTS = (
     "eagle_tui.core.sim.serve",           # python -m eagle_tui.core.sim

@@ -7,7 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from eagle_tui.core.sim.launcher import SimProcess, free_port
+
+pytestmark = pytest.mark.slow
 
 
 def status(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -60,6 +60,7 @@ def test_a_second_controller_is_refused_with_who_holds_it(tmp_path: Path) -> Non
     OutputLock(tmp_path / "out").acquire(retry_s=0).release()
 
 
+@pytest.mark.slow
 def test_the_lock_dies_with_its_holder(tmp_path: Path) -> None:
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys; from pathlib import Path; "

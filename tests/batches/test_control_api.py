@@ -175,6 +175,7 @@ print(s.recv(65536).split(b"\\r\\n")[0].decode())
 
 @pytest.mark.skipif(os.getuid() != 0 or not Path("/usr/bin/python3").exists(),
                     reason="needs root to run a process as another user")
+@pytest.mark.slow
 async def test_another_users_process_cannot_control_the_batch() -> None:
     # Not under tmp_path: pytest's base temp dir is 0700, which would stop the other user
     # before the socket's own mode is ever tested.

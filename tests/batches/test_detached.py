@@ -30,6 +30,8 @@ from eagle_tui.core.shards.reader import ShardReader
 from eagle_tui.core.shards.resume import scan_completed
 from eagle_tui.tui.cli import main as cli_main
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 SLOW = ("--tokens-per-s", "50")  # ~0.6 s per 32-token request: slow enough to act mid-batch
 

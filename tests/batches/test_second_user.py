@@ -34,6 +34,8 @@ from eagle_tui.core import trust
 from eagle_tui.core.batches.registry import BatchRecord, Registry
 from eagle_tui.core.errors import UntrustedState
 
+pytestmark = pytest.mark.slow
+
 NOBODY = 65534
 SECRET = "sk-second-user-must-not-get-this"
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as a second user")

@@ -29,6 +29,8 @@ from eagle_tui.core.shards.manifest import Manifest
 from eagle_tui.core.sim.launcher import SimProcess
 from eagle_tui.core.tokenizer import bundled_tokenizer_path
 
+pytestmark = pytest.mark.slow
+
 SECRET = "sk-e2e-do-not-leak-0123456789"
 FAST = ("--time-scale", "0", "--tokens-per-s", "0", "--ttft", "0")
 

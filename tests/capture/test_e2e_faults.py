@@ -8,12 +8,15 @@ import json
 from pathlib import Path
 
 import httpx
+import pytest
 from test_engine_fakes import bundled_tokenizer, make_config, rows_of, write_prompts
 
 from eagle_tui.core.capture.config import RetryPolicy
 from eagle_tui.core.capture.engine import CaptureEngine
 from eagle_tui.core.capture.report import summary_text
 from eagle_tui.core.sim.launcher import SimProcess
+
+pytestmark = pytest.mark.slow
 
 FAST = ("--time-scale", "0", "--tokens-per-s", "0", "--ttft", "0")
 

@@ -17,6 +17,8 @@ from eagle_tui.core.sim.launcher import SimProcess, free_port
 from eagle_tui.tui.cli.main import main
 from eagle_tui.tui.cli.watch import EXIT_CODES
 
+pytestmark = pytest.mark.slow
+
 StartSim = Callable[..., SimProcess]
 QUICK = ("--time-scale", "0.05", "--tp-size", "2", "--health-latency", "0")
 FAST = ("--interval", "0.05", "--health-timeout", "1", "--no-history")

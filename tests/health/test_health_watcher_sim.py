@@ -27,6 +27,8 @@ from eagle_tui.core.proc.launcher import ManagedServer
 from eagle_tui.core.proc.stop import StopTimeouts
 from eagle_tui.core.sim.launcher import SimProcess
 
+pytestmark = pytest.mark.slow
+
 StartSim = Callable[..., SimProcess]
 QUICK = ("--time-scale", "0.05", "--tp-size", "2", "--health-latency", "0")
 FAST_SETTINGS = WatchSettings(poll_interval_s=0.05, health_timeout_s=1.0)

@@ -9,11 +9,14 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from support.processes import wait_exit
 
 from eagle_tui.core.proc.discover import find_server_pid
 from eagle_tui.core.proc.ports import port_status
 from eagle_tui.core.proc.probe import ProcessProbe
+
+pytestmark = pytest.mark.slow
 
 Spawn = Callable[..., Any]  # the `port_holders` fixture (tests/conftest.py)
 

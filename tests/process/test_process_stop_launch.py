@@ -17,6 +17,8 @@ from eagle_tui.core.proc.launcher import ManagedServer
 from eagle_tui.core.proc.ports import port_status
 from eagle_tui.core.proc.stop import StopTimeouts, stop_process_tree
 
+pytestmark = pytest.mark.slow
+
 Spawn = Callable[..., Any]
 FAST = StopTimeouts(term_s=5.0, kill_s=5.0, release_s=5.0, poll_s=0.02)
 

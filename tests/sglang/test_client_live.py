@@ -22,6 +22,8 @@ from eagle_tui.core import errors, kimi
 from eagle_tui.core.sglang import GenerateRequest, SamplingParams, SGLangClient, TokenDelta
 from eagle_tui.core.sim.launcher import SimProcess
 
+pytestmark = pytest.mark.slow
+
 REAL_URL = os.environ.get("EAGLE_REAL_SGLANG_URL")
 
 

@@ -13,6 +13,8 @@ from eagle_tui.core import errors, kimi
 from eagle_tui.core.sglang import GenerateRequest, SamplingParams, SGLangClient
 from eagle_tui.core.sim.launcher import SimProcess
 
+pytestmark = pytest.mark.slow
+
 StartSim = Callable[..., SimProcess]
 
 PROMPT = (kimi.IM_USER, 1200, 1300, kimi.IM_END, kimi.IM_ASSISTANT, 1500, kimi.IM_MIDDLE,

@@ -12,6 +12,8 @@ from sim_helpers import key_shape, recording, sse_chunks, sse_payloads
 from eagle_tui.core import kimi
 from eagle_tui.core.sim.launcher import SimProcess
 
+pytestmark = pytest.mark.slow
+
 PROMPT = [kimi.IM_USER, 1200, 1300, kimi.IM_END, kimi.IM_ASSISTANT, kimi.IM_MIDDLE, kimi.THINK]
 CONTEXT = 262144  # the bundled config.json's max_position_embeddings
 

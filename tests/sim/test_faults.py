@@ -13,6 +13,8 @@ from sim_helpers import FATAL_PATTERNS, PHASE_PATTERNS, PREFIX, RECORDINGS, chat
 
 from eagle_tui.core.sim.launcher import SimProcess
 
+pytestmark = pytest.mark.slow
+
 GENERATE = {"input_ids": chat_prompt("fault"), "sampling_params": {"max_new_tokens": 8}}
 
 

@@ -15,6 +15,8 @@ from sim_helpers import chat_prompt, key_shape, recording, sse_chunks
 from eagle_tui.core import kimi
 from eagle_tui.core.sim.launcher import SimProcess
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def client(sim_server: SimProcess) -> Iterator[httpx.Client]:

@@ -14,6 +14,8 @@ from sim_helpers import PREFIX, RUN_DECODE, RUN_PREFILL, chat_prompt, key_shape,
 from eagle_tui.core.sim.launcher import SimProcess
 from eagle_tui.core.sim.recorded import RECORDED_SERVER_ARGS
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def client(sim_server: SimProcess) -> Iterator[httpx.Client]:

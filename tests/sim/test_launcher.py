@@ -10,6 +10,8 @@ import pytest
 
 from eagle_tui.core.sim.launcher import SimExited, SimProcess
 
+pytestmark = pytest.mark.slow
+
 
 async def test_async_use_and_kill() -> None:
     async with SimProcess(["--time-scale", "0", "--tokens-per-s", "0"]) as sim:

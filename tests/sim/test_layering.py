@@ -12,6 +12,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 PROBE = """
 import importlib, pkgutil, sys
 package = importlib.import_module(sys.argv[1])

@@ -20,6 +20,8 @@ from eagle_tui.core.sim.log.dialect import PrefillStats
 from eagle_tui.core.sim.log.dialect_04 import Sglang04
 from eagle_tui.core.sim.log.dialect_05 import Sglang05
 
+pytestmark = pytest.mark.slow
+
 FAST = ["--time-scale", "0", "--tokens-per-s", "0", "--ttft", "0"]
 STAMP = r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d"  # an SGLang line prefix, without its close
 

@@ -14,6 +14,8 @@ from sim_helpers import WEATHER_TOOLS, chat_prompt, decode
 from eagle_tui.core import kimi
 from eagle_tui.core.sim.launcher import SimProcess
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def client(sim_server: SimProcess) -> Iterator[httpx.Client]:

@@ -12,6 +12,8 @@ from sim_helpers import chat_prompt
 
 from eagle_tui.core.sim.launcher import SimProcess
 
+pytestmark = pytest.mark.slow
+
 RUNNING_ABORT = {"type": "abort", "message": "Aborted", "status_code": None, "err_type": None}
 
 

@@ -8,9 +8,12 @@ import threading
 from typing import Any
 
 import httpx
+import pytest
 from sim_helpers import FATAL_PATTERNS, chat_prompt
 
 from eagle_tui.core.sim.launcher import SimProcess
+
+pytestmark = pytest.mark.slow
 
 # --time-scale 0.02 turns SGLang's 5 s drain poll into 0.1 s
 SLOW_ARGS = ("--time-scale", "0.02", "--tokens-per-s", "40")

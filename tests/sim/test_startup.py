@@ -12,6 +12,8 @@ from sim_helpers import PHASE_PATTERNS, PREFIX
 
 from eagle_tui.core.sim.launcher import SimProcess
 
+pytestmark = pytest.mark.slow
+
 # 0.1 x the real-time script, loading twice as slow and a 1.5 s warm-up (503) window
 TIMED_ARGS = ["--time-scale", "0.1", "--slow-phase", "loading_weights=2",
               "--slow-phase", "warming_up=10", "--tokens-per-s", "0", "--ttft", "0"]

@@ -6,10 +6,13 @@ import json
 from typing import Any
 
 import httpx
+import pytest
 from sim_helpers import RECORDINGS, chat_prompt, sse_chunks
 
 from eagle_tui.core import kimi
 from eagle_tui.core.sim.launcher import SimProcess
+
+pytestmark = pytest.mark.slow
 
 SAMPLING = {"max_new_tokens": 4000, "temperature": 0.6, "top_p": 0.95, "sampling_seed": 3}
 

@@ -21,6 +21,8 @@ from eagle_tui.tui.sources.server import ServerFeed
 from eagle_tui.tui.widgets.log_pane import LogPane
 from eagle_tui.tui.widgets.server_card import ServerCard
 
+pytestmark = pytest.mark.slow
+
 FAST = WatchSettings(
     poll_interval_s=0.2, health_timeout_s=1.0, crashed_after_refusals=2, degraded_after_failures=1
 )

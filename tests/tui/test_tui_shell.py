@@ -223,6 +223,7 @@ print(",".join(m for m in heavy if m in sys.modules))
 """
 
 
+@pytest.mark.slow
 def test_first_paint_path_imports_nothing_heavy() -> None:
     import subprocess
     import sys
