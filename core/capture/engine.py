@@ -42,13 +42,14 @@ from eagle_tui.core.capture.progress import CaptureProgress, ProgressTracker
 from eagle_tui.core.capture.prompts import RejectLog
 from eagle_tui.core.capture.render import Job, Renderer, RenderPipeline
 from eagle_tui.core.capture.rids import RidAllocator
+from eagle_tui.core.capture.routed import check_sampling, router_records
 from eagle_tui.core.capture.rows import RowBuilder
 from eagle_tui.core.capture.sender import Sender, sampling_params
 from eagle_tui.core.capture.servers import open_pool, shard_metadata
 from eagle_tui.core.capture.settle import Settler
 from eagle_tui.core.capture.sink import ShardSink
 from eagle_tui.core.clock import Clock, SystemClock
-from eagle_tui.core.shards.manifest import ShardInfo
+from eagle_tui.core.shards.manifest import RouterRecord, ShardInfo
 from eagle_tui.core.shards.writer import ShardWriter
 from eagle_tui.core.tokenizer import LoadedTokenizer
 
@@ -129,6 +130,8 @@ class CaptureEngine:
         self._grace_s = config.stop_grace_s
         self._started = False
         self._finished = False
+        self._notes: list[str] = []
+        self._routers: list[RouterRecord] = []
 
     # -- control surface ------------------------------------------------------------------
 
@@ -191,7 +194,10 @@ class CaptureEngine:
     ) -> _Parts:
         """Build the run's parts; files opened here are closed by ``stack``."""
         config = self.config
-        metadata = await shard_metadata(config, batch, pool)
+        sender = self._sender(batch, pool)
+        self._notes += check_sampling(pool, list(sender.sampling.values()), force=config.force)
+        self._routers = await router_records(pool)
+        metadata = await shard_metadata(config, batch, pool, self._routers)
         failures = FailureLog(config.out_dir)
         stack.callback(failures.close)
         rejects = stack.enter_context(RejectLog(config.out_dir / "rejects.jsonl"))
@@ -212,8 +218,8 @@ class CaptureEngine:
             pending_presets=lambda sid: tuple(
                 p for p in config.presets if p.sample_id(sid) not in batch.done_ids),
             on_reject=settler.rejected, on_skip=settler.skipped, chunk=config.render_chunk)
-        return _Parts(batch, pool, writer, sink, self._sender(batch, pool), settler, feeder,
-                      renderer, failures, rejects)
+        return _Parts(batch, pool, writer, sink, sender, settler, feeder, renderer, failures,
+                      rejects)
 
     def _sender(self, batch: PreparedBatch, pool: ServerPool) -> Sender:
         config = self.config
@@ -232,7 +238,8 @@ class CaptureEngine:
     async def _execute(self, parts: _Parts) -> None:
         """Workers, feeder, writer and watchers, until every worker has ended."""
         config = self.config
-        self._queue = asyncio.Queue(maxsize=2 * config.total_concurrency)
+        capacity = sum(s.limit for s in parts.pool.servers)  # a router takes one per worker
+        self._queue = asyncio.Queue(maxsize=2 * capacity)
         self.tracker.state = BatchState.PAUSED if self.control.paused else BatchState.RUNNING
         monitor = HealthMonitor(parts.pool, self._clock, interval_s=config.health_interval_s,
                                 paused_interval_s=config.health_retry_s)
@@ -243,7 +250,7 @@ class CaptureEngine:
                         group.create_task(self._count_total(parts.batch))]
             self._feeder = group.create_task(parts.feeder.run(self._queue))
             self._workers = [group.create_task(self._work(parts))
-                             for _ in range(config.total_concurrency)]
+                             for _ in range(capacity)]
             if self.control.stopping:  # stop() came while the batch was being prepared
                 self.stop()
             await asyncio.gather(*self._workers, return_exceptions=True)
@@ -332,6 +339,7 @@ class CaptureEngine:
         manifest.extra.state = self._final_state()
         manifest.extra.servers = [public_url(u) for u in self.config.servers]
         manifest.extra.presets = [p.name for p in self.config.presets]
+        manifest.extra.routers = self._routers
         try:
             await asyncio.to_thread(manifest.save_atomic)
         except OSError as e:  # the shards are safe; only the final counts are stale
@@ -350,6 +358,6 @@ class CaptureEngine:
             progress=self.progress(),
             out_dir=self.config.out_dir,
             prompts_without_think=parts.renderer.without_think,
-            notes=parts.batch.notes,
+            notes=(*parts.batch.notes, *self._notes),
         )
 
