@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from eagle_tui.core.capture.partition import Partition
 from eagle_tui.core.errors import ConfigError
 from eagle_tui.core.sampling import SamplingIdentity, SamplingPreset
 
@@ -93,6 +94,7 @@ class CaptureConfig:
     resume: bool = False
     force: bool = False
     render_chunk: int = 32
+    partition: Partition | None = None
     api_key: str | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:

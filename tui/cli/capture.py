@@ -29,6 +29,7 @@ from typing import Any, TextIO
 from eagle_tui.core.capture.config import CaptureConfig, RetryPolicy, temperature_presets
 from eagle_tui.core.capture.engine import CaptureEngine, CaptureSummary
 from eagle_tui.core.capture.outlock import OutputLock
+from eagle_tui.core.capture.partition import Partition
 from eagle_tui.core.capture.report import summary_text
 from eagle_tui.core.errors import EagleError
 from eagle_tui.core.sampling import SamplingPreset
@@ -92,6 +93,9 @@ def _run_arguments(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--health-interval", type=float, default=10.0)
     group.add_argument("--server-down-limit", type=float, default=1800.0,
                        help="give up when no server has been healthy this many seconds")
+    group.add_argument("--shard", metavar="I/N", type=Partition.parse,
+                       help="capture only slice I (0-based) of N of the prompts, by sample id: "
+                            "N batches (on N nodes) with 0/N..N-1/N split one job")
     group.add_argument("--resume", action="store_true",
                        help="continue the batch in --out (skip done rows, retry failures)")
     group.add_argument("--force", action="store_true",
@@ -155,7 +159,7 @@ def config_from_args(args: argparse.Namespace) -> CaptureConfig:
         retry=RetryPolicy(max_attempts=args.retries), health_interval_s=args.health_interval,
         server_down_limit_s=args.server_down_limit, stop_grace_s=args.grace,
         shard_rows=args.shard_rows, resume=args.resume, force=args.force,
-        api_key=_api_key(args.api_key_file),
+        partition=args.shard, api_key=_api_key(args.api_key_file),
     )
 
 
