@@ -23,6 +23,7 @@ answers us directly, healthy by its own ``/health`` too.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ from typing import Literal
 import msgspec
 
 from eagle_tui.core.errors import SGLangError
-from eagle_tui.core.sglang.client import ClientTimeouts, SGLangClient
+from eagle_tui.core.sglang.client import ClientTimeouts, SGLangClient, parse_prometheus
 from eagle_tui.core.sglang.types import HealthResult
 
 ROUTER_SAMPLING_KEYS = frozenset({
@@ -142,6 +143,7 @@ class RouterView:
     readiness: Readiness | None
     workers: tuple[WorkerView, ...] = ()
     error: str | None = None
+    metrics: dict[str, float] | None = None
 
     @property
     def can_serve(self) -> bool:
@@ -312,6 +314,40 @@ class RouterProbe:
         return client
 
 
+async def look_at(url: str, *, api_key: str | None = None, with_load: bool = True,
+                  also_workers: Iterable[str] = (), metrics_url: str | None = None) -> (
+    RouterView | None
+):
+    """One look at ``url``: its workers when it is a router (None when it is not, or does not
+    answer); ``metrics_url`` is the router's Prometheus endpoint (``--prometheus-port``)."""
+    async with SGLangClient(url, api_key=api_key, timeouts=WORKER_TIMEOUTS) as client:
+        probe = RouterProbe(client, api_key=api_key)
+        try:
+            if not await probe.detect():
+                return None
+            view = await probe.look(with_load=with_load, also_workers=also_workers)
+        finally:
+            await probe.aclose()
+    if metrics_url is None:
+        return view
+    return dataclasses.replace(view, metrics=await router_metrics(metrics_url))
+
+
+async def router_metrics(metrics_url: str) -> dict[str, float] | None:
+    """The router's own Prometheus series (``smg_*``, summed over labels; histograms left
+    out), None when they cannot be read."""
+    async with SGLangClient(metrics_url, timeouts=WORKER_TIMEOUTS) as client:
+        try:
+            status, body = await client.get_raw("/metrics")
+        except SGLangError:
+            return None
+    if status != 200:
+        return None
+    series = parse_prometheus(body.decode("utf-8", "replace"))
+    return {name: value for name, value in sorted(series.items())
+            if name.startswith("smg_") and not name.endswith(("_bucket", "_sum", "_count"))}
+
+
 def dropped_sampling_keys(sampling_params: Iterable[str]) -> list[str]:
     """The keys of ``sampling_params`` a router would drop, sorted."""
     return sorted(set(sampling_params) - ROUTER_SAMPLING_KEYS)
@@ -359,4 +395,6 @@ __all__ = [
     "WorkerProbe",
     "WorkerView",
     "dropped_sampling_keys",
+    "look_at",
+    "router_metrics",
 ]
