@@ -109,8 +109,12 @@ class RoutedClient:
 async def router_limit(client: RoutedClient, per_worker: int) -> int:
     """Requests in flight for a router: ``per_worker`` for each worker it lists now."""
     client.view = await client.probe.look()
-    listed = sum(w.listed for w in client.view.workers)
-    return per_worker * max(1, listed)
+    return listed_limit(client.view, per_worker)
+
+
+def listed_limit(view: RouterView, per_worker: int) -> int:
+    """``per_worker`` for each worker ``view`` lists (at least one worker's worth)."""
+    return per_worker * max(1, sum(w.listed for w in view.workers))
 
 
 def check_sampling(pool: ServerPool, sampling: Sequence[SamplingParams], *, force: bool) -> (

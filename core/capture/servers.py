@@ -25,6 +25,7 @@ from eagle_tui.core.capture.dispatch import Server, ServerClient, ServerPool
 from eagle_tui.core.capture.routed import (
     RoutedClient,
     first_worker_facts,
+    listed_limit,
     records_json,
     router_limit,
 )
@@ -40,9 +41,14 @@ log = logging.getLogger(__name__)
 INFO_TIMEOUT_S = 10.0
 
 
-def default_client_factory(config: CaptureConfig) -> Callable[[str], ServerClient]:
+ClientMaker = Callable[..., ServerClient]
+"""``make(url, limit=None)``: the clients of one server, sized for ``limit`` in flight."""
+
+
+def default_client_factory(config: CaptureConfig) -> ClientMaker:
     """Real SGLang clients with the batch's timeouts and key, in small connection pools
-    (see ``core.capture.clientgroup``)."""
+    (see ``core.capture.clientgroup``), enough of them for ``limit`` requests in flight
+    (``--concurrency`` unless given)."""
     timeouts = ClientTimeouts(connect=5.0, health=20.0, info=INFO_TIMEOUT_S,
                               generate=config.request_timeout_s)
     # httpx builds a TLS context per client unless given one (~35 ms each, even for
@@ -51,11 +57,11 @@ def default_client_factory(config: CaptureConfig) -> Callable[[str], ServerClien
     limits = httpx.Limits(max_connections=POOL_SIZE + 2,  # +2: health and abort calls
                           max_keepalive_connections=POOL_SIZE + 2)
 
-    def make(url: str) -> ServerClient:
+    def make(url: str, limit: int | None = None) -> ServerClient:
         clients: list[ServerClient] = [
             SGLangClient(url, api_key=config.api_key, timeouts=timeouts,
                          transport=httpx.AsyncHTTPTransport(verify=tls, limits=limits))
-            for _ in range(pools_for(config.concurrency))
+            for _ in range(pools_for(limit or config.concurrency))
         ]
         return ClientGroup(clients)
 
@@ -71,37 +77,50 @@ async def open_pool(
     """A pool over ``config.servers`` (all paused until healthy); clients closed on exit.
 
     With the default clients each URL is first asked whether it is SGLang's router; a router
-    gets a ``RoutedClient`` and ``--concurrency`` for each worker it lists."""
-    make = client_factory or default_client_factory(config)
-    clients = [make(url) for url in config.servers]
+    gets a ``RoutedClient`` and ``--concurrency`` for each worker it lists. Clients from
+    ``client_factory`` are taken as they are (a ``RoutedClient`` among them too)."""
+    if client_factory is None:
+        make = default_client_factory(config)
+        opened = await asyncio.gather(*(_open(url, config, make) for url in config.servers))
+    else:
+        opened = [(c, await _limit(c, config.concurrency))
+                  for c in (client_factory(url) for url in config.servers)]
+    clients = [client for client, _ in opened]
     try:
-        if client_factory is None:
-            clients = list(await asyncio.gather(*(_router_aware(c, config) for c in clients)))
-        limits = await asyncio.gather(*(_limit(c, config.concurrency) for c in clients))
-        servers = [Server(c, limit) for c, limit in zip(clients, limits, strict=True)]
+        servers = [Server(client, limit) for client, limit in opened]
         yield ServerPool(servers, clock, start_paused=True)
     finally:
         await asyncio.gather(*(c.aclose() for c in clients), return_exceptions=True)
 
 
-async def _router_aware(client: ServerClient, config: CaptureConfig) -> ServerClient:
-    """``client`` wrapped in a RoutedClient when its URL is SGLang's router."""
+async def _open(url: str, config: CaptureConfig, make: ClientMaker) -> tuple[ServerClient, int]:
+    """The client and request limit of one server URL: a RoutedClient with clients for
+    ``--concurrency`` per listed worker when the URL is SGLang's router."""
     timeouts = ClientTimeouts(connect=5.0, health=20.0, info=INFO_TIMEOUT_S)
-    probe = RouterProbe(SGLangClient(client.base_url, api_key=config.api_key, timeouts=timeouts),
+    probe = RouterProbe(SGLangClient(url, api_key=config.api_key, timeouts=timeouts),
                         api_key=config.api_key)
-    if await probe.detect():
-        return RoutedClient(client, probe)
-    await probe.client.aclose()
-    return client
+    if not await probe.detect():
+        await probe.client.aclose()
+        return make(url), config.concurrency
+    view = await probe.look()
+    limit = listed_limit(view, config.concurrency)
+    routed = RoutedClient(make(url, limit), probe)
+    routed.view = view
+    _log_router(routed, limit, config.concurrency)
+    return routed, limit
 
 
 async def _limit(client: ServerClient, per_server: int) -> int:
     if not isinstance(client, RoutedClient):
         return per_server
     limit = await router_limit(client, per_server)
-    log.info("%s is SGLang's router with %d workers listed; up to %d requests in flight "
-             "through it", public_url(client.base_url), limit // per_server, limit)
+    _log_router(client, limit, per_server)
     return limit
+
+
+def _log_router(client: RoutedClient, limit: int, per_worker: int) -> None:
+    log.info("%s is SGLang's router with %d workers listed; up to %d requests in flight "
+             "through it", public_url(client.base_url), limit // per_worker, limit)
 
 
 async def shard_metadata(
