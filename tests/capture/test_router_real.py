@@ -7,6 +7,7 @@ router's view must show the workers' true states."""
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from pathlib import Path
 
@@ -228,13 +229,14 @@ async def wait_for(condition: object, timeout: float, what: str) -> None:
         await asyncio.sleep(0.05)
 
 
-async def wait_for_workers_idle(url: str, timeout: float) -> None:
-    """Until every worker reports no running request (the cut reached them)."""
+async def wait_for_workers_idle(url: str, timeout: float, *, metrics: bool = True) -> None:
+    """Until every worker reports no running request (the cut reached them); with
+    ``metrics=False`` a worker without ``/metrics`` (no --enable-metrics) is not waited for."""
     deadline = time.monotonic() + timeout
     while True:
         view = await router_view(url)
         running = [w.probe.running for w in view.workers]
-        if all(r == 0 for r in running):
+        if all(r == 0 or (r is None and not metrics) for r in running):
             return
         assert time.monotonic() < deadline, f"workers still running {running}"
         await asyncio.sleep(0.1)
@@ -261,3 +263,44 @@ def test_router_sampling_keys_match_the_installed_router() -> None:
     for sim in sims:
         sim.close()
     assert kept == set(ROUTER_SAMPLING_KEYS)
+
+
+REAL_URL = os.environ.get("EAGLE_REAL_SGLANG_URL")
+REAL_MODEL = os.environ.get("EAGLE_REAL_SGLANG_MODEL")
+
+
+@pytest.mark.realsglang
+@pytest.mark.skipif(not (REAL_URL and REAL_MODEL),
+                    reason="set EAGLE_REAL_SGLANG_URL and EAGLE_REAL_SGLANG_MODEL "
+                           "(docs/real-sglang.md)")
+async def test_through_the_router_to_real_sglang(tmp_path: Path) -> None:
+    """The router in front of real SGLang 0.5.23: every prompt once, the worker's version in
+    the manifest, and an abort that cuts at once and leaves the worker idle."""
+    from eagle_tui.core.sampling import SamplingPreset
+    from eagle_tui.core.tokenizer import load_tokenizer
+
+    assert REAL_URL is not None and REAL_MODEL is not None
+    tokenizer = load_tokenizer(Path(REAL_MODEL))
+    write_prompts(tmp_path / "prompts.jsonl", 16)
+    greedy = (SamplingPreset(temperature=0.0),)
+    with RouterProcess([REAL_URL]) as router:
+        router.wait_workers(1)
+        config = make_config(tmp_path, [router.url], tokenizer=Path(REAL_MODEL), presets=greedy,
+                             max_new_tokens=32, retry=PATIENT)
+        summary = await CaptureEngine(config, tokenizer=tokenizer).run()
+        assert summary.state == "finished" and summary.progress.failed == 0
+        assert_exactly_once(config.out_dir, 16)
+        [record] = Manifest.load(config.out_dir).extra.routers
+        assert [(w.url, w.version) for w in record.workers] == [(REAL_URL.rstrip("/"), "0.5.23")]
+
+        long = make_config(tmp_path, [router.url], tokenizer=Path(REAL_MODEL), presets=greedy,
+                           out_dir=tmp_path / "long", max_new_tokens=4000, stop_grace_s=60.0,
+                           extra_sampling={"ignore_eos": True})
+        engine = CaptureEngine(long, tokenizer=tokenizer)
+        run = asyncio.ensure_future(engine.run())
+        await wait_for(lambda: engine.progress().in_flight == 4, 60, "4 long requests")
+        started = time.monotonic()
+        engine.stop(abort=True)
+        stopped = await asyncio.wait_for(run, 30)
+        assert stopped.state == "stopped" and time.monotonic() - started < 3.0
+        await wait_for_workers_idle(router.url, 10.0, metrics=False)
