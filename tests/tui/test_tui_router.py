@@ -94,3 +94,18 @@ async def test_status_lists_the_workers_true_states(tmp_path: Path,
         assert [w["state"] for w in server["router"]["workers"]] == ["down"]
         assert "0 of 1 workers can serve" in render_text(report)
     loading.close()
+
+
+def test_watch_calls_a_router_ready_only_when_its_worker_is(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The router answers /health 200 at once; its only worker needs seconds to load."""
+    from eagle_tui.tui.cli.main import main
+
+    loading = SimProcess(["--time-scale", "0.3", "--tokens-per-s", "0", "--ttft", "0"]).start()
+    with RouterProcess([loading.url]) as router, loading:
+        router.wait_serving()
+        code = main(["watch", "--url", router.url, "--interval", "0.1", "--no-history",
+                     "--timeout", "90"])
+        assert code == 0, capsys.readouterr().out
+        assert loading.log_text().count("fired up and ready") == 1, "the worker was ready first"
