@@ -51,7 +51,8 @@ class StoredConfig(msgspec.Struct, frozen=True, kw_only=True):
     resume: bool = False
     force: bool = False
     render_chunk: int = 32
-    partition: str | None = None  # "I/N" of capture --shard
+    # "I/N" of capture --shard; left out of the JSON when unset (records stay as they were)
+    partition: str | msgspec.UnsetType = msgspec.UNSET
 
     @classmethod
     def of(cls, config: CaptureConfig) -> StoredConfig:
@@ -70,7 +71,7 @@ class StoredConfig(msgspec.Struct, frozen=True, kw_only=True):
             server_down_limit_s=config.server_down_limit_s, stop_grace_s=config.stop_grace_s,
             shard_rows=config.shard_rows, shard_max_age_s=config.shard_max_age_s,
             resume=config.resume, force=config.force, render_chunk=config.render_chunk,
-            partition=None if config.partition is None else str(config.partition),
+            partition=msgspec.UNSET if config.partition is None else str(config.partition),
         )
 
     def to_config(self, *, api_key: str | None = None, servers: tuple[str, ...] | None = None,
@@ -92,7 +93,8 @@ class StoredConfig(msgspec.Struct, frozen=True, kw_only=True):
                 shard_max_age_s=self.shard_max_age_s,
                 resume=self.resume if resume is None else resume, force=self.force,
                 render_chunk=self.render_chunk, api_key=api_key,
-                partition=None if self.partition is None else Partition.parse(self.partition),
+                partition=(None if isinstance(self.partition, msgspec.UnsetType)
+                           else Partition.parse(self.partition)),
             )
         except (TypeError, ValueError) as e:
             raise ConfigError(f"stored batch config cannot be used ({e}); start a new batch") from e

@@ -42,7 +42,7 @@ from eagle_tui.core.capture.progress import CaptureProgress, ProgressTracker
 from eagle_tui.core.capture.prompts import RejectLog
 from eagle_tui.core.capture.render import Job, Renderer, RenderPipeline
 from eagle_tui.core.capture.rids import RidAllocator
-from eagle_tui.core.capture.routed import check_sampling, router_records
+from eagle_tui.core.capture.routed import check_sampling, requested_sampling, router_records
 from eagle_tui.core.capture.rows import RowBuilder
 from eagle_tui.core.capture.sender import Sender, sampling_params
 from eagle_tui.core.capture.servers import open_pool, shard_metadata
@@ -177,12 +177,15 @@ class CaptureEngine:
         if self._started:
             raise RuntimeError("a CaptureEngine runs once; make a new one to resume")
         self._started = True
-        batch = await asyncio.to_thread(prepare_batch, self.config, self._tokenizer)
-        for note in batch.notes:
-            log.warning("%s", note)
         async with AsyncExitStack() as stack:
             pool = await stack.enter_async_context(
                 open_pool(self.config, self._clock, self._client_factory))
+            # Refused before the batch directory is made: a router would drop these keys.
+            self._notes += check_sampling(pool, requested_sampling(self.config),
+                                          force=self.config.force)
+            batch = await asyncio.to_thread(prepare_batch, self.config, self._tokenizer)
+            for note in batch.notes:
+                log.warning("%s", note)
             self._pool = pool
             parts = await self._assemble(batch, pool, stack)
             await self._execute(parts)
@@ -195,7 +198,6 @@ class CaptureEngine:
         """Build the run's parts; files opened here are closed by ``stack``."""
         config = self.config
         sender = self._sender(batch, pool)
-        self._notes += check_sampling(pool, list(sender.sampling.values()), force=config.force)
         self._routers = await router_records(pool)
         metadata = await shard_metadata(config, batch, pool, self._routers)
         failures = FailureLog(config.out_dir)

@@ -16,8 +16,9 @@ from collections.abc import Callable, Sequence
 
 import msgspec
 
-from eagle_tui.core.capture.config import public_url
+from eagle_tui.core.capture.config import CaptureConfig, public_url
 from eagle_tui.core.capture.dispatch import ServerClient, ServerPool
+from eagle_tui.core.capture.sender import sampling_params
 from eagle_tui.core.errors import ConfigError
 from eagle_tui.core.sglang.router import (
     RouterProbe,
@@ -135,6 +136,13 @@ def check_sampling(pool: ServerPool, sampling: Sequence[SamplingParams], *, forc
                           "or pass --force to capture anyway")
     log.warning("%s; capturing anyway (--force)", message)
     return [f"forced past a router dropping sampling_params {dropped}"]
+
+
+def requested_sampling(config: CaptureConfig) -> list[SamplingParams]:
+    """The ``sampling_params`` the batch will send, one per preset (the stop ids are filled
+    in later from the tokenizer; only the keys matter here)."""
+    return [sampling_params(p, max_new_tokens=config.max_new_tokens, stop_token_ids=(0,),
+                            extra=config.extra_sampling) for p in config.presets]
 
 
 async def router_records(pool: ServerPool) -> list[RouterRecord]:

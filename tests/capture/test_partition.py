@@ -132,3 +132,14 @@ async def test_resume_refuses_another_slice(tmp_path: Path, sim_server: SimProce
                          presets=GREEDY, max_new_tokens=24, resume=True)
     with pytest.raises(ConfigError, match="--shard 1/3"):
         await CaptureEngine(config, tokenizer=bundled_tokenizer()).run()
+
+
+def test_a_detached_batch_keeps_its_slice(tmp_path: Path) -> None:
+    from eagle_tui.core.batches.configjson import config_from_json, config_to_json
+
+    config = make_config(tmp_path, ["http://127.0.0.1:30000"], partition=Partition(2, 5))
+    assert b'"partition":"2/5"' in config_to_json(config)
+    assert config_from_json(config_to_json(config)).partition == Partition(2, 5)
+    whole = make_config(tmp_path, ["http://127.0.0.1:30000"])
+    assert b"partition" not in config_to_json(whole)
+    assert config_from_json(config_to_json(whole)).partition is None

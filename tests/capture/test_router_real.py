@@ -209,6 +209,7 @@ async def test_sampling_keys_the_router_drops_are_refused(tmp_path: Path) -> Non
                              extra_sampling={"logit_bias": {"5": 1.0}})
         with pytest.raises(ConfigError, match="logit_bias"):
             await CaptureEngine(config, tokenizer=bundled_tokenizer()).run()
+        assert not config.out_dir.exists(), "refused before the batch directory is made"
         forced = make_config(tmp_path, [router.url], extra_sampling={"logit_bias": {"5": 1.0}},
                              out_dir=tmp_path / "forced", force=True)
         summary = await CaptureEngine(forced, tokenizer=bundled_tokenizer()).run()
