@@ -23,6 +23,7 @@
         ├── ServerTimeout          connect or read timeout                           (transient)
         ├── ConnectionLost         the connection dropped mid-response (server crash?) (transient)
         ├── ServerBusy             503: starting, draining or queue full             (transient)
+        ├── NoWorkerAvailable      a router with no worker to send to (503 no_available_workers)
         ├── ServerFault            another 5xx                                       (transient)
         ├── ProtocolError          a body that is not what SGLang sends              (transient)
         │   └── ResponseTooLarge   a body, stream line or id list over its limit     (permanent)
@@ -107,6 +108,14 @@ class ConnectionLost(SGLangError):
 
 class ServerBusy(SGLangError):
     """HTTP 503: the server is starting, draining, unhealthy or its queue is full."""
+
+    retryable = True
+
+
+class NoWorkerAvailable(SGLangError):
+    """A router (SGLang's model gateway) answered that none of its workers can take the request
+    (503 ``no_available_workers``): nothing reached a model, so it is an outage, not the row's
+    fault."""
 
     retryable = True
 

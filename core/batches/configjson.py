@@ -19,6 +19,7 @@ from pathlib import Path
 import msgspec
 
 from eagle_tui.core.capture.config import CaptureConfig, RetryPolicy, public_url
+from eagle_tui.core.capture.partition import Partition
 from eagle_tui.core.errors import ConfigError
 from eagle_tui.core.sampling import SamplingPreset
 from eagle_tui.core.wire import ENCODER, explain
@@ -50,6 +51,8 @@ class StoredConfig(msgspec.Struct, frozen=True, kw_only=True):
     resume: bool = False
     force: bool = False
     render_chunk: int = 32
+    # "I/N" of capture --shard; left out of the JSON when unset (records stay as they were)
+    partition: str | msgspec.UnsetType = msgspec.UNSET
 
     @classmethod
     def of(cls, config: CaptureConfig) -> StoredConfig:
@@ -68,6 +71,7 @@ class StoredConfig(msgspec.Struct, frozen=True, kw_only=True):
             server_down_limit_s=config.server_down_limit_s, stop_grace_s=config.stop_grace_s,
             shard_rows=config.shard_rows, shard_max_age_s=config.shard_max_age_s,
             resume=config.resume, force=config.force, render_chunk=config.render_chunk,
+            partition=msgspec.UNSET if config.partition is None else str(config.partition),
         )
 
     def to_config(self, *, api_key: str | None = None, servers: tuple[str, ...] | None = None,
@@ -90,6 +94,8 @@ class StoredConfig(msgspec.Struct, frozen=True, kw_only=True):
                 shard_max_age_s=self.shard_max_age_s,
                 resume=self.resume if resume is None else resume, force=self.force,
                 render_chunk=self.render_chunk, retry_failed=retry_failed, api_key=api_key,
+                partition=(None if isinstance(self.partition, msgspec.UnsetType)
+                           else Partition.parse(self.partition)),
             )
         except (TypeError, ValueError) as e:
             raise ConfigError(f"stored batch config cannot be used ({e}); start a new batch") from e

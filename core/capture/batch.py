@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eagle_tui.core.capture.config import CaptureConfig, sampling_identity
+from eagle_tui.core.capture.partsource import PartitionedSource
 from eagle_tui.core.capture.prompts import PromptSource, open_prompts
 from eagle_tui.core.errors import ConfigError
 from eagle_tui.core.fsio import TMP_SUFFIX
@@ -66,6 +67,8 @@ def prepare_batch(config: CaptureConfig, tokenizer: LoadedTokenizer | None = Non
     ``tokenizer`` skips loading (tests and callers that already hold one).
     """
     source = open_prompts(config.prompts)
+    if config.partition is not None:
+        source = PartitionedSource(source, config.partition)
     if tokenizer is None:
         tokenizer = load_tokenizer(config.tokenizer, trust_remote_code=config.trust_remote_code)
     boundaries = tokenizer.boundary_ids(config.boundary_overrides)
@@ -119,9 +122,11 @@ def open_output(
     """A new batch directory, or the resumed one with its trusted shards scanned."""
     out_dir = config.out_dir
     scan = scan_completed(out_dir)
+    partition = None if config.partition is None else str(config.partition)
     if scan.manifest is None:
         _check_fresh(out_dir, scan)
         manifest = Manifest(out_dir=out_dir, config=batch_config)
+        manifest.extra.partition = partition
         manifest.save_atomic()
         return manifest, None, []
     if not config.resume:
@@ -131,6 +136,11 @@ def open_output(
             "another --out"
         )
     manifest = scan.manifest
+    held = manifest.extra.partition
+    if held != partition:  # another slice would mix two nodes' work in one directory
+        wanted = f"--shard {held}" if held else "no --shard"
+        raise ConfigError(f"{out_dir} holds slice {held or 'all'} of its prompts, not "
+                          f"{partition or 'all'}; resume it with {wanted}")
     notes = _reconcile_config(manifest, batch_config, force=config.force)
     notes += [f"ignored {f}" for f in scan.ignored]
     dropped = drop_untrusted(manifest, scan)

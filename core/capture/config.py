@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from eagle_tui.core.capture.partition import Partition
 from eagle_tui.core.errors import ConfigError
 from eagle_tui.core.sampling import SamplingIdentity, SamplingPreset
 from eagle_tui.core.urls import url_error
@@ -95,6 +96,7 @@ class CaptureConfig:
     force: bool = False
     retry_failed: bool = False
     render_chunk: int = 32
+    partition: Partition | None = None
     api_key: str | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:

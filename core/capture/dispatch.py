@@ -105,6 +105,24 @@ class Server:
         self.paused_at: float | None = None
         # Set when the server is paused, so its health monitor re-checks it at once.
         self.paused_signal = asyncio.Event()
+        # The timeouts of the requests in flight here, so a stop can end them at once.
+        self.attempts: set[asyncio.Timeout] = set()
+        self.cut = False
+
+    @property
+    def is_router(self) -> bool:
+        """True when the client fronts SGLang's router (``core.capture.routed``)."""
+        return getattr(self.client, "is_router", False) is True
+
+    def cut_in_flight(self) -> int:
+        """End every request in flight here now (closing its connection); how many. A router
+        has no ``/abort_request``, but it stops the worker's request when we hang up."""
+        self.cut = True
+        loop = asyncio.get_running_loop()
+        for scope in self.attempts:
+            if not scope.expired():  # an expired one is already on its way out
+                scope.reschedule(loop.time())
+        return len(self.attempts)
 
     def status(self) -> ServerStatus:
         """A snapshot of this server."""

@@ -42,6 +42,7 @@ from eagle_tui.core.capture.progress import CaptureProgress, ProgressTracker
 from eagle_tui.core.capture.prompts import RejectLog
 from eagle_tui.core.capture.render import Job, Renderer, RenderPipeline
 from eagle_tui.core.capture.rids import RidAllocator
+from eagle_tui.core.capture.routed import check_sampling, requested_sampling, router_records
 from eagle_tui.core.capture.rows import RowBuilder
 from eagle_tui.core.capture.sender import Sender, sampling_params
 from eagle_tui.core.capture.servers import open_pool, shard_metadata
@@ -50,7 +51,7 @@ from eagle_tui.core.capture.sink import ShardSink
 from eagle_tui.core.clock import Clock, SystemClock
 from eagle_tui.core.errors import OutputWriteError
 from eagle_tui.core.fsio import describe_os_error
-from eagle_tui.core.shards.manifest import ShardInfo
+from eagle_tui.core.shards.manifest import RouterRecord, ShardInfo
 from eagle_tui.core.shards.writer import ShardWriter
 from eagle_tui.core.tokenizer import LoadedTokenizer
 
@@ -131,6 +132,8 @@ class CaptureEngine:
         self._grace_s = config.stop_grace_s
         self._started = False
         self._finished = False
+        self._notes: list[str] = []
+        self._routers: list[RouterRecord] = []
 
     # -- control surface ------------------------------------------------------------------
 
@@ -176,6 +179,22 @@ class CaptureEngine:
         if self._started:
             raise RuntimeError("a CaptureEngine runs once; make a new one to resume")
         self._started = True
+        async with AsyncExitStack() as stack:
+            pool = await stack.enter_async_context(
+                open_pool(self.config, self._clock, self._client_factory))
+            # Refused before the batch directory is made: a router would drop these keys.
+            self._notes += check_sampling(pool, requested_sampling(self.config),
+                                          force=self.config.force)
+            batch = await self._prepare()
+            self._pool = pool
+            parts = await self._assemble(batch, pool, stack)
+            await self._execute(parts)
+            await self._finish_manifest(parts)
+        return self._summary(parts)
+
+    async def _prepare(self) -> PreparedBatch:
+        """The batch directory, resume scan and prompt source (OutputWriteError when the
+        directory cannot be written: nothing has been sent yet)."""
         try:
             batch = await asyncio.to_thread(prepare_batch, self.config, self._tokenizer)
         except OSError as e:  # the output directory cannot be written (disk full, ...)
@@ -186,21 +205,16 @@ class CaptureEngine:
                 "command again", path=self.config.out_dir) from e
         for note in batch.notes:
             log.warning("%s", note)
-        async with AsyncExitStack() as stack:
-            pool = await stack.enter_async_context(
-                open_pool(self.config, self._clock, self._client_factory))
-            self._pool = pool
-            parts = await self._assemble(batch, pool, stack)
-            await self._execute(parts)
-            await self._finish_manifest(parts)
-        return self._summary(parts)
+        return batch
 
     async def _assemble(
         self, batch: PreparedBatch, pool: ServerPool, stack: AsyncExitStack
     ) -> _Parts:
         """Build the run's parts; files opened here are closed by ``stack``."""
         config = self.config
-        metadata = await shard_metadata(config, batch, pool)
+        sender = self._sender(batch, pool)
+        self._routers = await router_records(pool)
+        metadata = await shard_metadata(config, batch, pool, self._routers)
         failures = FailureLog(config.out_dir, carry=batch.resumed and not config.retry_failed)
         stack.callback(failures.close)
         rejects = stack.enter_context(RejectLog(config.out_dir / "rejects.jsonl"))
@@ -225,8 +239,8 @@ class CaptureEngine:
             on_reject=settler.rejected, on_skip=settler.skipped,
             still_failed=failures.carried.__contains__, on_still_failed=settler.still_failed,
             chunk=config.render_chunk)
-        return _Parts(batch, pool, writer, sink, self._sender(batch, pool), settler, feeder,
-                      renderer, failures, rejects)
+        return _Parts(batch, pool, writer, sink, sender, settler, feeder, renderer, failures,
+                      rejects)
 
     def _sender(self, batch: PreparedBatch, pool: ServerPool) -> Sender:
         config = self.config
@@ -245,7 +259,8 @@ class CaptureEngine:
     async def _execute(self, parts: _Parts) -> None:
         """Workers, feeder, writer and watchers, until every worker has ended."""
         config = self.config
-        self._queue = asyncio.Queue(maxsize=2 * config.total_concurrency)
+        capacity = sum(s.limit for s in parts.pool.servers)  # a router takes one per worker
+        self._queue = asyncio.Queue(maxsize=2 * capacity)
         self.tracker.state = BatchState.PAUSED if self.control.paused else BatchState.RUNNING
         monitor = HealthMonitor(parts.pool, self._clock, interval_s=config.health_interval_s,
                                 paused_interval_s=config.health_retry_s)
@@ -256,7 +271,7 @@ class CaptureEngine:
                         group.create_task(self._count_total(parts.batch))]
             self._feeder = group.create_task(parts.feeder.run(self._queue))
             self._workers = [group.create_task(self._work(parts))
-                             for _ in range(config.total_concurrency)]
+                             for _ in range(capacity)]
             if self.control.stopping:  # stop() came while the batch was being prepared
                 self.stop()
             await asyncio.gather(*self._workers, return_exceptions=True)
@@ -345,6 +360,7 @@ class CaptureEngine:
         manifest.extra.state = self._final_state()
         manifest.extra.servers = [public_url(u) for u in self.config.servers]
         manifest.extra.presets = [p.name for p in self.config.presets]
+        manifest.extra.routers = self._routers
         try:
             await asyncio.to_thread(manifest.save_atomic)
         except OSError as e:  # the shards are safe; only the final counts are stale
@@ -364,6 +380,6 @@ class CaptureEngine:
             progress=self.progress(),
             out_dir=self.config.out_dir,
             prompts_without_think=parts.renderer.without_think,
-            notes=parts.batch.notes,
+            notes=(*parts.batch.notes, *self._notes),
         )
 

@@ -8,6 +8,7 @@ suggest the server is down (so it is paused until a health check re-admits it)?
     unreachable          yes    no      pause (nothing reached it)
     connection_lost      yes    yes     pause (it may have crashed)
     busy (503)           yes    yes     pause (starting, draining or full)
+    no_worker            yes    no      pause (a router with no worker: an outage)
     timeout              yes    yes     -     (the request is aborted on the server)
     server_error (5xx)   yes    yes     -     (many in a row pause it)
     bad_response         yes*   yes     -     (* not when over a size limit: ResponseTooLarge)
@@ -50,6 +51,7 @@ _RULES: tuple[tuple[type[errors.SGLangError], str, ServerAction], ...] = (
     (errors.ServerUnreachable, "unreachable", ServerAction.PAUSE),
     (errors.ConnectionLost, "connection_lost", ServerAction.PAUSE),
     (errors.ServerBusy, "busy", ServerAction.PAUSE),
+    (errors.NoWorkerAvailable, "no_worker", ServerAction.PAUSE),
     (errors.ServerTimeout, "timeout", ServerAction.NONE),
     (errors.ServerFault, "server_error", ServerAction.NONE),
     (errors.ProtocolError, "bad_response", ServerAction.NONE),
@@ -62,7 +64,7 @@ _RULES: tuple[tuple[type[errors.SGLangError], str, ServerAction], ...] = (
 )
 
 # Failures that are about the server, not the sample: retry elsewhere, free of charge.
-_FREE = frozenset({"unreachable", "unauthorized"})
+_FREE = frozenset({"unreachable", "unauthorized", "no_worker"})
 
 
 def classify(error: BaseException) -> Verdict:

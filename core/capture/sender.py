@@ -69,7 +69,7 @@ class Sender:
         redact: Callable[[str], str] = lambda text: text,
     ) -> None:
         self._pool = pool
-        self._sampling = sampling
+        self.sampling = sampling
         self._retry = retry
         self._timeout_s = timeout_s
         self._control = control
@@ -105,6 +105,9 @@ class Sender:
             except asyncio.CancelledError:
                 self._pool.release(server, ok=False)
                 raise
+            except _Cut:  # the batch is stopping and cut this request: resume sends it again
+                self._pool.release(server, ok=False)
+                return Outcome("interrupted", attempts)
             except Exception as error:  # every failure is classified; bugs become "internal"
                 self._pool.release(server, ok=False)
                 verdict = self._judge(server, rid, error)
@@ -142,19 +145,25 @@ class Sender:
         return None
 
     async def _attempt(self, server: Server, job: Job, rid: str, attempt: int) -> GenerateResult:
-        request = GenerateRequest(job.prompt_ids, self._sampling[job.preset.name], rid=rid)
+        request = GenerateRequest(job.prompt_ids, self.sampling[job.preset.name], rid=rid)
         watched = self._control.take_watch()
         if self._sink is not None:
             self._sink(CaptureEvent("sent", job.sample_id, self._clock.wall(), rid=rid,
                                     endpoint=server.url, attempt=attempt, watched=watched))
         try:
-            async with asyncio.timeout(self._timeout_s):
-                if watched:
-                    return await server.client.generate_streaming(
-                        request, self._delta_reporter(job), timeout=self._timeout_s
-                    )
-                return await server.client.generate(request, timeout=self._timeout_s)
+            async with asyncio.timeout(self._timeout_s) as scope:
+                server.attempts.add(scope)
+                try:
+                    if watched:
+                        return await server.client.generate_streaming(
+                            request, self._delta_reporter(job), timeout=self._timeout_s
+                        )
+                    return await server.client.generate(request, timeout=self._timeout_s)
+                finally:
+                    server.attempts.discard(scope)
         except TimeoutError:
+            if server.cut:
+                raise _Cut from None
             raise ServerTimeout(
                 f"no answer within the request timeout of {self._timeout_s:g} s", url=server.url
             ) from None
@@ -215,6 +224,10 @@ class Sender:
         """Wait for background aborts to settle (at shutdown)."""
         if self._background:
             await asyncio.gather(*self._background, return_exceptions=True)
+
+
+class _Cut(Exception):
+    """A stop ended this request on purpose (``Server.cut_in_flight``): not a failure."""
 
 
 def _describe(error: BaseException) -> str:

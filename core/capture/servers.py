@@ -22,9 +22,18 @@ from eagle_tui.core.capture.batch import PreparedBatch
 from eagle_tui.core.capture.clientgroup import POOL_SIZE, ClientGroup, pools_for
 from eagle_tui.core.capture.config import CaptureConfig, public_url
 from eagle_tui.core.capture.dispatch import Server, ServerClient, ServerPool
+from eagle_tui.core.capture.routed import (
+    RoutedClient,
+    first_worker_facts,
+    listed_limit,
+    records_json,
+    router_limit,
+)
 from eagle_tui.core.clock import Clock
 from eagle_tui.core.errors import SGLangError
 from eagle_tui.core.sglang import ClientTimeouts, SGLangClient
+from eagle_tui.core.sglang.router import RouterProbe
+from eagle_tui.core.shards.manifest import RouterRecord
 from eagle_tui.core.shards.schema import ShardMetadata
 
 log = logging.getLogger(__name__)
@@ -32,9 +41,14 @@ log = logging.getLogger(__name__)
 INFO_TIMEOUT_S = 10.0
 
 
-def default_client_factory(config: CaptureConfig) -> Callable[[str], ServerClient]:
+ClientMaker = Callable[..., ServerClient]
+"""``make(url, limit=None)``: the clients of one server, sized for ``limit`` in flight."""
+
+
+def default_client_factory(config: CaptureConfig) -> ClientMaker:
     """Real SGLang clients with the batch's timeouts and key, in small connection pools
-    (see ``core.capture.clientgroup``)."""
+    (see ``core.capture.clientgroup``), enough of them for ``limit`` requests in flight
+    (``--concurrency`` unless given)."""
     timeouts = ClientTimeouts(connect=5.0, health=20.0, info=INFO_TIMEOUT_S,
                               generate=config.request_timeout_s)
     # httpx builds a TLS context per client unless given one (~35 ms each, even for
@@ -43,11 +57,11 @@ def default_client_factory(config: CaptureConfig) -> Callable[[str], ServerClien
     limits = httpx.Limits(max_connections=POOL_SIZE + 2,  # +2: health and abort calls
                           max_keepalive_connections=POOL_SIZE + 2)
 
-    def make(url: str) -> ServerClient:
+    def make(url: str, limit: int | None = None) -> ServerClient:
         clients: list[ServerClient] = [
             SGLangClient(url, api_key=config.api_key, timeouts=timeouts,
                          transport=httpx.AsyncHTTPTransport(verify=tls, limits=limits))
-            for _ in range(pools_for(config.concurrency))
+            for _ in range(pools_for(limit or config.concurrency))
         ]
         return ClientGroup(clients)
 
@@ -60,26 +74,68 @@ async def open_pool(
     clock: Clock,
     client_factory: Callable[[str], ServerClient] | None = None,
 ) -> AsyncIterator[ServerPool]:
-    """A pool over ``config.servers`` (all paused until healthy); clients closed on exit."""
-    make = client_factory or default_client_factory(config)
-    clients = [make(url) for url in config.servers]
+    """A pool over ``config.servers`` (all paused until healthy); clients closed on exit.
+
+    With the default clients each URL is first asked whether it is SGLang's router; a router
+    gets a ``RoutedClient`` and ``--concurrency`` for each worker it lists. Clients from
+    ``client_factory`` are taken as they are (a ``RoutedClient`` among them too)."""
+    if client_factory is None:
+        make = default_client_factory(config)
+        opened = await asyncio.gather(*(_open(url, config, make) for url in config.servers))
+    else:
+        opened = [(c, await _limit(c, config.concurrency))
+                  for c in (client_factory(url) for url in config.servers)]
+    clients = [client for client, _ in opened]
     try:
-        servers = [Server(client, config.concurrency) for client in clients]
+        servers = [Server(client, limit) for client, limit in opened]
         yield ServerPool(servers, clock, start_paused=True)
     finally:
         await asyncio.gather(*(c.aclose() for c in clients), return_exceptions=True)
 
 
+async def _open(url: str, config: CaptureConfig, make: ClientMaker) -> tuple[ServerClient, int]:
+    """The client and request limit of one server URL: a RoutedClient with clients for
+    ``--concurrency`` per listed worker when the URL is SGLang's router."""
+    timeouts = ClientTimeouts(connect=5.0, health=20.0, info=INFO_TIMEOUT_S)
+    probe = RouterProbe(SGLangClient(url, api_key=config.api_key, timeouts=timeouts),
+                        api_key=config.api_key)
+    if not await probe.detect():
+        await probe.client.aclose()
+        return make(url), config.concurrency
+    view = await probe.look()
+    limit = listed_limit(view, config.concurrency)
+    routed = RoutedClient(make(url, limit), probe)
+    routed.view = view
+    _log_router(routed, limit, config.concurrency)
+    return routed, limit
+
+
+async def _limit(client: ServerClient, per_server: int) -> int:
+    if not isinstance(client, RoutedClient):
+        return per_server
+    limit = await router_limit(client, per_server)
+    _log_router(client, limit, per_server)
+    return limit
+
+
+def _log_router(client: RoutedClient, limit: int, per_worker: int) -> None:
+    log.info("%s is SGLang's router with %d workers listed; up to %d requests in flight "
+             "through it", public_url(client.base_url), limit // per_worker, limit)
+
+
 async def shard_metadata(
-    config: CaptureConfig, batch: PreparedBatch, pool: ServerPool
+    config: CaptureConfig, batch: PreparedBatch, pool: ServerPool,
+    routers: Sequence[RouterRecord] = (),
 ) -> ShardMetadata:
-    """Provenance for every shard: tokenizer, template, sampling, boundaries, server model."""
-    infos = await asyncio.gather(*(_server_facts(s.client) for s in pool.servers))
+    """Provenance for every shard: tokenizer, template, sampling, boundaries, server model.
+    A router's own answers say nothing of the model's SGLang, so its workers tell."""
+    direct = [s.client for s in pool.servers if not s.is_router]
+    infos = await asyncio.gather(*(_server_facts(c) for c in direct))
     reachable = [info for info in infos if info is not None]
-    model_paths = sorted({str(i["model_path"]) for i in reachable})
-    if len(model_paths) > 1:
-        log.warning("the servers report different models %s; rows will mix them", model_paths)
-    first = reachable[0] if reachable else {}
+    reachable += [{"model_path": w.model_path, "version": w.version}
+                  for r in routers for w in r.workers if w.source == "worker"]
+    _warn_if_mixed(reachable)
+    first = reachable[0] if reachable else dict(first_worker_facts(routers))
     tokenizer = batch.tokenizer
     return ShardMetadata(
         tokenizer_name=tokenizer.name,
@@ -95,8 +151,16 @@ async def shard_metadata(
             "template_kwargs": dict(config.template_kwargs),
             "presets": [p.name for p in config.presets],
             "servers": _public(config.servers),
+            **({"routers": records_json(routers)} if routers else {}),
         },
     )
+
+
+def _warn_if_mixed(facts: Sequence[dict[str, Any]]) -> None:
+    for key, what in (("model_path", "models"), ("version", "SGLang versions")):
+        values = sorted({str(f[key]) for f in facts})
+        if len(values) > 1:
+            log.warning("the servers report different %s %s; rows will mix them", what, values)
 
 
 async def _server_facts(client: ServerClient) -> dict[str, Any] | None:

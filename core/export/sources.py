@@ -2,8 +2,10 @@
 
 Each directory must be a batch directory (a ``manifest.json``); every shard it lists must be
 present with the listed size, sha256 and row count; all batches must share one tokenizer
-fingerprint (ids of two vocabularies cannot train one drafter); and no sample id may appear
-twice (two batches of the same prompts would train those samples twice).
+fingerprint (ids of two vocabularies cannot train one drafter); ``capture --shard`` slices go
+together only as distinct slices of one job (same batch config); and no sample id may appear
+twice (two batches of the same prompts would train those samples twice). ``stats`` and
+``inspect`` given several directories check them the same way.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ class SourceBatch:
     """A verified batch directory with its reader (footers open, nothing else read)."""
 
     directory: Path
+    manifest: Manifest
     reader: ShardReader
     shards: tuple[SourceShard, ...]
     tokenizer_fingerprint: str
@@ -60,8 +63,51 @@ def open_batches(directories: Sequence[str | Path]) -> list[SourceBatch]:
     paths = _distinct([Path(d).expanduser().resolve() for d in directories])
     batches = [_open_batch(path) for path in paths]
     _check_one_tokenizer(batches)
+    check_one_job([b.manifest for b in batches])
     _check_disjoint(batches)
     return batches
+
+
+# Where a file lives is not what it holds: each node may mount the prompts elsewhere.
+_LOCATION_FIELDS = ("prompt_file:", "tokenizer_path:")
+
+
+def check_one_job(manifests: Sequence[Manifest]) -> str:
+    """Batches captured with ``--shard I/N`` go together only as distinct slices of one job:
+    the same N, the same batch config (prompt file hash, tokenizer, template, sampling).
+    ExportError otherwise; a line saying which slices are here (empty without slices)."""
+    slices = [m.extra.partition for m in manifests]
+    if not any(slices):
+        return ""
+    first = manifests[0]
+    for manifest, part in zip(manifests, slices, strict=True):
+        if part is None:
+            raise ExportError(f"{manifest.out_dir} is a whole batch and {first.out_dir} a "
+                              "--shard slice; give the slices of one job together, alone")
+        _check_same_job(first, manifest)
+    return _slice_line(slices)
+
+
+def _check_same_job(first: Manifest, other: Manifest) -> None:
+    changes = [line for line in first.config.differences(other.config)
+               if not line.startswith(_LOCATION_FIELDS)]
+    if changes:
+        raise ExportError(f"{first.out_dir} and {other.out_dir} are not slices of one job "
+                          f"({'; '.join(changes)})")
+
+
+def _slice_line(slices: Sequence[str | None]) -> str:
+    parsed = [tuple(int(x) for x in (s or "").split("/")) for s in slices]
+    counts = {n for _, n in parsed}
+    if len(counts) != 1:
+        raise ExportError(f"slices {list(slices)} split the job in different numbers of parts")
+    indices = sorted(i for i, _ in parsed)
+    if len(set(indices)) != len(indices):
+        raise ExportError(f"slices {list(slices)}: a slice is given twice")
+    [count] = counts
+    missing = sorted(set(range(count)) - set(indices))
+    gap = f" (missing {', '.join(f'{i}/{count}' for i in missing)})" if missing else " (all)"
+    return f"slices {', '.join(str(i) for i in indices)} of {count}{gap}"
 
 
 def _distinct(paths: list[Path]) -> list[Path]:
@@ -82,7 +128,7 @@ def _open_batch(directory: Path) -> SourceBatch:
     shards = tuple(_verified_shard(directory, info, file)
                    for info, file in zip(manifest.shards, reader.shards, strict=True))
     config = manifest.config
-    return SourceBatch(directory, reader, shards, config.tokenizer_fingerprint,
+    return SourceBatch(directory, manifest, reader, shards, config.tokenizer_fingerprint,
                        config.tokenizer_path)
 
 

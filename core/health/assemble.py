@@ -20,6 +20,7 @@ from eagle_tui.core.proc.launcher import ManagedServer
 from eagle_tui.core.proc.probe import ProcessProbe
 from eagle_tui.core.serverlog.follower import LogFollower
 from eagle_tui.core.sglang.client import SGLangClient
+from eagle_tui.core.sglang.router import RouterProbe
 from eagle_tui.core.sglang.types import HealthResult
 
 _LOOPBACK = {"127.0.0.1", "localhost", "::1", "0.0.0.0", "::"}
@@ -72,9 +73,15 @@ def build_watcher(
     clock = clock or SystemClock()
     settings = options.settings
     client = SGLangClient(options.url, api_key=options.api_key, transport=transport)
+    # A router's own /health is 200 with no worker; ready means a worker can serve.
+    router = RouterProbe(client, api_key=options.api_key)
 
     async def check(timeout: float) -> HealthResult:
-        return await client.health(timeout=timeout)
+        return await router.health(timeout=timeout)
+
+    async def close() -> None:
+        await router.aclose()
+        await client.aclose()
 
     poller = HealthPoller(
         check, clock=clock, interval_s=settings.poll_interval_s, timeout_s=settings.health_timeout_s
@@ -102,7 +109,7 @@ def build_watcher(
         probe=probe,
         poller=poller,
         gpu_reader=read_gpus if options.gpu and probe is not None else None,
-        on_close=client.aclose,
+        on_close=close,
     )
 
 

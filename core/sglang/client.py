@@ -154,6 +154,12 @@ class SGLangClient:
         self._raise_for_status(response)
         return parse_prometheus(response.text)
 
+    async def get_raw(self, path: str, *, timeout: float | None = None) -> tuple[int, bytes]:
+        """``GET path``: status and body as they came (a router's documents, a worker's
+        metrics); transport failures raise like every other call."""
+        response = await self._request("GET", path, timeout=timeout or self.timeouts.info)
+        return response.status_code, response.content
+
     async def abort(self, rid: str) -> None:
         """``/abort_request`` for ``rid``.
 

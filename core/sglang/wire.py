@@ -23,8 +23,10 @@ from typing import Any
 import msgspec
 
 from eagle_tui.core.errors import (
+    ConnectionLost,
     ContextTooLong,
     DuplicateRequestId,
+    NoWorkerAvailable,
     ProtocolError,
     RequestRejected,
     ServerBusy,
@@ -194,6 +196,13 @@ def error_for_status(status: int, body: bytes, *, url: str) -> SGLangError:
         )
     if status == 400:
         return rejection(message, url=url)
+    code = error_code(body)
+    if status >= 500 and code == UPSTREAM_FAILED_CODE:
+        return ConnectionLost(f"router lost the worker's connection: {message}", url=url,
+                              status=status)
+    if status == 503 and code == NO_WORKERS_CODE:
+        return NoWorkerAvailable(f"router has no worker to send to: {message}", url=url,
+                                 status=status)
     if status == 503:
         return ServerBusy(f"server busy or not ready: {message}", url=url, status=status)
     if status >= 500:
@@ -208,6 +217,24 @@ def rejection(message: str, *, url: str, status: int = 400) -> RequestRejected:
     if "Duplicate request ID" in message:
         return DuplicateRequestId(message, url=url, status=status)
     return RequestRejected(message, url=url, status=status)
+
+
+NO_WORKERS_CODE = "no_available_workers"
+"""``error.code`` of SGLang's router (0.3.2) when every worker is unhealthy or circuit-open."""
+UPSTREAM_FAILED_CODE = "call_upstream_request_error"
+"""``error.code`` (HTTP 500) of the router when the worker it chose dropped or refused the
+request (its retries spent): like a connection lost on a server."""
+
+
+def error_code(body: bytes) -> str | None:
+    """``error.code`` of an OpenAI-style error body (the router's), else None."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    error = data.get("error") if isinstance(data, Mapping) else None
+    code = error.get("code") if isinstance(error, Mapping) else None
+    return code if isinstance(code, str) else None
 
 
 def error_message(body: bytes) -> str:

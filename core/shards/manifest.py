@@ -89,13 +89,33 @@ class Counts(msgspec.Struct):
     rejected: int = 0
 
 
+class WorkerRecord(msgspec.Struct, frozen=True):
+    """One worker behind a router: what it served and which SGLang it ran. ``source`` says
+    who told: ``worker`` (asked directly) or ``router`` (its worker list; no version)."""
+
+    url: str
+    model_path: str | None = None
+    version: str | None = None
+    source: str = "worker"
+
+
+class RouterRecord(msgspec.Struct, frozen=True):
+    """A router the batch sent through (rows name it as their endpoint) and its workers."""
+
+    url: str
+    workers: list[WorkerRecord] = []
+
+
 class ManifestExtra(msgspec.Struct, omit_defaults=True):
-    """What the engine adds: how the last run ended, its servers and presets, and the config
-    changes a ``--force`` resume went past (only the keys that were set are written)."""
+    """What the engine adds: how the last run ended, its servers and presets, the routers
+    among them with their workers, the ``--shard`` slice it captured, and the config changes
+    a ``--force`` resume went past (only the keys that were set are written)."""
 
     state: BatchState | None = None
     servers: list[str] = []
     presets: list[str] = []
+    routers: list[RouterRecord] = []
+    partition: str | None = None
     forced_changes: list[str] = []
 
 
@@ -209,5 +229,7 @@ __all__ = [
     "Manifest",
     "ManifestExtra",
     "ManifestFile",
+    "RouterRecord",
     "ShardInfo",
+    "WorkerRecord",
 ]

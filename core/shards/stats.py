@@ -101,15 +101,23 @@ def compute_stats(
     Each of ``observers`` also sees every row group (:data:`STATS_COLUMNS`), so a caller
     can count more in the same single read (the ``stats`` verb's export preview does).
     """
+    return compute_stats_over([reader], observers)
+
+
+def compute_stats_over(
+    readers: Sequence[ShardReader], observers: Sequence[Callable[[pa.Table], None]] = ()
+) -> BatchStats:
+    """:func:`compute_stats` over several batches as one (``--shard`` slices of a job); the
+    manifest counts are summed when every batch has a manifest."""
     acc = _Accumulator()
-    for table in reader.iter_batches(STATS_COLUMNS):
-        acc.add(table)
-        for observe in observers:
-            observe(table)
-    manifest = reader.manifest
+    for reader in readers:
+        for table in reader.iter_batches(STATS_COLUMNS):
+            acc.add(table)
+            for observe in observers:
+                observe(table)
     return BatchStats(
-        rows=reader.num_rows,
-        shards=len(reader.shards),
+        rows=sum(r.num_rows for r in readers),
+        shards=sum(len(r.shards) for r in readers),
         clean=acc.clean,
         flags=dict(acc.flags.most_common()),
         finish_reasons=dict(acc.finish.most_common()),
@@ -117,9 +125,20 @@ def compute_stats(
         output_tokens=Distribution.of(acc.output),
         reasoning_tokens=Distribution.of(acc.reasoning),
         latency_s=Distribution.of(acc.latency),
-        ignored=[str(f) for f in reader.ignored],
-        manifest_counts=msgspec.structs.asdict(manifest.counts) if manifest is not None else None,
+        ignored=[str(f) for r in readers for f in r.ignored],
+        manifest_counts=_summed_counts(readers),
     )
+
+
+def _summed_counts(readers: Sequence[ShardReader]) -> dict[str, int] | None:
+    manifests = [r.manifest for r in readers]
+    if not manifests or any(m is None for m in manifests):
+        return None
+    total: Counter[str] = Counter()
+    for manifest in manifests:
+        assert manifest is not None
+        total.update(msgspec.structs.asdict(manifest.counts))
+    return dict(total)
 
 
 def _value_counts(values: pa.Array) -> dict[str, int]:

@@ -40,6 +40,7 @@ from typing import Any, TextIO
 from eagle_tui.core.capture.config import CaptureConfig, RetryPolicy, temperature_presets
 from eagle_tui.core.capture.engine import CaptureEngine, CaptureSummary
 from eagle_tui.core.capture.outlock import OutputLock
+from eagle_tui.core.capture.partition import Partition
 from eagle_tui.core.capture.report import summary_text
 from eagle_tui.core.errors import EagleError
 from eagle_tui.core.fsio import describe_os_error
@@ -117,6 +118,9 @@ def _run_arguments(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--health-interval", type=float, default=10.0)
     group.add_argument("--server-down-limit", type=float, default=1800.0,
                        help="give up when no server has been healthy this many seconds")
+    group.add_argument("--shard", metavar="I/N", type=Partition.parse,
+                       help="capture only slice I (0-based) of N of the prompts, by sample id: "
+                            "N batches (on N nodes) with 0/N..N-1/N split one job")
     group.add_argument("--resume", action="store_true",
                        help="continue the batch in --out (skip done rows, retry failures "
                             "except prompts too long for the context)")
@@ -196,7 +200,7 @@ def config_from_args(args: argparse.Namespace) -> CaptureConfig:
         retry=RetryPolicy(max_attempts=args.retries), health_interval_s=args.health_interval,
         server_down_limit_s=args.server_down_limit, stop_grace_s=args.grace,
         shard_rows=args.shard_rows, resume=args.resume, force=args.force,
-        retry_failed=args.retry_failed,
+        retry_failed=args.retry_failed, partition=args.shard,
         api_key=_api_key(args.api_key_file),
     )
 

@@ -21,7 +21,9 @@ from rich.text import Text
 
 from eagle_tui.core import kimi
 from eagle_tui.core.errors import EagleError, InspectError, TokenizerError
+from eagle_tui.core.export.sources import open_batches
 from eagle_tui.core.segments import split_segments
+from eagle_tui.core.shards.chain import ReaderChain
 from eagle_tui.core.shards.reader import ShardReader
 from eagle_tui.core.shards.render import Decode, TokenName, legend, sample_text
 from eagle_tui.core.shards.schema import ShardMetadata, ShardRow
@@ -32,7 +34,9 @@ from eagle_tui.core.validate import FLAGS
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``inspect`` verb's arguments."""
-    parser.add_argument("path", type=Path, help="batch directory, shards directory or shard")
+    parser.add_argument("path", type=Path, nargs="+",
+                        help="batch directory, shards directory or shard; or several batch "
+                             "directories (the --shard slices of one job, checked disjoint)")
     pick = parser.add_mutually_exclusive_group()
     pick.add_argument("--id", dest="sample_id", help="the sample with this sample_id")
     pick.add_argument("--flag", help=f"the first sample with this flag ({', '.join(FLAGS)})")
@@ -49,7 +53,7 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
     """Show the chosen sample; errors go to stderr with what to do."""
     out = console or make_console()
     try:
-        reader = ShardReader(args.path)
+        reader = open_reader(args.path)
         index = select_index(reader, args)
         row = reader.row(index)
         decode, token_name, boundary = decoder_for(reader, args)
@@ -66,35 +70,50 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
     return 0
 
 
+Reader = ShardReader | ReaderChain
+
+
+def open_reader(paths: list[Path]) -> Reader:
+    """One path's reader, or the verified batches of one job read as one."""
+    if len(paths) == 1:
+        return ShardReader(paths[0])
+    return ReaderChain([b.reader for b in open_batches(paths)])
+
+
+def where(paths: Path | list[Path]) -> str:
+    """The path(s) given, for messages."""
+    return " ".join(map(str, paths)) if isinstance(paths, list) else str(paths)
+
+
 def make_console() -> Console:
     """A console that never interprets text: no markup, no highlighting, no emoji."""
     return Console(markup=False, highlight=False, emoji=False, soft_wrap=True)
 
 
-def select_index(reader: ShardReader, args: argparse.Namespace) -> int:
+def select_index(reader: Reader, args: argparse.Namespace) -> int:
     """The global row index the arguments name; InspectError when none matches."""
     if reader.num_rows == 0:
-        raise InspectError(f"no complete shards in {args.path}; nothing to inspect", 1)
+        raise InspectError(f"no complete shards in {where(args.path)}; nothing to inspect", 1)
     if args.sample_id is not None:
         index = reader.index_of(args.sample_id)
         if index is None:
-            raise InspectError(f"no sample with id {args.sample_id!r} in {args.path}", 1)
+            raise InspectError(f"no sample with id {args.sample_id!r} in {where(args.path)}", 1)
         return index
     if args.flag is not None:
         found = reader.index_with_flag(args.flag)
         if found is None:
             known = "" if args.flag in FLAGS else f" (known flags: {', '.join(FLAGS)})"
-            raise InspectError(f"no sample has flag {args.flag!r} in {args.path}{known}", 1)
+            raise InspectError(f"no sample has flag {args.flag!r} in {where(args.path)}{known}", 1)
         return found
     index = args.index if args.index is not None else 0
     if not -reader.num_rows <= index < reader.num_rows:
-        raise InspectError(f"--index {index} is out of range: {args.path} holds "
+        raise InspectError(f"--index {index} is out of range: {where(args.path)} holds "
                            f"{reader.num_rows} rows (0..{reader.num_rows - 1})")
     return index % reader.num_rows
 
 
 def decoder_for(
-    reader: ShardReader, args: argparse.Namespace
+    reader: Reader, args: argparse.Namespace
 ) -> tuple[Decode, TokenName, BoundaryIds]:
     """How to decode ids and name tokens, and the boundary ids to segment with."""
     metadata = reader.metadata
@@ -105,7 +124,7 @@ def decoder_for(
 
     path = args.tokenizer or tokenizer_path(reader, metadata)
     if path is None:
-        raise InspectError(f"{args.path} does not name a tokenizer; pass --tokenizer PATH "
+        raise InspectError(f"{where(args.path)} does not name a tokenizer; pass --tokenizer PATH "
                            "(or --raw-ids)")
     try:
         tokenizer = load_tokenizer(path, trust_remote_code=args.trust_remote_code)
@@ -121,7 +140,7 @@ def decoder_for(
     return decode, tokenizer.id_to_token, stored or tokenizer.boundary_ids()
 
 
-def tokenizer_path(reader: ShardReader, metadata: ShardMetadata | None) -> Path | None:
+def tokenizer_path(reader: Reader, metadata: ShardMetadata | None) -> Path | None:
     """The tokenizer recorded in the shard footer, else in the manifest."""
     if metadata and metadata.tokenizer_path:
         return Path(metadata.tokenizer_path)

@@ -1,5 +1,7 @@
-"""``eagle-tui stats DIR [--json]``: rows per flag and finish reason, length percentiles,
+"""``eagle-tui stats DIR… [--json]``: rows per flag and finish reason, length percentiles,
 and what ``eagle-tui export`` would keep with the same filter options (same single read).
+Several batch directories (the ``capture --shard`` slices of one job) are verified as export
+verifies them (one job, no sample twice) and counted as one.
 
 Exit status: 0 printed, 2 bad path.
 """
@@ -16,16 +18,19 @@ from rich.table import Table
 
 from eagle_tui.core.errors import EagleError
 from eagle_tui.core.export.options import MASK_STARTS
+from eagle_tui.core.export.sources import check_one_job, open_batches
 from eagle_tui.core.export.tally import KeepTally
 from eagle_tui.core.shards.reader import ShardReader
-from eagle_tui.core.shards.stats import BatchStats, Distribution, compute_stats
+from eagle_tui.core.shards.stats import BatchStats, Distribution, compute_stats_over
 from eagle_tui.tui.cli.export_filters import add_filter_arguments, row_filter_from
 from eagle_tui.tui.cli.inspect import make_console
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``stats`` verb's arguments."""
-    parser.add_argument("path", type=Path, help="batch directory, shards directory or shard")
+    parser.add_argument("path", type=Path, nargs="+",
+                        help="batch directory, shards directory or shard; or several batch "
+                             "directories (the --shard slices of one job, checked disjoint)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
     add_filter_arguments(parser)
     parser.add_argument("--mask-start", choices=MASK_STARTS, default="prompt",
@@ -37,13 +42,17 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
     out = console or make_console()
     try:
         tally = KeepTally(row_filter_from(args), args.mask_start, args.max_length)
-        stats = compute_stats(ShardReader(args.path), observers=[tally.add])
+        readers, job = open_readers(args.path)
+        stats = compute_stats_over(readers, observers=[tally.add])
     except EagleError as e:
         print(f"eagle-tui stats: {e}", file=sys.stderr)
         return 2
     keep = tally.counts()
+    if job:
+        out.print(f"one job: {job}", soft_wrap=True)
     if args.json:
-        document = {**stats.to_json(), "export": keep.to_json()}
+        document = {**stats.to_json(), "export": keep.to_json(),
+                    **({"job": job} if job else {})}
         out.print(json.dumps(document, indent=1), soft_wrap=True)
         return 0
     for renderable in summary_tables(stats):
@@ -52,6 +61,15 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
     for ignored in stats.ignored:
         out.print(f"ignored: {ignored}", style="yellow")
     return 0
+
+
+def open_readers(paths: list[Path]) -> tuple[list[ShardReader], str]:
+    """One reader, or the verified batches of one job (as export checks them) and a line
+    naming its slices."""
+    if len(paths) == 1:
+        return [ShardReader(paths[0])], ""
+    batches = open_batches(paths)
+    return [b.reader for b in batches], check_one_job([b.manifest for b in batches])
 
 
 def summary_tables(stats: BatchStats) -> list[Table]:

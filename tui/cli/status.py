@@ -20,6 +20,7 @@ import json
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from eagle_tui.core.batches.registry import Registry
 from eagle_tui.core.batches.survey import BatchView, survey_all
@@ -28,9 +29,11 @@ from eagle_tui.core.errors import UntrustedState
 from eagle_tui.core.health.assemble import WatchOptions, build_watcher
 from eagle_tui.core.health.phase import Phase
 from eagle_tui.core.health.snapshot import HealthSnapshot
+from eagle_tui.core.sglang.router import look_at
 from eagle_tui.core.text import terminal_safe
 from eagle_tui.core.urls import url_error
 from eagle_tui.tui.cli.batch_table import counts_json
+from eagle_tui.tui.render.router import router_json, router_lines
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -45,6 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="an SGLang server to include (repeat for several)")
     parser.add_argument("--log", action="append", default=[], type=Path, metavar="FILE",
                         help="log file of the --url in the same position")
+    parser.add_argument("--router-metrics", action="append", default=[], metavar="URL",
+                        help="a router's Prometheus endpoint (its --prometheus-port), read "
+                             "into the router's entry (repeat for several routers)")
     parser.add_argument("--once", action="store_true",
                         help="one snapshot and exit (the default; kept for scripts)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -64,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"eagle-tui status: {problem}", file=sys.stderr)
             return EXIT_USAGE
     try:
-        report = asyncio.run(collect(args.url, args.log))
+        report = asyncio.run(collect(args.url, args.log, args.router_metrics))
     except UntrustedState as e:  # another user could have planted what we would read
         print(f"eagle-tui status: {terminal_safe(str(e))}", file=sys.stderr)
         return EXIT_USAGE
@@ -73,15 +79,18 @@ def run(args: argparse.Namespace) -> int:
     return int(report["exit_code"])
 
 
-async def collect(urls: list[str], logs: list[Path]) -> dict[str, Any]:
-    """Every known server and batch, as one JSON-ready object."""
+async def collect(urls: list[str], logs: list[Path],
+                  router_metrics: list[str] | None = None) -> dict[str, Any]:
+    """Every known server and batch, as one JSON-ready object; a router's entry also lists
+    its workers (``router``)."""
     records = Registry().all()
     views = await survey_all(records)
     servers = _known_servers(urls, views)
     log_of = dict(zip(urls, logs, strict=False))
     snapshots = await asyncio.gather(*(server_snapshot(u, log_of.get(u)) for u in servers))
-    server_json = [{"url": url, **to_jsonable(snap)} for url, snap in zip(servers, snapshots,
-                                                                         strict=True)]
+    routers = await asyncio.gather(*(router_entry(u, router_metrics or []) for u in servers))
+    server_json = [{"url": url, **to_jsonable(snap), **router}
+                   for url, snap, router in zip(servers, snapshots, routers, strict=True)]
     batch_json = [_batch_json(view) for view in views]
     return {"servers": server_json, "batches": batch_json,
             "exit_code": _exit_code(list(snapshots), views)}
@@ -95,6 +104,15 @@ async def server_snapshot(url: str, log: Path | None) -> HealthSnapshot:
         return await watcher.tick(await_health=True)
     finally:
         await watcher.aclose()
+
+
+async def router_entry(url: str, metrics_urls: list[str]) -> dict[str, Any]:
+    """``{"router": …}`` for a router URL (its metrics from the ``metrics_urls`` entry on the
+    same host), ``{}`` for anything else."""
+    host = urlsplit(url).hostname
+    metrics = next((m for m in metrics_urls if urlsplit(m).hostname == host), None)
+    view = await look_at(url, metrics_url=metrics)
+    return {} if view is None else {"router": router_json(view)}
 
 
 def _known_servers(urls: list[str], views: list[BatchView]) -> list[str]:
@@ -120,11 +138,13 @@ def _exit_code(snapshots: list[HealthSnapshot], views: list[BatchView]) -> int:
 
 
 def render_text(report: dict[str, Any]) -> str:
-    """A few human lines: one per server, one per batch."""
+    """A few human lines: one per server (and per worker of a router), one per batch."""
     lines = []
     for server in report["servers"]:
         flags = ", ".join(f["name"] for f in server.get("flags", [])) or "no flags"
         lines.append(f"server {server['url']}: {server['phase']} ({flags})")
+        if "router" in server:
+            lines.extend(router_lines(server["router"]))
     for batch in report["batches"]:
         lines.append(f"batch {batch['id']} {batch['name'] or ''}: {batch['state']} "
                      f"{json.dumps(batch['counts'])}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, ClassVar
+from urllib.parse import urlsplit
 
 from textual import on, work
 from textual.app import ComposeResult, SystemCommand
@@ -19,16 +20,19 @@ from textual.notifications import SeverityLevel
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
+from eagle_tui.tui.options import ServerTarget
 from eagle_tui.tui.render.server import ServerHistory
 from eagle_tui.tui.screens.base import ViewScreen
 from eagle_tui.tui.screens.confirm import ConfirmScreen
 from eagle_tui.tui.sources.server import LogBatch, ServerAction
 from eagle_tui.tui.widgets.flags import flag_severity
 from eagle_tui.tui.widgets.log_pane import LogBuffer, LogPane
+from eagle_tui.tui.widgets.router_card import RouterWorkers
 from eagle_tui.tui.widgets.server_card import ServerCard
 
 if TYPE_CHECKING:
     from eagle_tui.core.health.snapshot import Flag, HealthSnapshot
+    from eagle_tui.core.sglang.router import RouterView
     from eagle_tui.tui.sources.server import FeedItem, ServerFeed
 
 HELP = """\
@@ -43,6 +47,8 @@ ignores case), `f` turns follow on or off (scrolling up turns it off), End jumps
 lines quiet mode hides (our own `/health` polls and progress-bar redraws).
 
 With several servers, `]` and `[` select the one whose log is shown.
+A server that is SGLang's router lists its workers on its card (state, the router's load,
+running and queued requests); each worker gets a card of its own, watched like any server.
 Managed servers (started by eagle-tui) can be restarted (`r`) or stopped (`x`).
 """
 
@@ -118,10 +124,40 @@ class ServerScreen(ViewScreen):
 
     @on(FeedMessage)
     def _feed_item(self, message: FeedMessage) -> None:
+        from eagle_tui.core.sglang.router import RouterView
+
         if isinstance(message.item, LogBatch):
             self._log_batch(message.index, message.item)
+        elif isinstance(message.item, RouterView):
+            self._router_view(message.index, message.item)
         else:
             self._snapshot(message.index, message.item)
+
+    def _router_view(self, index: int, view: RouterView) -> None:
+        """Show a router's workers on its card, and give each worker a card of its own."""
+        card = self.query_one(f"#server-card-{index}", ServerCard)
+        found = card.query(RouterWorkers)
+        workers = found.first() if found else RouterWorkers()
+        if not found:
+            card.mount(workers)
+        workers.show(view)
+        watched = {feed.target.url.rstrip("/") for feed in self.feeds}
+        for worker in view.workers:
+            if worker.url not in watched:
+                self._watch_worker(card.target, worker.url)
+
+    def _watch_worker(self, router: ServerTarget, url: str) -> None:
+        from eagle_tui.tui.sources.server import ServerFeed
+
+        name = f"{router.label} › {urlsplit(url).netloc or url}"
+        feed = ServerFeed(ServerTarget(url=url, name=name))
+        sources = self.eagle.sources
+        sources.servers = (*sources.servers, feed)
+        index = len(sources.servers) - 1
+        self.histories.append(ServerHistory())
+        self.buffers.append(LogBuffer())
+        self.query_one("#server-cards", VerticalScroll).mount(ServerCard(feed.target, index))
+        self._run_feed(index, feed)
 
     def _snapshot(self, index: int, snapshot: HealthSnapshot) -> None:
         new_flags = self.histories[index].record(snapshot)

@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # the watcher's modules pull in httpx and psutil: imported wh
     from eagle_tui.core.health.snapshot import HealthSnapshot
     from eagle_tui.core.health.watcher import Watcher
     from eagle_tui.core.proc.launcher import ManagedServer
+    from eagle_tui.core.sglang.router import RouterProbe, RouterView
 
 log = logging.getLogger(__name__)
 
@@ -47,10 +48,11 @@ class LogBatch:
 if TYPE_CHECKING:
     from typing import TypeAlias
 
-    FeedItem: TypeAlias = HealthSnapshot | LogBatch
-    """What a feed emits: a snapshot per poll, a batch of log lines per read."""
+    FeedItem: TypeAlias = HealthSnapshot | LogBatch | RouterView
+    """What a feed emits: a snapshot per poll (and a router's workers), a batch of log lines
+    per read."""
 
-Emit = Callable[["HealthSnapshot | LogBatch"], None]
+Emit = Callable[["HealthSnapshot | LogBatch | RouterView"], None]
 ServerAction = Literal["restart", "stop"]
 
 
@@ -74,6 +76,7 @@ class ServerFeed:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._watcher: Watcher | None = None
         self._last_snapshot: HealthSnapshot | None = None
+        self._router: RouterProbe | None = None
 
     @property
     def can_control(self) -> bool:
@@ -131,6 +134,21 @@ class ServerFeed:
             snapshot = replace(self._last_snapshot, problems=(f"watch failed: {exc}",))
         self._last_snapshot = snapshot
         emit(snapshot)
+        await self._router_tick(emit)
+
+    async def _router_tick(self, emit: Emit) -> None:
+        """When the server is SGLang's router, its workers too (a ``RouterView``)."""
+        from eagle_tui.core.sglang.router import RouterProbe
+
+        if self._router is None:
+            from eagle_tui.core.sglang.client import SGLangClient
+
+            self._router = RouterProbe(SGLangClient(self.target.url))
+        try:
+            if await self._router.detect():
+                emit(await self._router.look(with_load=True))
+        except Exception:  # a side view: never let it stop the watch
+            log.exception("router look failed for %s", self.target.url)
 
     async def _tail_log(self, stop: threading.Event, emit: Emit, clock: Clock) -> None:
         from eagle_tui.core.serverlog.follower import LogFollower
@@ -164,6 +182,11 @@ class ServerFeed:
         return build_watcher(options, clock=clock, managed=self.managed, launched_at=launched_at)
 
     async def _close_watcher(self) -> None:
+        if self._router is not None:
+            with contextlib.suppress(Exception):
+                await self._router.aclose()
+                await self._router.client.aclose()
+            self._router = None
         if self._watcher is not None:
             with contextlib.suppress(Exception):
                 await self._watcher.aclose()
