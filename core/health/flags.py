@@ -168,7 +168,7 @@ def stall_flags(c: TickContext, phase: Phase) -> list[Raised]:
         f"no log progress for {duration(quiet)} in {phase} "
         f"(limit {duration(limit.seconds)}, {limit.source})",
         f"last line {quote(log.last_line)}",
-        _step_evidence(log.step_line, log.last_line),
+        _step_evidence(log.phase_line, log.step_line, log.last_line),
         _process_evidence(c.process),
         _behind_evidence(c),
         _typical(c, phase),
@@ -177,10 +177,14 @@ def stall_flags(c: TickContext, phase: Phase) -> list[Raised]:
     return [Raised("stalled", "; ".join(p for p in parts if p), step)]
 
 
-def _step_evidence(step_line: str | None, last_line: str | None) -> str:
-    if step_line is None or step_line == last_line:
-        return ""
-    return f"in this step since {quote(step_line)}"
+def _step_evidence(phase_line: str | None, step_line: str | None, last_line: str | None) -> str:
+    """Where this phase and its current step began (when those are not the last line)."""
+    parts = []
+    if phase_line is not None and phase_line not in (step_line, last_line):
+        parts.append(f"the phase began with {quote(phase_line)}")
+    if step_line is not None and step_line != last_line:
+        parts.append(f"the current step with {quote(step_line)}")
+    return "; ".join(parts)
 
 
 # Process states worth naming: a rank stuck in the GPU driver sits in disk-sleep ("D"),

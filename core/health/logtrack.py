@@ -35,8 +35,7 @@ from eagle_tui.core.serverlog.serverargs import extract_server_args
 
 _KEPT_UNKNOWN = 20
 _KEPT_WARNINGS = 20
-# A hard-wrapped server_args line goes on in lines like ", tokenizer_mode='auto', …".
-_ARGS_CONTINUATION = re.compile(r"^,?\s*\w+=")
+_ARGS_WRAP_LINES = 60  # a hard-wrapped server_args line (a terminal paste) goes on this long
 _FRAME = re.compile(r'^  File "|^ {4,}\S|^\s+\^+\s*$')
 
 
@@ -73,6 +72,7 @@ class LogTracker:
         self.phase: Phase | None = None
         self.step: Step | None = None
         self.step_line: str | None = None  # the line that brought the start-up to ``step``
+        self.phase_line: str | None = None  # the line that began ``phase``
         self.phase_since: dict[Phase, float] = {}
         self.step_since: dict[Step, float] = {}
         self.ranks = RankProgress()
@@ -90,6 +90,7 @@ class LogTracker:
         self.server_args: dict[str, str] = {}
         self.args_at: float | None = None
         self.args_dated = False  # the server_args line's time is known (live, or stamped)
+        self._args_text: str | None = None  # an unfinished (hard-wrapped) server_args line
         self.pid_from_log: int | None = None
         self.port_bound: ev.PortBound | None = None
         self.load: ev.BatchStats | None = None
@@ -176,6 +177,8 @@ class LogTracker:
         self.lines += 1
         self.first_line_at = self.first_line_at if self.first_line_at is not None else at
         self.last_line = event.line.text
+        if not isinstance(event, ev.OtherLine):
+            self._args_text = None  # a recognised line ends any wrapped server_args
         if not _is_our_probe(event):
             self._note_silence(at)
         self.last_line_at = at
@@ -217,6 +220,7 @@ class LogTracker:
         phase = later(self.phase, STEP_PHASE[reached])
         if phase != self.phase:
             self.phase = phase
+            self.phase_line = event.line.text
             self.phase_since.setdefault(phase, at)
 
     def _note_rank(self, event: ev.LogEvent, step: Step) -> None:
@@ -238,6 +242,8 @@ class LogTracker:
                 self.server_args = dict(fields)
                 self.args_at = at
                 self.args_dated = not self._in_backlog or event.line.stamp is not None
+                text = event.line.message.rstrip()
+                self._args_text = None if text.endswith((")", "}")) else text
             case ev.WeightLoadBegin(avail_gb=avail):
                 self.progress = replace(p, avail_gb=avail)
             case ev.ShardProgress(percent=pct, done=done, total=total):
@@ -294,9 +300,7 @@ class LogTracker:
                 self._other(line)
 
     def _other(self, line: ev.LogLine) -> None:
-        if isinstance(self._previous, ev.ServerArgsSeen | ev.OtherLine) and self._continues_args(
-            line
-        ):
+        if self._continues_args(line):
             return
         if self.crash.traceback_open or _FRAME.match(line.text):
             return  # a traceback's frames: read, and quoted by their exception line
@@ -304,11 +308,15 @@ class LogTracker:
         self.unknown_lines.append(line.text)
 
     def _continues_args(self, line: ev.LogLine) -> bool:
-        """A hard-wrapped ``server_args`` line: read the rest of its fields."""
-        if self.args_at is None or self.step != Step.LAUNCHING:
+        """A hard-wrapped ``server_args`` line (cut mid-word by a terminal paste): join the
+        pieces until the closing bracket and read the fields the first piece lacked."""
+        text = self._args_text
+        if text is None or not isinstance(self._previous, ev.ServerArgsSeen | ev.OtherLine):
+            self._args_text = None
             return False
-        if not _ARGS_CONTINUATION.match(line.text):
-            return False
-        extra = extract_server_args(line.text)
+        text += line.text.rstrip("\n")
+        done = text.rstrip().endswith((")", "}")) or len(text) > _ARGS_WRAP_LINES * 400
+        self._args_text = None if done else text
+        extra = extract_server_args(text)
         self.server_args.update({k: v for k, v in extra.items() if k not in self.server_args})
         return True

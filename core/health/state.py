@@ -88,6 +88,7 @@ class _Incarnation:
     reached: Phase | None = None
     closed: bool = False
     number: int = 1
+    first_phase: Phase | None = None  # what the first look found (ready: an attach)
 
 
 def implied_phase(fatal: ev.Fatal) -> Phase:
@@ -183,6 +184,8 @@ class WatchState:
         self._absorb_health(obs.health, problems)
         ctx = self._context(obs)
         phase = decide_phase(ctx)
+        if self._run.first_phase is None:
+            self._run.first_phase = phase
         self._enter(phase, obs.now, ctx)
         flags = self._aged(all_flags(ctx, phase), obs.now)
         verdict = self._judge(phase, flags, ctx)
@@ -367,10 +370,13 @@ class WatchState:
         return self._started, "watch"
 
     def _beginning_seen(self) -> bool:
-        """The start of this start-up was watched, or can be read from the log's dates."""
+        """The start of this start-up was watched, or can be read from the log's dates; an
+        attach to a server that was already up never counts."""
         anchor, how = self._anchor()
         if how == "launch":
             return True
+        if self._run.first_phase in (Phase.READY, Phase.DEGRADED):
+            return False
         assert self._started is not None
         if how == "process" and anchor >= self._started - _SEEN_START_SLACK_S:
             return True

@@ -222,15 +222,15 @@ def report(logs: list[CorpusLog], results: dict[str, Replay], verbose: bool) -> 
         verdict_ok += outcome == log.outcome
         diagnosis = verdict.diagnosis if verdict is not None else ""
         cause = ""
-        if log.outcome in ("crashed", "stalled", "stopped"):
+        if log.outcome in ("crashed", "stalled", "stopped", "port_conflict"):
             causes += 1
             good = cause_quoted(log, diagnosis)
             cause_ok += good
             cause = "yes" if good else "NO"
-        if log.outcome == "crashed":
+        if log.outcome in ("crashed", "port_conflict"):
             crashes += 1
             early = result.before_exit().verdict
-            from_log += early is not None and early.outcome.value == "crashed"
+            from_log += early is not None and early.outcome.value == log.outcome
         expected_lag = set(log.meta["lagging_ranks"])
         named = lagging_named(result)
         lag = ""
@@ -266,7 +266,7 @@ def report(logs: list[CorpusLog], results: dict[str, Replay], verbose: bool) -> 
     print(f"phase reached          {pct(reached_ok, len(logs))}")
     print(f"verdict accuracy       {pct(verdict_ok, len(logs))}")
     print(f"crash from log alone   {pct(from_log, crashes)}")
-    print(f"cause accuracy         {pct(cause_ok, causes)} (crashed, stalled and stopped logs)")
+    print(f"cause accuracy         {pct(cause_ok, causes)} (every log that is not ready)")
     print(f"lagging ranks named    {pct(lag_ok, lag_expected)}; ranks named where none lag: "
           f"{lag_false}")
     print(f"false stalls (healthy logs at real pace): {len(false_stalls)} {false_stalls}")

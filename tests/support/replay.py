@@ -18,6 +18,7 @@ import datetime as dt
 import math
 import os
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -173,6 +174,14 @@ class FakeServerProcess:
                     stream.close()
 
 
+def command_args(log: CorpusLog) -> list[str]:
+    """The stand-in's arguments: the log's launch command when the source quotes it."""
+    command = shlex.split(str(log.meta.get("command", "")))
+    if "sglang.launch_server" in command:
+        return ["-m", *command[command.index("sglang.launch_server") :]]
+    return ["-m", "sglang.launch_server"]
+
+
 def server_commands(text: str, server: FakeServerProcess, port: int) -> list[str]:
     """What the stand-in process does when the log shows ``text`` (port open, ready)."""
     commands = []
@@ -188,8 +197,8 @@ def server_commands(text: str, server: FakeServerProcess, port: int) -> list[str
 
 def exit_plan(log: CorpusLog) -> tuple[str, ...]:
     """How the stand-in process ends once the log is written (the log's outcome)."""
-    if log.outcome == "stopped":
-        return ("signal 15",)
+    if log.outcome in ("stopped", "port_conflict"):
+        return ("signal 15",)  # a port conflict: SGLang stays up until someone stops it
     if log.outcome == "crashed":
         killed = any(_KILLED.match(line) for line in log.lines)
         return ("signal 9",) if killed else ("exit 1",)
@@ -247,7 +256,7 @@ async def replay(
     """
     path = workdir / f"{log.name}.log"
     path.write_bytes(b"")
-    server = FakeServerProcess("-m", "sglang.launch_server", "--port", str(port))
+    server = FakeServerProcess(*command_args(log), "--port", str(port))
     clock = FakeClock(wall_start=time.time())
     result = Replay(log)
     watcher = build(path, clock, server, port)
@@ -319,7 +328,7 @@ async def _after_last_line(log: CorpusLog, clock: FakeClock, watcher: Watcher,
             if result.snapshots and result.snapshots[-1][1].flag("stalled") is not None:
                 return
         return
-    if log.outcome == "crashed":
+    if log.outcome in ("crashed", "port_conflict"):
         await _advance_to(last + crash_quiet_s, clock, watcher, result, start, poll_s, last)
     for command in exit_plan(log):
         server.send(command)
