@@ -129,7 +129,9 @@ class RankProgress:
         """Ranks behind the furthest one, when at most half of them are (None: never seen)."""
         known: dict[str, Step | None] = dict(self.steps)
         if all(_TP_ONLY.match(r) for r in known):
-            for rank in topology.local_ranks() or self._gaps():
+            local = topology.local_ranks()
+            expected = local if set(known) <= set(local) else self._gaps()
+            for rank in expected:
                 known.setdefault(rank, None)
         if len(known) < 2:
             return {}

@@ -82,6 +82,7 @@ class _Incarnation:
     phase_entered: float = 0.0
     was_ready: bool = False
     ready_at: float | None = None
+    ready_after: float | None = None  # frozen when ready is reached
     ended_at: float | None = None
     flag_since: dict[str, float] = field(default_factory=dict)
     verdict: Verdict | None = None
@@ -403,6 +404,7 @@ class WatchState:
             # Failures counted while starting say nothing about the ready server.
             self._health = replace(self._health, failures=0, refusals=0, failing_since=None)
             run.ready_at = self._ready_time(now)
+            run.ready_after = max(0.0, run.ready_at - self._anchor()[0])
         run.phase = phase
         run.phase_entered = now
         run.starts.setdefault(phase, now)
@@ -528,7 +530,6 @@ class WatchState:
         if self._history is not None and self._history.problem:
             problems.append(self._history.problem)
         elapsed = self._elapsed()
-        ready_after = run.ready_at - self._anchor()[0] if run.ready_at is not None else None
         return HealthSnapshot(
             at=obs.wall,
             phase=phase,
@@ -553,7 +554,7 @@ class WatchState:
             notes=self._notes(obs),
             reached=run.reached,
             step=log.step.value if log and log.step else None,
-            ready_after_s=max(0.0, ready_after) if ready_after is not None else None,
+            ready_after_s=run.ready_after,
             lagging_ranks=ctx.lagging,
             unknown_lines=log.unknown if log else 0,
             unknown_samples=tuple(log.unknown_lines) if log else (),
@@ -573,8 +574,7 @@ class WatchState:
         else:
             how = "the log says 'fired up and ready to roll'"
         window = ctx.expectations.expectation.window_s
-        run = self._run
-        took = run.ready_at - self._anchor()[0] if run.ready_at is not None else ctx.elapsed_s
+        took = self._run.ready_after if self._run.ready_after is not None else ctx.elapsed_s
         return f"{how}; {duration(took)} since launch (expected within {duration(window)})"
 
     def _load(self, now: float) -> ServingLoad | None:

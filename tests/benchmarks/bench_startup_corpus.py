@@ -35,15 +35,13 @@ sys.path.insert(0, str(TESTS))
 
 from support.replay import (  # noqa: E402
     CorpusLog,
-    FakeServerProcess,
     Replay,
     line_times,
     load_corpus,
     replay,
+    watch_like_the_verb,
 )
 
-from eagle_tui.core.clock import FakeClock  # noqa: E402
-from eagle_tui.core.health.watcher import Watcher  # noqa: E402
 from eagle_tui.core.serverlog import parser  # noqa: E402
 from eagle_tui.core.sim.launcher import free_port  # noqa: E402
 
@@ -115,24 +113,6 @@ def line_recall(log: CorpusLog) -> tuple[int, int, list[str]]:
     return hits, len(log.kinds), misses
 
 
-def build_watcher(path: Path, clock: FakeClock, server: FakeServerProcess, port: int) -> Watcher:
-    """The watcher `eagle-tui watch --url … --log … --pid …` builds, on the fake clock."""
-    from eagle_tui.core.health.assemble import WatchOptions
-    from eagle_tui.core.health.assemble import build_watcher as build
-
-    options = WatchOptions(
-        url=f"http://127.0.0.1:{port}",
-        log_path=path,
-        pid=server.pid,
-        use_history=False,
-        gpu=False,
-    )
-    watcher = build(options, clock=clock)
-    assert watcher.probe is not None
-    watcher.probe._exit_code = server.exit_code  # we are its parent: the exit code is known
-    return watcher
-
-
 def expected_phases(log: CorpusLog) -> set[str]:
     phases = {KIND_PHASE[k] for k in log.kinds.values() if k in KIND_PHASE}
     if log.outcome == "ready":
@@ -195,7 +175,7 @@ def hangs_inside(log: CorpusLog) -> list[tuple[float, float]]:
 
 
 async def run_one(log: CorpusLog, workdir: Path) -> Replay:
-    return await replay(log, workdir, build_watcher, port=free_port())
+    return await replay(log, workdir, watch_like_the_verb, port=free_port())
 
 
 def pct(part: float, whole: float) -> str:

@@ -246,6 +246,7 @@ async def replay(
     poll_s: float = 1.0,
     stall_wait_s: float = 1800.0,
     crash_quiet_s: float = 30.0,
+    stop_at_ready: bool = False,
 ) -> Replay:
     """Write ``log`` at its own pace and tick the watcher every ``poll_s`` (fake) seconds.
 
@@ -253,6 +254,7 @@ async def replay(
     last line: a ready log gets five more seconds; a stalled one is watched until a stall
     flag (or ``stall_wait_s``); a crashed one ``crash_quiet_s`` with the process alive, then
     the process exits as the log says and the watch goes on for ten seconds.
+    ``stop_at_ready`` leaves out what a ready log says after its ready line.
     """
     path = workdir / f"{log.name}.log"
     path.write_bytes(b"")
@@ -263,6 +265,10 @@ async def replay(
     start = clock.monotonic()
     try:
         times = line_times(log.lines)
+        if stop_at_ready and log.outcome == "ready":
+            end = next(i for i, t in enumerate(log.lines) if "ready to roll" in t) + 1
+            log = CorpusLog(log.name, log.path, log.meta, log.lines[:end], log.kinds)
+            times = times[:end]
         await _write_paced(log, times, path, clock, watcher, server, port, poll_s, result, start)
         result.last_line_at = times[-1] if times else 0.0
         await _after_last_line(log, clock, watcher, server, poll_s, result, start,
@@ -342,3 +348,54 @@ def write_at_once(log: CorpusLog, path: Path, *, mtime: float | None = None) -> 
     path.write_text("".join(line + "\n" for line in log.lines), encoding="utf-8")
     if mtime is not None:
         os.utime(path, (mtime, mtime))
+
+
+async def replay_at_once(
+    log: CorpusLog,
+    workdir: Path,
+    build: WatcherFactory,
+    *,
+    port: int,
+    age_s: float = 0.0,
+    poll_s: float = 1.0,
+    watch_s: float = 20.0,
+) -> Replay:
+    """The whole log already written ``age_s`` ago (a watch attaching late), the process
+    alive and its port as the log left it; ``watch_s`` of ticks, then the process ends as
+    the log says and ten more seconds."""
+    path = workdir / f"{log.name}.log"
+    server = FakeServerProcess(*command_args(log), "--port", str(port))
+    clock = FakeClock(wall_start=time.time())
+    result = Replay(log)
+    for text in log.lines:
+        for command in server_commands(text, server, port):
+            server.send(command)
+    write_at_once(log, path, mtime=clock.wall() - age_s)
+    watcher = build(path, clock, server, port)
+    start = clock.monotonic()
+    try:
+        await _advance_to(watch_s, clock, watcher, result, start, poll_s, 0.0)
+        for command in exit_plan(log):
+            server.send(command)
+        result.exited_at = clock.monotonic() - start
+        await _advance_to(watch_s + 10, clock, watcher, result, start, poll_s, watch_s)
+    finally:
+        await watcher.aclose()
+        server.close()
+    return result
+
+
+def watch_like_the_verb(
+    path: Path, clock: FakeClock, server: FakeServerProcess, port: int
+) -> Watcher:
+    """The watcher ``eagle-tui watch --url … --log … --pid …`` builds (default settings,
+    no history), on the fake clock; we are the stand-in's parent, so its exit code is known."""
+    from eagle_tui.core.health.assemble import WatchOptions, build_watcher
+
+    options = WatchOptions(
+        url=f"http://127.0.0.1:{port}", log_path=path, pid=server.pid, use_history=False, gpu=False
+    )
+    watcher = build_watcher(options, clock=clock)
+    assert watcher.probe is not None
+    watcher.probe._exit_code = server.exit_code
+    return watcher
