@@ -74,6 +74,9 @@ class CrashLog:
             return
         if event.opens_traceback:
             self.traceback_open, self.traceback_at = True, at
+        if _EXCEPTION_SHAPED.match(event.line.message):  # the traceback's own last line
+            self.exception_line, self.exception_at = event.line.text, at
+            self.traceback_open = False
         for index, timed in enumerate(self.fatals):
             if timed.event.kind == event.kind:
                 self.fatals[index] = _merged(timed, event)

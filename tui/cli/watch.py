@@ -200,12 +200,15 @@ async def _watch(args: argparse.Namespace, command: list[str], out: Output) -> i
     )
     watcher = build_watcher(options, clock=clock, managed=managed, launched_at=launched_at)
     _announce(out, options, managed)
+    code = EXIT_INTERRUPTED
     try:
-        return await _loop(watcher, args, out)
+        code = await _loop(watcher, args, out)
+        return code
     finally:
         await watcher.aclose()
         if managed is not None and managed.exit_code() is None:
-            print(f"server PID {managed.pid} keeps running; log: {log_path}", file=sys.stderr)
+            how = "is shutting down" if code == EXIT_CODES[Outcome.STOPPED] else "keeps running"
+            print(f"server PID {managed.pid} {how}; log: {log_path}", file=sys.stderr)
 
 
 def _announce(out: Output, options: WatchOptions, managed: ManagedServer | None) -> None:
