@@ -463,7 +463,8 @@ RUNTIME_RULES: tuple[Rule, ...] = (
     rule(
         "SHUTDOWN",
         r"SIGTERM received|Health check request received during shutdown|^KeyboardInterrupt$"
-        r"|^Shutting down$|Application shutdown complete\.|^Finished server process \[\d+\]",
+        r"|^(?:INFO:\s+)?Shutting down$|Application shutdown complete\."
+        r"|^(?:INFO:\s+)?Finished server process \[\d+\]",
         _sigterm,
     ),
     rule("DRAINING", r"Gracefully exiting\.\.\. Remaining number of requests (\d+)", _draining),
