@@ -8,7 +8,8 @@ a remote node, a replay): ``offset`` is our wall time minus the log's. It is lea
 - on the first read of an existing file, from its modification time: the newest stamp was
   written no later than that. When the two are close (or the stamp trails by less than ten
   minutes of unstamped output such as progress bars) the clocks are taken to agree; a gap
-  near a whole number of quarter-hours is a time zone; anything else is a skew to trust.
+  within 14 h and near a whole number of quarter-hours is a time zone; anything else is a
+  skew to trust (a log copied from elsewhere, a replay).
 
 Stamps without a date (``[14:39:07 TP3]``) or a year (vLLM's ``08-14 20:27:09``) take the
 day nearest the reference time that is not in its future.
@@ -25,6 +26,7 @@ _SAME_CLOCK_TRAIL_S = 600.0  # unstamped output (bars, tracebacks) after the new
 _FUTURE_SLACK_S = 5.0
 _ZONE_STEP_S = 900.0
 _ZONE_TOLERANCE_S = 120.0
+_ZONE_MAX_S = 14 * 3600.0  # UTC-12 to UTC+14: a larger gap is a skew, not a time zone
 
 
 def _epoch(value: dt.datetime, utc: bool) -> float:
@@ -86,7 +88,7 @@ class LogClock:
             self.offset, self.how = 0.0, "same clock"
             return
         zone = round(gap / _ZONE_STEP_S) * _ZONE_STEP_S
-        if zone and abs(gap - zone) <= _ZONE_TOLERANCE_S:
+        if zone and abs(zone) <= _ZONE_MAX_S and abs(gap - zone) <= _ZONE_TOLERANCE_S:
             self.offset, self.how = zone, f"time zone {zone / 3600:+.2f} h"
         else:
             self.offset, self.how = gap, "file modification time"

@@ -213,3 +213,12 @@ def test_lines_no_rule_reads_are_counted_and_kept() -> None:
     d = Driver()
     snap = d.tick(chunk(f.ARGS, "something new in a 2027 build", "and another"), alive())
     assert snap.unknown_lines == 2 and snap.unknown_samples[-1] == "and another"
+
+
+def test_a_log_from_days_ago_is_dated_by_its_file_not_taken_for_a_time_zone() -> None:
+    # 3 days + 1 minute: near a quarter-hour multiple, but no time zone is 72 h away.
+    gap = 3 * 86400 + 60
+    d = Driver(date_backlog=True, launched=False, wall0=WALL_AT_STAMP + gap + 45)
+    snap = d.tick(backlog(f.ARGS, *NCCL, mtime=WALL_AT_STAMP + gap), alive())
+    assert snap.last_log_age_s == pytest.approx(45.0)
+    assert any("file modification time" in note for note in snap.notes)

@@ -87,6 +87,7 @@ def _verdict_extra(snapshot: HealthSnapshot | None, next_step: str) -> dict[str,
         "elapsed_s": _round(snapshot.elapsed_s),
         "ready_after_s": _round(snapshot.ready_after_s),
         "lagging_ranks": list(snapshot.lagging_ranks),
+        "unknown_lines": snapshot.unknown_lines,
         "flags": [
             {"flag": f.name, "evidence": f.evidence, "next_step": f.next_step}
             for f in snapshot.flags
