@@ -64,12 +64,12 @@ def start_sim() -> Iterator[StartSim]:
 
 @pytest.fixture
 def port_holders() -> Iterator[SpawnHolder]:
-    """``port_holders(*args)`` -> a Holder bound to a port; every one (and its children) dies
-    at teardown."""
+    """``port_holders(*args, module=None)`` -> a Holder bound to a port (``module`` runs it
+    as ``python -m MODULE``); every one (and its children) dies at teardown."""
     made: list[Holder] = []
 
-    def make(*args: str) -> Holder:
-        holder = spawn_holder(*args)
+    def make(*args: str, module: str | None = None) -> Holder:
+        holder = spawn_holder(*args, module=module)
         made.append(holder)
         return holder
 

@@ -66,6 +66,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="log file of the server given by the --url in the same position",
     )
     parser.add_argument(
+        "--pid",
+        action="append",
+        default=[],
+        type=int,
+        metavar="PID",
+        help="main process of the server given by the --url in the same position",
+    )
+    parser.add_argument(
         "--shards",
         action="append",
         default=[],
@@ -158,7 +166,7 @@ def options_from(
     """Merge command line > environment > config file > defaults."""
     theme = config.theme if config.theme is not None else "eagle-dark"
     return DashboardOptions(
-        servers=server_targets(args.url, args.log),
+        servers=server_targets(args.url, args.log, args.pid),
         shard_dirs=tuple(args.shards),
         tokenizer=args.tokenizer or _optional_path(config.tokenizer),
         theme=args.theme or env.get("EAGLE_TUI_THEME") or theme,
@@ -168,15 +176,24 @@ def options_from(
     )
 
 
-def server_targets(urls: Sequence[str], logs: Sequence[Path]) -> tuple[ServerTarget, ...]:
-    """One target per URL; the n-th ``--log`` belongs to the n-th ``--url``."""
+def server_targets(
+    urls: Sequence[str], logs: Sequence[Path], pids: Sequence[int] = ()
+) -> tuple[ServerTarget, ...]:
+    """One target per URL; the n-th ``--log`` and ``--pid`` belong to the n-th ``--url``.
+    With no ``--url`` the dashboard finds the servers on this host itself."""
     if len(logs) > len(urls):
         raise ConfigError(f"{len(logs)} --log files for {len(urls)} --url servers; pair them up")
     for url in urls:
         if (problem := url_error(url, flag="--url")) is not None:
             raise ConfigError(problem)
-    padded = list(logs) + [None] * (len(urls) - len(logs))
-    return tuple(ServerTarget(url, log_file=log) for url, log in zip(urls, padded, strict=True))
+    if len(pids) > len(urls):
+        raise ConfigError(f"{len(pids)} --pid values for {len(urls)} --url servers; pair them up")
+    logs_ = list(logs) + [None] * (len(urls) - len(logs))
+    pids_ = list(pids) + [None] * (len(urls) - len(pids))
+    return tuple(
+        ServerTarget(url, log_file=log, pid=pid)
+        for url, log, pid in zip(urls, logs_, pids_, strict=True)
+    )
 
 
 def _view(name: object) -> str:

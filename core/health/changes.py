@@ -59,7 +59,10 @@ def phase_detail(s: HealthSnapshot) -> str:
     if s.phase == Phase.READY:
         ok = s.health is not None and s.health.outcome == HealthOutcome.OK
         how = f"/health {s.health.describe()}" if ok and s.health is not None else "log"
-        return f"{how} after {duration(s.elapsed_s)}"
+        took = s.ready_after_s if s.ready_after_s is not None else s.elapsed_s
+        return f"{how} after {duration(took)}"
+    if s.phase == Phase.CRASHED and s.reached is not None:
+        return f"in {s.reached}"
     return ""
 
 
@@ -84,7 +87,8 @@ def _graph_progress(before: HealthSnapshot | None, after: HealthSnapshot) -> lis
     step = _bucket(new.graph_percent, 25)
     if step is None or (old is not None and _bucket(old.graph_percent, 25) == step):
         return []
-    text = f"capturing CUDA graphs {new.graph_percent}% (bs={new.graph_batch_size})"
+    bs = f" (bs={new.graph_batch_size})" if new.graph_batch_size is not None else ""
+    text = f"capturing graphs {new.graph_percent}%{bs}"
     data = {"graph_percent": new.graph_percent, "batch_size": new.graph_batch_size}
     return [Change("progress", text, data)]
 
@@ -93,7 +97,11 @@ def _flags(before: HealthSnapshot | None, after: HealthSnapshot) -> list[Change]
     old = {f.name for f in before.flags} if before is not None else set()
     new = {f.name for f in after.flags}
     found = [
-        Change("flag", f"flag {f.name}: {f.evidence}", {"flag": f.name, "evidence": f.evidence})
+        Change(
+            "flag",
+            f"flag {f.name}: {f.evidence}",
+            {"flag": f.name, "evidence": f.evidence, "next_step": f.next_step},
+        )
         for f in after.flags
         if f.name not in old
     ]

@@ -26,7 +26,8 @@ class HealthRun:
 @dataclass(frozen=True)
 class TickContext:
     """One tick's view. ``log`` is None without a log; ``has_process`` says whether the
-    process table is being watched at all (``process`` is None while not found yet)."""
+    process table is being watched at all (``process`` is None while not found yet).
+    ``lagging`` names the ranks behind the others (``behind`` says where each is)."""
 
     now: float
     settings: WatchSettings
@@ -41,6 +42,8 @@ class TickContext:
     watch_started: float
     was_ready: bool
     stop_requested: bool = False
+    lagging: tuple[str, ...] = ()
+    behind: tuple[tuple[str, str], ...] = ()
 
     def health_is_ours(self) -> bool:
         """False when ``/health`` answers may come from another process on our port."""
@@ -52,11 +55,23 @@ class TickContext:
         """With no port holder known: an answer while the log says weights are loading.
 
         SGLang keeps its port closed until weights, KV cache and graphs are ready, so an
-        HTTP answer during launching or loading_weights comes from some other server.
+        HTTP answer during launching, distributed init or loading_weights comes from some
+        other server.
         """
         if self.port is not None and self.port.held_by_server is not None:
             return False
         latest = self.health.latest
         if self.log is None or latest is None or not latest.answered:
             return False
-        return self.log.phase in (Phase.LAUNCHING, Phase.LOADING_WEIGHTS)
+        early = (Phase.LAUNCHING, Phase.DISTRIBUTED_INIT, Phase.LOADING_WEIGHTS)
+        return self.log.phase in early
+
+    @property
+    def stopping(self) -> bool:
+        """A deliberate stop is under way: asked for, logged, or echoed by ranks (-15)."""
+        if self.stop_requested:
+            return True
+        if self.process is not None and self.process.exit_code in (-15, -2):
+            return True
+        log = self.log
+        return log is not None and (log.shutdown is not None or bool(log.crash.stop_echoes))

@@ -1,40 +1,61 @@
-"""The flags of one tick, each with the evidence that raised it (README, Server view).
+"""The flags of one tick, each with the evidence that raised it and a next step (README,
+Server view; docs/startup-diagnosis.md).
 
-Every function returns ``(name, evidence)`` pairs; evidence quotes the log line, counts
-the seconds without progress, or names the PID holding the port, so a reader at 2 a.m.
-can act on it without opening another window.
+Evidence quotes the log line (and the exception that ends its traceback), counts the
+seconds without progress against the step's limit, names the ranks behind the others or
+the PID holding the port, so a reader at 2 a.m. can act on it without opening another
+window; ``core.health.nextstep`` says what to do.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from eagle_tui.core.health import nextstep
 from eagle_tui.core.health.context import TickContext
-from eagle_tui.core.health.phase import Phase, is_starting, startup_rank
+from eagle_tui.core.health.phase import Phase, is_starting
+from eagle_tui.core.health.stall import silence, stall_limit
 from eagle_tui.core.proc.report import ProcessReport
 from eagle_tui.core.text import clip, duration, quote
 
-Raised = list[tuple[str, str]]
+
+@dataclass(frozen=True)
+class Raised:
+    """A flag raised this tick (``Flag`` without its age)."""
+
+    name: str
+    evidence: str
+    next_step: str = ""
+
 
 # When several fatal lines appear, the most specific names the cause.
 FATAL_PRIORITY = (
     "oom",
     "nccl",
+    "dist_timeout",
     "address_in_use",
     "port_in_use",
     "graph_capture_failed",
+    "cuda_error",
     "watchdog_timeout",
+    "fatal_signal",
+    "killed",
     "rank_died",
     "subprocess_crashed",
+    "child_exited",
     "health_check_failed",
-    "scheduler_exception",
     "init_failed",
+    "scheduler_exception",
+    "native_backtrace",
     "child_failed",
 )
 
 
-def all_flags(c: TickContext, phase: Phase) -> Raised:
+def all_flags(c: TickContext, phase: Phase) -> list[Raised]:
     """Every flag raised by this tick's evidence, most serious first."""
     return [
         *fatal_flags(c),
+        *exception_flags(c),
         *exit_flags(c, phase),
         *port_flags(c),
         *stall_flags(c, phase),
@@ -45,8 +66,8 @@ def all_flags(c: TickContext, phase: Phase) -> Raised:
     ]
 
 
-def fatal_flags(c: TickContext) -> Raised:
-    """``fatal:<kind>`` per fatal log line, quoting it."""
+def fatal_flags(c: TickContext) -> list[Raised]:
+    """``fatal:<kind>`` per fatal log line, quoting it and the traceback's exception."""
     if c.log is None:
         return []
     order = {kind: i for i, kind in enumerate(FATAL_PRIORITY)}
@@ -54,33 +75,57 @@ def fatal_flags(c: TickContext) -> Raised:
     raised = []
     for timed in fatals:
         event = timed.event
-        evidence = f"log line {quote(event.line.text)}"
+        parts = [f"log line {quote(event.line.text)}"]
         if event.exit_code is not None:
-            evidence += f"; exit code {event.exit_code}{_exit_hint(event.exit_code)}"
-        if c.log.exception_line and event.kind in ("scheduler_exception", "child_failed"):
-            evidence += f"; exception {quote(c.log.exception_line)}"
-        raised.append((f"fatal:{event.kind}", evidence))
+            parts.append(f"exit code {event.exit_code}{_exit_hint(event.exit_code)}")
+        exception = c.log.exception_line
+        if exception and exception.strip() != event.line.text.strip():
+            parts.append(f"exception {quote(exception)}")
+        step = nextstep.fatal_step(event.kind, event.line.text, event.exit_code)
+        raised.append(Raised(f"fatal:{event.kind}", "; ".join(parts), step))
     return raised
 
 
+def exception_flags(c: TickContext) -> list[Raised]:
+    """``exception``: a traceback no fatal line explains, ending in its exception line."""
+    log = c.log
+    if log is None or log.fatals or not log.crash.bare_exception or not log.exception_line:
+        return []
+    evidence = f"traceback ending in {quote(log.exception_line)}"
+    return [Raised("exception", evidence, nextstep.EXCEPTION_STEP)]
+
+
 def _exit_hint(code: int) -> str:
-    return " (SIGKILL: often the kernel OOM killer; check dmesg)" if code == -9 else ""
+    return " (SIGKILL: often the kernel OOM killer; check dmesg)" if code in (-9, 137) else ""
 
 
-def exit_flags(c: TickContext, phase: Phase) -> Raised:
+def exit_flags(c: TickContext, phase: Phase) -> list[Raised]:
     """``process_exited`` when the server process is gone, with how and what came last."""
     proc = c.process
     if proc is None or proc.alive:
         return []
     how = "was not found" if proc.status == "not-found" else proc.describe_exit()
     if phase == Phase.DOWN:
-        return [("process_exited", f"PID {proc.pid} {how} after a shutdown request")]
-    said = "no fatal line in the log" if c.log is not None and not c.log.fatals else ""
-    if c.log is None:
-        said = "no log to say why"
-    last = _last_line_evidence(c)
-    parts = [f"PID {proc.pid} {how}", said, last]
-    return [("process_exited", "; ".join(p for p in parts if p))]
+        why = "after a shutdown request" if c.stopping else "after the stop"
+        return [Raised("process_exited", f"PID {proc.pid} {how} {why}")]
+    parts = [f"PID {proc.pid} {how}", _what_the_log_said(c), _last_line_evidence(c)]
+    evidence = "; ".join(p for p in parts if p)
+    said = c.log is not None and (c.log.crash.failed or c.log.exception_line is not None)
+    step = "" if said else nextstep.exit_step(proc.exit_code)  # the log's error says it
+    return [Raised("process_exited", evidence, step)]
+
+
+def _what_the_log_said(c: TickContext) -> str:
+    log = c.log
+    if log is None:
+        return "no log to say why"
+    if log.fatals:
+        return ""
+    if log.exception_line:
+        return f"the log ends in an exception: {quote(log.exception_line)}"
+    if log.crash.last_error is not None:
+        return f"last error line {quote(log.crash.last_error.line.text)}"
+    return "no fatal line in the log"
 
 
 def _last_line_evidence(c: TickContext) -> str:
@@ -90,7 +135,7 @@ def _last_line_evidence(c: TickContext) -> str:
     return f"last log line {age} ago: {quote(c.log.last_line)}"
 
 
-def port_flags(c: TickContext) -> Raised:
+def port_flags(c: TickContext) -> list[Raised]:
     """``port_conflict``: the port is held by a process that is not the server."""
     port = c.port
     if port is not None and port.bound and port.held_by_server is False:
@@ -99,34 +144,47 @@ def port_flags(c: TickContext) -> Raised:
             f"port {port.port} is held by {port.describe_holder()}, not by {server}; "
             "SGLang only finds out at bind time, after loading every weight"
         )
-        return [("port_conflict", evidence)]
+        holder = clip(port.holder_cmdline or port.holder_name or "the holder", 80)
+        return [Raised("port_conflict", evidence, nextstep.port_step(port.holder_pid, holder))]
     if c.foreign_answer_suspected() and c.log is not None and c.health.latest is not None:
         evidence = (
             f"/health answered {c.health.latest.describe()} while the log shows "
             f"{c.log.phase}: another server holds the port"
         )
-        return [("port_conflict", evidence)]
+        return [Raised("port_conflict", evidence, nextstep.port_step(None, ""))]
     return []
 
 
-def stall_flags(c: TickContext, phase: Phase) -> Raised:
-    """``stalled``: no log progress in a start-up phase for longer than its stall limit."""
-    if c.log is None or not is_starting(phase):
+def stall_flags(c: TickContext, phase: Phase) -> list[Raised]:
+    """``stalled``: no log output in a start-up phase for longer than its step's limit."""
+    log = c.log
+    if log is None or not is_starting(phase):
         return []
-    since = c.log.last_progress_at if c.log.last_progress_at is not None else c.watch_started
-    silence = c.now - since
-    limit = c.expectations.stall_limits.get(phase, c.settings.stall_limit(phase))
-    if silence <= limit:
+    quiet = silence(log, c.watch_started, c.now)
+    limit = stall_limit(log, phase, c.settings, c.expectations)
+    if quiet <= limit.seconds:
         return []
-    source = c.expectations.stall_sources.get(phase, "default")
     parts = [
-        f"no log progress for {duration(silence)} in {phase} (limit {duration(limit)}, {source})",
-        f"last line {quote(c.log.last_line)}",
+        f"no log progress for {duration(quiet)} in {phase} "
+        f"(limit {duration(limit.seconds)}, {limit.source})",
+        f"last line {quote(log.last_line)}",
+        _step_evidence(log.phase_line, log.step_line, log.last_line),
         _process_evidence(c.process),
-        _laggard_ranks(c),
+        _behind_evidence(c),
         _typical(c, phase),
     ]
-    return [("stalled", "; ".join(p for p in parts if p))]
+    step = nextstep.stall_step(c, limit.step, c.lagging)
+    return [Raised("stalled", "; ".join(p for p in parts if p), step)]
+
+
+def _step_evidence(phase_line: str | None, step_line: str | None, last_line: str | None) -> str:
+    """Where this phase and its current step began (when those are not the last line)."""
+    parts = []
+    if phase_line is not None and phase_line not in (step_line, last_line):
+        parts.append(f"the phase began with {quote(phase_line)}")
+    if step_line is not None and step_line != last_line:
+        parts.append(f"the current step with {quote(step_line)}")
+    return "; ".join(parts)
 
 
 # Process states worth naming: a rank stuck in the GPU driver sits in disk-sleep ("D"),
@@ -148,15 +206,13 @@ def _typical(c: TickContext, phase: Phase) -> str:
     return f"{phase} usually takes {duration(typical)}" if typical is not None else ""
 
 
-def _laggard_ranks(c: TickContext) -> str:
-    if c.log is None or len(c.log.ranks) < 2:
+def _behind_evidence(c: TickContext) -> str:
+    if not c.behind:
         return ""
-    furthest = max(startup_rank(p) for p in c.log.ranks.values())
-    behind = sorted(f"{r} at {p}" for r, p in c.log.ranks.items() if startup_rank(p) < furthest)
-    return f"ranks behind: {', '.join(behind)}" if behind else ""
+    return "ranks behind: " + ", ".join(f"{rank} {where}" for rank, where in c.behind)
 
 
-def degraded_flags(c: TickContext, phase: Phase) -> Raised:
+def degraded_flags(c: TickContext, phase: Phase) -> list[Raised]:
     """``degraded``: the server was ready and ``/health`` now fails or is slow."""
     latest = c.health.latest
     url_only_crash = phase == Phase.CRASHED and c.was_ready and c.process is None
@@ -165,22 +221,24 @@ def degraded_flags(c: TickContext, phase: Phase) -> Raised:
     since = duration(c.now - c.health.failing_since) if c.health.failing_since else "?"
     evidence = f"/health {latest.describe()} ({c.health.failures} bad probes in a row, for {since})"
     process = _process_evidence(c.process)
-    return [("degraded", f"{evidence}; {process}" if process else evidence)]
+    text = f"{evidence}; {process}" if process else evidence
+    return [Raised("degraded", text, nextstep.DEGRADED_STEP)]
 
 
-def rank_flags(c: TickContext, phase: Phase) -> Raised:
+def rank_flags(c: TickContext, phase: Phase) -> list[Raised]:
     """``rank_exited``: a scheduler child died while the main process lives."""
     proc = c.process
-    if proc is None or not proc.alive:
-        return []
+    if proc is None or not proc.alive or c.stopping or phase == Phase.CRASHED:
+        return []  # once crashed, the children leaving are the crash, already told
     lost = [ch for ch in proc.children_lost if "sglang::" in ch.name or "scheduler" in ch.name]
     if not lost:
         return []
     names = ", ".join(f"PID {ch.pid} ({ch.name})" for ch in lost)
-    return [("rank_exited", f"{names} exited while PID {proc.pid} lives (in {phase})")]
+    evidence = f"{names} exited while PID {proc.pid} lives (in {phase})"
+    return [Raised("rank_exited", evidence, nextstep.RANK_EXITED_STEP)]
 
 
-def gpu_flags(c: TickContext, phase: Phase) -> Raised:
+def gpu_flags(c: TickContext, phase: Phase) -> list[Raised]:
     """``gpu_memory_held``: GPU memory held by a process that is not the server."""
     gpu, proc = c.gpu, c.process
     if gpu is None or not gpu.available or proc is None or not proc.alive:
@@ -195,10 +253,11 @@ def gpu_flags(c: TickContext, phase: Phase) -> Raised:
     ]
     if not held:
         return []
-    return [("gpu_memory_held", clip("; ".join(held), 300) + " (not the server)")]
+    evidence = clip("; ".join(held), 300) + " (not the server)"
+    return [Raised("gpu_memory_held", evidence, nextstep.GPU_HELD_STEP)]
 
 
-def slow_flags(c: TickContext, phase: Phase) -> Raised:
+def slow_flags(c: TickContext, phase: Phase) -> list[Raised]:
     """``slow_startup``: still starting after the expected window."""
     if c.elapsed_s is None or not (is_starting(phase) or phase == Phase.UNREACHABLE):
         return []
@@ -209,4 +268,4 @@ def slow_flags(c: TickContext, phase: Phase) -> Raised:
         f"{duration(c.elapsed_s)} since launch, expected within {duration(window.window_s)} "
         f"({window.source}); now in {phase}"
     )
-    return [("slow_startup", evidence)]
+    return [Raised("slow_startup", evidence, nextstep.SLOW_STEP)]

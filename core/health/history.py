@@ -1,10 +1,13 @@
 """Start-up history: every completed start-up, and the expectations learned from it.
 
 Records are JSON lines in ``<state dir>/startup-history.jsonl``: signature, when it
-finished, total seconds, seconds per phase, and the longest log silence per phase. The
-expected window for a signature is the slowest of its recent start-ups times a margin;
-a phase's stall limit is its longest recent silence times a margin. With no history the
-configured defaults apply (600 s window).
+finished, total seconds, seconds per phase, the longest log silence per phase and per
+step, and the outcome (ready, crashed, stalled, stopped). Only start-ups whose beginning
+was seen are recorded (launched or watched from the start, or dated from the log), never
+an attach to a server that was already up. The expected window for a signature is the
+slowest of its recent *ready* start-ups times a margin; a step's stall limit is its
+longest recent silence times a margin. With no history the configured defaults apply
+(600 s window, the corpus-derived step limits).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from eagle_tui.core.fsio import write_atomic
 from eagle_tui.core.health.phase import STARTUP_PHASES, Phase
 from eagle_tui.core.health.settings import WatchSettings
 from eagle_tui.core.health.snapshot import Expectation
+from eagle_tui.core.health.steps import Step
 from eagle_tui.core.paths import state_dir
 
 HISTORY_FILE = "startup-history.jsonl"
@@ -35,6 +39,8 @@ class StartupRecord:
     total_s: float
     phases: Mapping[str, float] = field(default_factory=dict)
     max_gaps: Mapping[str, float] = field(default_factory=dict)
+    outcome: str = "ready"
+    step_gaps: Mapping[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object stored for this record."""
@@ -44,6 +50,8 @@ class StartupRecord:
             "total_s": round(self.total_s, 3),
             "phases": {k: round(v, 3) for k, v in self.phases.items()},
             "max_gaps": {k: round(v, 3) for k, v in self.max_gaps.items()},
+            "outcome": self.outcome,
+            "step_gaps": {k: round(v, 3) for k, v in self.step_gaps.items()},
         }
 
     @classmethod
@@ -55,6 +63,8 @@ class StartupRecord:
             total_s=float(data["total_s"]),
             phases={str(k): float(v) for k, v in dict(data.get("phases", {})).items()},
             max_gaps={str(k): float(v) for k, v in dict(data.get("max_gaps", {})).items()},
+            outcome=str(data.get("outcome", "ready")),  # older records held ready ones only
+            step_gaps={str(k): float(v) for k, v in dict(data.get("step_gaps", {})).items()},
         )
 
 
@@ -65,6 +75,8 @@ class Expectations:
     expectation: Expectation
     stall_limits: Mapping[Phase, float]
     stall_sources: Mapping[Phase, str]
+    step_limits: Mapping[Step, float] = field(default_factory=dict)
+    step_sources: Mapping[Step, str] = field(default_factory=dict)
 
 
 class StartupHistory:
@@ -80,7 +92,10 @@ class StartupHistory:
         return found[-limit:]
 
     def append(self, record: StartupRecord) -> None:
-        """Add a record; a write failure is remembered in ``problem``, not raised."""
+        """Add a record (once: the same start-up seen again is skipped); a write failure is
+        remembered in ``problem``, not raised."""
+        if self._already_recorded(record):
+            return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with open(self.path, "a", encoding="utf-8") as out:
@@ -89,10 +104,20 @@ class StartupHistory:
         except OSError as exc:
             self.problem = f"cannot write start-up history {self.path}: {exc}"
 
+    def _already_recorded(self, record: StartupRecord) -> bool:
+        # Dated from the log, the same start-up seen by two watches finishes at the same time.
+        return any(
+            r.signature == record.signature
+            and abs(r.finished_at - record.finished_at) < 2.0
+            and abs(r.total_s - record.total_s) < 2.0
+            for r in self.records(record.signature, limit=50)
+        )
+
     def expectations(self, signature: str | None, settings: WatchSettings) -> Expectations:
         """Expected window and stall limits for ``signature`` (defaults without history)."""
-        recent = self.records(signature, limit=settings.history_size) if signature else []
-        return expectations_from(recent, settings)
+        found = self.records(signature, limit=5 * settings.history_size) if signature else []
+        ready = [r for r in found if r.outcome == "ready"]
+        return expectations_from(ready[-settings.history_size :], settings)
 
     def _load(self) -> list[StartupRecord]:
         try:
@@ -128,16 +153,30 @@ def expectations_from(recent: list[StartupRecord], settings: WatchSettings) -> E
     slowest = max(r.total_s for r in recent)
     for phase in STARTUP_PHASES:
         gaps = [r.max_gaps[phase.value] for r in recent if phase.value in r.max_gaps]
-        if gaps:
+        if gaps and phase not in settings.stall_limits_s:
             limits[phase] = max(settings.min_stall_s, max(gaps) * settings.stall_margin)
             sources[phase] = f"history ({len(gaps)} start-ups)"
+    step_limits, step_sources = _learned_steps(recent, settings)
     expectation = Expectation(
         window_s=slowest * settings.window_margin,
         source=f"history: slowest of {len(recent)} start-ups was {slowest:.0f} s",
         starts_recorded=len(recent),
         typical_phase_s=_typical_phases(recent),
     )
-    return Expectations(expectation, limits, sources)
+    return Expectations(expectation, limits, sources, step_limits, step_sources)
+
+
+def _learned_steps(
+    recent: list[StartupRecord], settings: WatchSettings
+) -> tuple[dict[Step, float], dict[Step, str]]:
+    limits: dict[Step, float] = {}
+    sources: dict[Step, str] = {}
+    for step in Step:
+        gaps = [r.step_gaps[step.value] for r in recent if step.value in r.step_gaps]
+        if gaps:
+            limits[step] = max(settings.min_stall_s, max(gaps) * settings.stall_margin)
+            sources[step] = f"history ({len(gaps)} start-ups)"
+    return limits, sources
 
 
 def _typical_phases(recent: list[StartupRecord]) -> tuple[tuple[Phase, float], ...]:

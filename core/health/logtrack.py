@@ -1,54 +1,42 @@
 """Fold parsed log events into what the log says about a start-up.
 
-The tracker knows which phase the log has reached (per rank too), when each phase began,
-when the log last made progress, the longest silence per phase (for history), the fatal
-lines, the shutdown line, and the figures worth showing (shards, KV cache, graphs, limits).
-A new ``server_args`` line after a finished start-up means the server was started again
-in the same log, and the tracker starts over.
+The tracker knows which phase and step the log has reached (per rank too), when each
+began, when the log last wrote a line, the pace of progress bars, the longest silence per
+phase and step (for history), the failure evidence (``crashlog``), the shutdown line, the
+lines it could not read (counted, the latest kept), and the figures worth showing.
+
+Times: lines read as they are written are dated by their arrival. A backlog (the file's
+content when it is first opened, or reopened after a rotation or truncation) is dated by
+the lines' own timestamps on the log's clock (``logclock``), so a watch that attaches late
+sees true times: how long the log has been silent, when each phase began.
+
+A new incarnation of the server in the same log (a ``server_args`` line after the start-up
+moved on, also in a truncated or rotated file) starts the tracker over; ``generation``
+counts them so the state can close the previous start-up.
 """
 
 from __future__ import annotations
 
 import re
-import time
-from dataclasses import dataclass, replace
+from collections import deque
+from dataclasses import replace
 
-from eagle_tui.core.health.phase import Phase, later, startup_rank
+from eagle_tui.core.health.crashlog import CrashLog, TimedFatal
+from eagle_tui.core.health.logclock import LogClock, stamp_epoch
+from eagle_tui.core.health.phase import Phase, later
+from eagle_tui.core.health.ranks import RankProgress, Topology
 from eagle_tui.core.health.snapshot import StartupProgress
+from eagle_tui.core.health.steps import STEP_PHASE, BarPace, Step, later_step, step_of
 from eagle_tui.core.serverlog import events as ev
 from eagle_tui.core.serverlog.follower import LogChunk
-from eagle_tui.core.serverlog.parser import parse_line, split_glued
+from eagle_tui.core.serverlog.parser import parse_line, parse_text
+from eagle_tui.core.serverlog.prefix import Stamp
+from eagle_tui.core.serverlog.serverargs import extract_server_args
 
-# The line naming the exception at the end of a Python traceback, e.g.
-# "torch.OutOfMemoryError: CUDA out of memory." or "IndexError: index out of range".
-_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)\b.*")
-# Timestamps further than this from our clock are not trusted to date the backlog.
-_MAX_TIMESTAMP_SKEW_S = 86_400.0
-
-
-@dataclass(frozen=True)
-class TimedFatal:
-    """A fatal line and when it arrived."""
-
-    event: ev.Fatal
-    at: float
-
-
-def _phase_of(event: ev.LogEvent) -> Phase | None:
-    match event:
-        case ev.ServerArgsSeen():
-            return Phase.LAUNCHING
-        case ev.WeightLoadBegin() | ev.ShardProgress():
-            return Phase.LOADING_WEIGHTS
-        case ev.WeightLoadEnd() | ev.KvCacheAllocated() | ev.MemoryPoolEnd():
-            return Phase.ALLOCATING_KV
-        case ev.GraphCaptureBegin() | ev.GraphCaptureProgress() | ev.GraphCaptureEnd():
-            return Phase.CAPTURING_GRAPHS
-        case ev.ServerProcessStarted() | ev.AppStartupComplete() | ev.PortBound():
-            return Phase.WARMING_UP
-        case ev.ServerReady():
-            return Phase.READY
-    return None
+_KEPT_UNKNOWN = 20
+_KEPT_WARNINGS = 20
+_ARGS_WRAP_LINES = 60  # a hard-wrapped server_args line (a terminal paste) goes on this long
+_FRAME = re.compile(r'^  File "|^ {4,}\S|^\s+\^+\s*$')
 
 
 def _is_our_probe(event: ev.LogEvent) -> bool:
@@ -56,16 +44,15 @@ def _is_our_probe(event: ev.LogEvent) -> bool:
     return isinstance(event, ev.HttpAccess) and event.path.startswith("/health")
 
 
-def _timestamp_wall(stamp: str | None) -> float | None:
-    """Wall time of a log timestamp; a whole-second stamp counts as the end of its second."""
+def _end_of_stamp(stamp: Stamp | None, reference: float) -> float | None:
+    """A stamp's time on the log's clock; a whole-second stamp counts as the end of its
+    second (the line was written some time within it)."""
     if stamp is None:
         return None
-    try:
-        seconds = time.mktime(time.strptime(stamp[:19], "%Y-%m-%d %H:%M:%S"))
-    except (ValueError, OverflowError):
+    epoch = stamp_epoch(stamp, reference)
+    if epoch is None:
         return None
-    fraction = stamp[20:23]
-    return seconds + (int(fraction) / 1000 if fraction.isdigit() else 1.0)
+    return epoch + (1.0 if stamp.second == int(stamp.second) else 0.0)
 
 
 class LogTracker:
@@ -75,6 +62,7 @@ class LogTracker:
         self._date_backlog = date_backlog
         self._first_read_done = False
         self._last_partial = ""
+        self.clock = LogClock()
         self.generation = 0
         self.reset()
 
@@ -82,88 +70,170 @@ class LogTracker:
         """Forget the start-up seen so far (the server was started again)."""
         self.generation += 1
         self.phase: Phase | None = None
+        self.step: Step | None = None
+        self.step_line: str | None = None  # the line that brought the start-up to ``step``
+        self.phase_line: str | None = None  # the line that began ``phase``
         self.phase_since: dict[Phase, float] = {}
-        self.ranks: dict[str, Phase] = {}
-        self.fatals: list[TimedFatal] = []
+        self.step_since: dict[Step, float] = {}
+        self.ranks = RankProgress()
+        self.crash = CrashLog()
+        self.bars: dict[str, BarPace] = {}
         self.shutdown: ev.Shutdown | None = None
         self.drain_remaining: int | None = None
         self.shutdown_at: float | None = None
         self.last_line: str | None = None
         self.last_line_at: float | None = None
         self.last_progress_at: float | None = None
+        self.first_line_at: float | None = None
         self.max_gap: dict[Phase, float] = {}
+        self.max_step_gap: dict[Step, float] = {}
         self.server_args: dict[str, str] = {}
         self.args_at: float | None = None
+        self.args_dated = False  # the server_args line's time is known (live, or stamped)
+        self._args_text: str | None = None  # an unfinished (hard-wrapped) server_args line
         self.pid_from_log: int | None = None
         self.port_bound: ev.PortBound | None = None
         self.load: ev.BatchStats | None = None
         self.load_at: float | None = None
-        self.exception_line: str | None = None
         self.lines = 0
+        self.unknown = 0
+        self.unknown_lines: deque[str] = deque(maxlen=_KEPT_UNKNOWN)
+        self.warnings: deque[ev.WarningLine] = deque(maxlen=_KEPT_WARNINGS)
         self.progress = StartupProgress()
+        self._previous: ev.LogEvent | None = None
+        self._in_backlog = False
+
+    # -- compatibility views -----------------------------------------------------------------
+
+    @property
+    def fatals(self) -> list[TimedFatal]:
+        """The fatal lines so far."""
+        return self.crash.fatals
+
+    @property
+    def exception_line(self) -> str | None:
+        """The latest exception line (the end of a traceback)."""
+        return self.crash.exception_line
+
+    @property
+    def topology(self) -> Topology:
+        """The deployment the ``server_args`` line describes."""
+        return Topology.from_fields(self.server_args)
+
+    # -- feeding -----------------------------------------------------------------------------
 
     def feed(self, chunk: LogChunk, now: float, wall: float) -> None:
         """Apply every complete line of ``chunk``, then its live partial line."""
-        backlog = self._date_backlog and not self._first_read_done
+        # A truncated or rotated file alone is not a restart: logrotate's copytruncate does
+        # that to a live server. The new server's server_args line (or a new PID, seen by the
+        # state) starts the new timeline; the reopened file's lines are dated as a backlog.
+        events = [e for text in chunk.lines if text.strip() for e in parse_text(text)]
+        reopened = bool({"rotated", "truncated"} & set(chunk.notes))
+        backlog = self._date_backlog and (not self._first_read_done or reopened)
         self._first_read_done = self._first_read_done or bool(chunk.lines or chunk.partial)
-        at = now
-        for text in chunk.lines:
-            if not text.strip():
-                continue
-            for part in split_glued(text):
-                event = parse_line(part)
-                if backlog:
-                    at = self._backlog_time(event, now, wall, at)
-                self.apply(event, at)
+        dated = self._date(events, chunk.mtime, now, wall) if backlog else None
+        self._in_backlog = backlog
+        for index, event in enumerate(events):
+            self.apply(event, dated[index] if dated is not None else now)
+        self._in_backlog = False
         self._feed_partial(chunk.partial, now)
 
     def _feed_partial(self, partial: str, now: float) -> None:
         if not partial.strip() or partial == self._last_partial:
             return
         self._last_partial = partial
-        event = parse_line(partial, partial=True)
+        event = parse_line(partial.split("\r")[-1] or partial, partial=True)
         if isinstance(event, ev.ShardProgress | ev.GraphCaptureProgress):
             self.apply(event, now)
 
-    def _backlog_time(self, event: ev.LogEvent, now: float, wall: float, previous: float) -> float:
-        stamp = _timestamp_wall(event.line.timestamp)
-        if stamp is None:
-            return previous if previous <= now else now
-        age = wall - stamp
-        if abs(age) > _MAX_TIMESTAMP_SKEW_S:
-            return now
-        return now - max(0.0, age)
+    def _date(
+        self, events: list[ev.LogEvent], mtime: float | None, now: float, wall: float
+    ) -> list[float]:
+        """Monotonic times for a backlog: by the lines' stamps, else by the file's mtime."""
+        reference = self.clock.log_time(mtime if mtime is not None else wall)
+        epochs = [_end_of_stamp(e.line.stamp, reference) for e in events]
+        stamped = [x for x in epochs if x is not None]
+        if mtime is not None and stamped:
+            self.clock.learn_backlog(max(stamped), mtime)
+        end = now - max(0.0, wall - mtime) if mtime is not None else now
+        first = next((x for x in epochs if x is not None), None)
+        previous = self._at_of(first, now, wall, end) if first is not None else end
+        times = []
+        for epoch in epochs:
+            if epoch is not None:
+                previous = max(previous, self._at_of(epoch, now, wall, end))
+            times.append(previous)
+        return times
+
+    def _at_of(self, epoch: float, now: float, wall: float, end: float) -> float:
+        return min(now - (wall - self.clock.to_wall(epoch)), end)
+
+    # -- folding -----------------------------------------------------------------------------
 
     def apply(self, event: ev.LogEvent, at: float) -> None:
-        """Fold one event that arrived at monotonic time ``at``."""
-        if isinstance(event, ev.ServerArgsSeen) and startup_rank(self.phase or Phase.LAUNCHING) > 0:
-            self.reset()
+        """Fold one event dated to monotonic time ``at``."""
+        if isinstance(event, ev.ServerArgsSeen) and self._restarted():
+            self.reset()  # the server was started again in the same log
         self.lines += 1
+        self.first_line_at = self.first_line_at if self.first_line_at is not None else at
         self.last_line = event.line.text
-        self.last_line_at = at
+        if not isinstance(event, ev.OtherLine):
+            self._args_text = None  # a recognised line ends any wrapped server_args
         if not _is_our_probe(event):
-            self._note_progress(at)
-        self._advance_phase(event, at)
+            self._note_silence(at)
+        self.last_line_at = at
+        self._advance(event, at)
+        stopping = self.shutdown is not None or bool(self.crash.stop_echoes)
+        self.crash.note(event, at, stopping=stopping)
         self._record(event, at)
+        self._previous = event
 
-    def _note_progress(self, at: float) -> None:
-        if self.last_progress_at is not None and self.phase is not None:
+    def _restarted(self) -> bool:
+        """A server_args line now means a new server (this one had moved on or ended)."""
+        if self.step is None:
+            return False
+        return self.step != Step.LAUNCHING or self.crash.failed or self.shutdown is not None
+
+    def _note_silence(self, at: float) -> None:
+        if self.last_progress_at is not None:
             gap = max(0.0, at - self.last_progress_at)
-            self.max_gap[self.phase] = max(self.max_gap.get(self.phase, 0.0), gap)
+            if self.phase is not None:
+                self.max_gap[self.phase] = max(self.max_gap.get(self.phase, 0.0), gap)
+            if self.step is not None:
+                self.max_step_gap[self.step] = max(self.max_step_gap.get(self.step, 0.0), gap)
         self.last_progress_at = at
 
-    def _advance_phase(self, event: ev.LogEvent, at: float) -> None:
-        phase = _phase_of(event)
-        if isinstance(event, ev.HttpAccess) and self.phase is not None:
-            phase = Phase.WARMING_UP  # the port is open: only warm-up is left
-        if phase is None:
+    def _advance(self, event: ev.LogEvent, at: float) -> None:
+        step = step_of(event, self.step)
+        if isinstance(event, ev.HttpAccess) and self.step is not None and not _is_our_probe(event):
+            step = Step.WARMUP  # the port is open: only warm-up is left
+        if step is None:
             return
+        self._note_rank(event, step)
+        self._note_bar(event, at)
+        reached = later_step(self.step, step)
+        if reached != self.step:
+            self.step = reached
+            self.step_line = event.line.text
+            self.step_since.setdefault(reached, at)
+            self.crash.progressed()
+        phase = later(self.phase, STEP_PHASE[reached])
+        if phase != self.phase:
+            self.phase = phase
+            self.phase_line = event.line.text
+            self.phase_since.setdefault(phase, at)
+
+    def _note_rank(self, event: ev.LogEvent, step: Step) -> None:
         if event.line.ranks:
-            self.ranks[event.line.ranks] = later(self.ranks.get(event.line.ranks), phase)
-        reached = later(self.phase, phase)
-        if reached != self.phase:
-            self.phase = reached
-            self.phase_since.setdefault(reached, at)
+            self.ranks.note(event.line.ranks, step)
+        elif isinstance(event, ev.DistributedInit) and event.device is not None:
+            self.ranks.note_device(event.device, step, event.line.message, self.topology)
+
+    def _note_bar(self, event: ev.LogEvent, at: float) -> None:
+        if isinstance(event, ev.ShardProgress):
+            self.bars.setdefault("weights", BarPace()).update(event.done, at, event.rate_s)
+        elif isinstance(event, ev.GraphCaptureProgress) and event.percent is not None:
+            self.bars.setdefault("graphs", BarPace()).update(event.done, at, event.rate_s)
 
     def _record(self, event: ev.LogEvent, at: float) -> None:
         p = self.progress
@@ -171,12 +241,17 @@ class LogTracker:
             case ev.ServerArgsSeen(fields=fields):
                 self.server_args = dict(fields)
                 self.args_at = at
+                self.args_dated = not self._in_backlog or event.line.stamp is not None
+                text = event.line.message.rstrip()
+                self._args_text = None if text.endswith((")", "}")) else text
             case ev.WeightLoadBegin(avail_gb=avail):
                 self.progress = replace(p, avail_gb=avail)
             case ev.ShardProgress(percent=pct, done=done, total=total):
                 self.progress = replace(p, shards_percent=pct, shards_done=done, shards_total=total)
             case ev.WeightLoadEnd(avail_gb=avail, mem_usage_gb=used):
-                self.progress = replace(p, avail_gb=avail, weights_gb=used)
+                self.progress = replace(
+                    p, avail_gb=avail if avail is not None else p.avail_gb, weights_gb=used
+                )
             case ev.KvCacheAllocated(tokens=tokens, size_gb=size):
                 self.progress = replace(p, kv_tokens=tokens, kv_size_gb=size)
             case ev.MemoryPoolEnd(avail_gb=avail):
@@ -184,7 +259,13 @@ class LogTracker:
             case ev.GraphsDisabled():
                 self.progress = replace(p, graphs_disabled=True)
             case ev.GraphCaptureProgress(percent=pct, batch_size=bs, avail_gb=avail):
-                self.progress = replace(p, graph_percent=pct, graph_batch_size=bs, avail_gb=avail)
+                if pct is not None:
+                    self.progress = replace(
+                        p,
+                        graph_percent=pct,
+                        graph_batch_size=bs if bs is not None else p.graph_batch_size,
+                        avail_gb=avail if avail is not None else p.avail_gb,
+                    )
             case ev.GraphCaptureEnd():
                 self.progress = replace(p, graph_stages_done=p.graph_stages_done + 1)
             case ev.SchedulerLimits():
@@ -206,9 +287,6 @@ class LogTracker:
             case ev.HttpAccess(method="POST", path="/generate", status=200):
                 if self.phase != Phase.READY:
                     self.progress = replace(self.progress, warmup_done=True)
-            case ev.Fatal():
-                if all(f.event.kind != event.kind for f in self.fatals):
-                    self.fatals.append(TimedFatal(event, at))
             case ev.Shutdown(remaining=remaining):
                 if self.shutdown is None:  # the first line (SIGTERM received) says why
                     self.shutdown, self.shutdown_at = event, at
@@ -216,5 +294,29 @@ class LogTracker:
                     self.drain_remaining = remaining
             case ev.BatchStats():
                 self.load, self.load_at = event, at
-            case ev.OtherLine(line=line) if _EXCEPTION_LINE.match(line.text):
-                self.exception_line = line.text
+            case ev.WarningLine():
+                self.warnings.append(event)
+            case ev.OtherLine(line=line):
+                self._other(line)
+
+    def _other(self, line: ev.LogLine) -> None:
+        if self._continues_args(line):
+            return
+        if self.crash.traceback_open or _FRAME.match(line.text):
+            return  # a traceback's frames: read, and quoted by their exception line
+        self.unknown += 1
+        self.unknown_lines.append(line.text)
+
+    def _continues_args(self, line: ev.LogLine) -> bool:
+        """A hard-wrapped ``server_args`` line (cut mid-word by a terminal paste): join the
+        pieces until the closing bracket and read the fields the first piece lacked."""
+        text = self._args_text
+        if text is None or not isinstance(self._previous, ev.ServerArgsSeen | ev.OtherLine):
+            self._args_text = None
+            return False
+        text += line.text.rstrip("\n")
+        done = text.rstrip().endswith((")", "}")) or len(text) > _ARGS_WRAP_LINES * 400
+        self._args_text = None if done else text
+        extra = extract_server_args(text)
+        self.server_args.update({k: v for k, v in extra.items() if k not in self.server_args})
+        return True

@@ -10,6 +10,7 @@ class Phase(StrEnum):
 
     DOWN = "down"
     LAUNCHING = "launching"
+    DISTRIBUTED_INIT = "distributed_init"
     LOADING_WEIGHTS = "loading_weights"
     ALLOCATING_KV = "allocating_kv"
     CAPTURING_GRAPHS = "capturing_graphs"
@@ -23,6 +24,7 @@ class Phase(StrEnum):
 
 STARTUP_PHASES: tuple[Phase, ...] = (
     Phase.LAUNCHING,
+    Phase.DISTRIBUTED_INIT,
     Phase.LOADING_WEIGHTS,
     Phase.ALLOCATING_KV,
     Phase.CAPTURING_GRAPHS,
@@ -33,7 +35,7 @@ _ORDER = {phase: index for index, phase in enumerate((*STARTUP_PHASES, Phase.REA
 
 
 def startup_rank(phase: Phase) -> int:
-    """Position in the start-up order (launching = 0 … ready = 5); -1 for other phases."""
+    """Position in the start-up order (launching = 0 … ready = 6); -1 for other phases."""
     return _ORDER.get(phase, -1)
 
 

@@ -1,9 +1,10 @@
 """Decide the phase from the log, the process and ``/health`` (see phase.py).
 
 Order of evidence: a process that is gone outranks everything (crashed, or down after a
-SIGTERM); then a fatal log line; then a shutdown line; then ``/health``; then how far the
-log has got. With only a URL the phases collapse to unreachable / warming_up / ready (and
-degraded, then crashed when a port that served starts refusing).
+deliberate stop: SIGTERM, Ctrl-C, ranks ending with -15); then a fatal log line (or a bare
+traceback that ended in an exception); then a shutdown line; then ``/health``; then how
+far the log has got. With only a URL the phases collapse to unreachable / warming_up /
+ready (and degraded, then crashed when a port that served starts refusing).
 """
 
 from __future__ import annotations
@@ -17,17 +18,21 @@ def decide_phase(c: TickContext) -> Phase:
     """The phase this tick's evidence points to."""
     log = c.log
     if c.process is not None and not c.process.alive:
-        stopped = c.stop_requested or (log is not None and log.shutdown is not None)
-        return Phase.DOWN if stopped else Phase.CRASHED
-    if log is not None and log.fatals:
+        return Phase.DOWN if c.stopping and not _failed(c) else Phase.CRASHED
+    if log is not None and log.crash.failed:
         return Phase.CRASHED
-    if log is not None and log.shutdown is not None:
+    if c.stopping and log is not None:
         return Phase.STOPPING
     if c.was_ready:
         return _after_ready(c)
     if _health_ok(c) or (log is not None and log.phase == Phase.READY):
         return Phase.READY
     return _starting(c)
+
+
+def _failed(c: TickContext) -> bool:
+    """A failure the log reported before any stop was asked for."""
+    return c.log is not None and c.log.crash.failed
 
 
 def _health_ok(c: TickContext) -> bool:

@@ -42,6 +42,11 @@ def signature_from_argv(argv: Sequence[str]) -> str | None:
     return None if found["model"] == "?" else _join(found)
 
 
+def flag_values(argv: Sequence[str]) -> dict[str, str]:
+    """``--flag value`` and ``--flag=value`` pairs of a command line."""
+    return _flag_values(argv)
+
+
 def _flag_values(argv: Sequence[str]) -> dict[str, str]:
     values: dict[str, str] = {}
     for index, arg in enumerate(argv):

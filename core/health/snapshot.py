@@ -19,13 +19,15 @@ class Flag:
     """Something wrong or worth knowing, with the evidence that raised it.
 
     ``name`` is one of ``slow_startup``, ``stalled``, ``port_conflict``, ``fatal:<kind>``,
-    ``gpu_memory_held``, ``degraded``, ``process_exited`` (the evidence of a crash or a
-    stop), ``rank_exited``; ``since_s`` is how long it has been up.
+    ``exception`` (a traceback no fatal line explains), ``gpu_memory_held``, ``degraded``,
+    ``process_exited`` (the evidence of a crash or a stop), ``rank_exited``; ``since_s`` is
+    how long it has been up; ``next_step`` is what a person can do about it.
     """
 
     name: str
     evidence: str
     since_s: float = 0.0
+    next_step: str = ""
 
 
 class Outcome(StrEnum):
@@ -41,10 +43,12 @@ class Outcome(StrEnum):
 
 @dataclass(frozen=True)
 class Verdict:
-    """A conclusion a watch can stop on, with a one-line diagnosis naming the evidence."""
+    """A conclusion a watch can stop on, with a one-line diagnosis naming the evidence and
+    what to do next."""
 
     outcome: Outcome
     diagnosis: str
+    next_step: str = ""
 
 
 @dataclass(frozen=True)
@@ -95,9 +99,14 @@ class HealthSnapshot:
     """The server at one moment, from every source the watcher has.
 
     Times are seconds. ``elapsed_s`` counts from the launch (the process start time when
-    known); ``window_fraction`` is ``elapsed_s / expected.window_s``. ``last_log_line`` is
-    the newest line (a live progress bar counts) and ``last_log_age_s`` how long ago it
-    arrived. ``problems`` are things that went wrong while looking (an unreadable log, a
+    known) until now, or until the process ended; ``ready_after_s`` is how long the start-up
+    took, frozen once ready; ``window_fraction`` is ``elapsed_s / expected.window_s``.
+    ``last_log_line`` is the newest line (a live progress bar counts) and ``last_log_age_s``
+    how long ago it was written (by its own timestamp when the watch attached late).
+    ``reached`` is the furthest start-up phase the server got to (where a crash or stall
+    happened); ``step`` the finer point within it; ``lagging_ranks`` the ranks behind the
+    others. ``unknown_lines`` counts log lines no pattern read (``unknown_samples`` the
+    latest). ``problems`` are things that went wrong while looking (an unreadable log, a
     garbage ``/health`` body, a probe error); ``notes`` explain what cannot be seen.
     """
 
@@ -122,6 +131,13 @@ class HealthSnapshot:
     signature: str | None = None
     problems: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    reached: Phase | None = None
+    step: str | None = None
+    ready_after_s: float | None = None
+    lagging_ranks: tuple[str, ...] = ()
+    unknown_lines: int = 0
+    unknown_samples: tuple[str, ...] = ()
+    incarnation: int = 1
 
     def flag(self, name: str) -> Flag | None:
         """The flag called ``name`` (or starting with ``name`` + ':'), if raised."""

@@ -1,46 +1,200 @@
-"""Find a server process by its command line when no PID was given."""
+"""Find SGLang servers in the process table: what runs, on which port, logging where.
+
+A server is recognised by how it was started, not by a word anywhere in its command line
+(``eagle-tui watch --launch -- python -m sglang.launch_server …`` is not a server):
+``python -m sglang.launch_server``, ``sglang serve``, the router (``python -m
+sglang_router.launch_router``/``launch_server``, ``sglang-router``), and eagle-tui's
+simulated server (``python -m eagle_tui.core.sim``, ``eagle-tui sim``). Its port comes from
+``--port`` (SGLang's default 30000 otherwise) or, failing that, from what its process tree
+listens on; its log file is where its stderr (else stdout) points, when that is a file.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import psutil
 
-# Words that mark a command line as an SGLang server (or eagle-tui's simulated one).
-SERVER_MARKERS = ("sglang", "launch_server", "eagle_tui.core.sim")
+_MODULE_KINDS = {
+    "sglang.launch_server": "launch_server",
+    "sglang.srt.entrypoints.http_server": "launch_server",
+    "sglang_router.launch_router": "router",
+    "sglang_router.launch_server": "router",
+    "eagle_tui.core.sim": "sim",
+}
+_SCRIPT_KINDS = {"sglang-router": "router", "sgl-router": "router", "launch_server.py": None}
+_SUBCOMMAND_KINDS = {("sglang", "serve"): "serve", ("eagle-tui", "sim"): "sim"}
+_OPTIONS_WITH_VALUE = frozenset({"-X", "-W", "-Q"})
+_DEFAULT_PORT = 30000
 
 
-def _mentions_port(argv: list[str], port: int) -> bool:
-    text = " ".join(argv)
-    return re.search(rf"--port(?:=|\s+){port}\b", text) is not None
+@dataclass(frozen=True)
+class ServerProcess:
+    """One server found in the process table."""
+
+    pid: int
+    kind: str
+    cmdline: str
+    host: str
+    port: int | None
+    log_path: Path | None
+    create_time: float
+
+    @property
+    def url(self) -> str | None:
+        """``http://HOST:PORT`` (a wildcard host is reached on the loopback)."""
+        if self.port is None:
+            return None
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
+        return f"http://{host}:{self.port}"
 
 
-def find_server_pid(port: int, *, markers: tuple[str, ...] = SERVER_MARKERS) -> int | None:
-    """The newest process whose command line names a server marker and ``--port PORT``.
+def server_kind(argv: Sequence[str]) -> str | None:
+    """What kind of server ``argv`` starts (``launch_server``, ``serve``, ``router``,
+    ``sim``), or None when it is not one."""
+    if not argv:
+        return None
+    exe = os.path.basename(argv[0])
+    rest = list(argv[1:])
+    if exe.startswith("python"):
+        index = 0
+        while index < len(rest) and rest[index].startswith("-") and rest[index] != "-m":
+            index += 2 if rest[index] in _OPTIONS_WITH_VALUE else 1
+        if index + 1 < len(rest) and rest[index] == "-m":
+            return _MODULE_KINDS.get(rest[index + 1])
+        if index >= len(rest):
+            return None
+        exe, rest = os.path.basename(rest[index]), rest[index + 1 :]
+    if exe == "launch_server.py" and any("sglang" in part for part in argv[:3]):
+        return "launch_server"
+    if exe in _SCRIPT_KINDS:
+        return _SCRIPT_KINDS[exe]
+    verb = next((part for part in rest if not part.startswith("-")), None)
+    return _SUBCOMMAND_KINDS.get((exe, verb or ""))
+
+
+def _flag(argv: Sequence[str], name: str) -> str | None:
+    for index, part in enumerate(argv):
+        if part == name and index + 1 < len(argv):
+            return argv[index + 1]
+        if part.startswith(name + "="):
+            return part.split("=", 1)[1]
+    return None
+
+
+def port_from_argv(argv: Sequence[str]) -> int | None:
+    """``--port N`` (or ``--port=N``) of a command line."""
+    value = _flag(argv, "--port")
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def mentions_port(argv: Sequence[str], port: int) -> bool:
+    """True when the command line says ``--port PORT``."""
+    return re.search(rf"--port(?:=|\s+){port}\b", " ".join(argv)) is not None
+
+
+def log_file_of(pid: int) -> Path | None:
+    """The regular file the process's stderr (else stdout) writes to, if any."""
+    for fd in (2, 1):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        path = Path(target.removesuffix(" (deleted)"))
+        if target.startswith("/") and not target.startswith("/dev/") and path.is_file():
+            return path
+    return None
+
+
+def _listening_ports(proc: Any) -> list[int]:
+    ports: list[int] = []
+    with contextlib.suppress(psutil.Error):
+        for member in [proc, *proc.children(recursive=True)]:
+            with contextlib.suppress(psutil.Error):
+                for conn in member.net_connections(kind="tcp"):
+                    if conn.status == psutil.CONN_LISTEN and conn.laddr:
+                        ports.append(int(conn.laddr.port))
+    return sorted(set(ports))
+
+
+def _port_of(proc: Any, argv: Sequence[str], kind: str) -> int | None:
+    port = port_from_argv(argv)
+    if port is not None:
+        return port
+    listening = _listening_ports(proc)
+    if _DEFAULT_PORT in listening or (kind in ("launch_server", "serve") and not listening):
+        return _DEFAULT_PORT
+    return listening[0] if listening else None
+
+
+def self_and_ancestors() -> set[int]:
+    """This process and its parents (never reported as servers: we may have launched them)."""
+    pids = {os.getpid()}
+    with contextlib.suppress(psutil.Error):
+        pids.update(p.pid for p in psutil.Process().parents())
+    return pids
+
+
+def _candidates() -> Iterable[Any]:
+    ourselves = self_and_ancestors()
+    for proc in psutil.process_iter(["pid", "cmdline", "create_time", "ppid"]):
+        if proc.info["pid"] in ourselves:
+            continue
+        argv = proc.info.get("cmdline") or []
+        kind = server_kind(argv)
+        if kind is not None:
+            yield proc, argv, kind
+
+
+def discover_servers() -> list[ServerProcess]:
+    """Every SGLang server (and eagle-tui sim) running here, oldest first; never raises."""
+    found: list[ServerProcess] = []
+    try:
+        candidates = list(_candidates())
+    except (psutil.Error, OSError):
+        return []
+    pids = {proc.info["pid"] for proc, _, _ in candidates}
+    for proc, argv, kind in candidates:
+        if proc.info.get("ppid") in pids:
+            continue  # a server started by another server we list (the router's workers)
+        found.append(
+            ServerProcess(
+                pid=proc.info["pid"],
+                kind=kind,
+                cmdline=" ".join(argv),
+                host=_flag(argv, "--host") or "127.0.0.1",
+                port=_port_of(proc, argv, kind),
+                log_path=log_file_of(proc.info["pid"]),
+                create_time=proc.info.get("create_time") or 0.0,
+            )
+        )
+    return sorted(found, key=lambda s: (s.create_time, s.pid))
+
+
+def find_server_pid(port: int) -> int | None:
+    """The newest server process whose command line names ``--port PORT``.
 
     Newest, because during a restart the old server (same command line) may still be alive,
     and the one being watched is the one that just started.
     """
     best: tuple[float, int] | None = None
-    ourselves = _self_and_ancestors()
-    for proc in psutil.process_iter(["pid", "cmdline", "create_time"]):
-        if proc.info["pid"] in ourselves:
-            continue  # `eagle-tui watch --launch -- … --port P` names the port too
-        argv = proc.info.get("cmdline") or []
-        if not argv or not any(m in " ".join(argv) for m in markers):
-            continue
-        if not _mentions_port(argv, port):
+    try:
+        candidates = list(_candidates())
+    except (psutil.Error, OSError):
+        return None
+    for proc, argv, _ in candidates:
+        if not mentions_port(argv, port):
             continue
         key = (proc.info.get("create_time") or 0.0, proc.info["pid"])
         if best is None or key > best:
             best = key
     return None if best is None else best[1]
-
-
-def _self_and_ancestors() -> set[int]:
-    pids = {os.getpid()}
-    with contextlib.suppress(psutil.Error):
-        pids.update(p.pid for p in psutil.Process().parents())
-    return pids

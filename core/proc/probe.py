@@ -44,6 +44,7 @@ class ProcessProbe:
         self._children: dict[int, Any] = {}
         self._seen_children: dict[int, ChildInfo] = {}
         self._last: ProcessReport | None = None
+        self._last_tree: frozenset[int] | None = None
 
     @property
     def pid(self) -> int | None:
@@ -56,16 +57,24 @@ class ProcessProbe:
         return self._port
 
     def adopt(self, pid: int) -> None:
-        """Watch ``pid`` (e.g. learned from the log) unless a PID was given explicitly."""
+        """Watch ``pid`` (learned from the log) unless a PID was given explicitly.
+
+        Not pinned: when the server is restarted, discovery by port finds the new one.
+        """
         if not self._pinned and pid != self._pid:
             self._switch_to(pid)
-        self._pinned = True
 
     def probe(self) -> ProbeReport:
-        """The process tree and port now, with any problem met while looking."""
+        """The process tree and port now, with any problem met while looking.
+
+        Once the server is gone, its last known tree still decides who "the server" is, so
+        another process holding the port stays a conflict until the port is free.
+        """
         problems: list[str] = []
         process = self._safe(self._probe_process, problems, "process")
-        server_pids = process.tree_pids if process is not None and process.alive else None
+        if process is not None and process.alive:
+            self._last_tree = process.tree_pids
+        server_pids = self._last_tree if process is not None else None
         port = self._safe(lambda: self._probe_port(server_pids), problems, "port")
         return ProbeReport(process, port, tuple(problems))
 
@@ -85,13 +94,18 @@ class ProcessProbe:
     def _probe_process(self) -> ProcessReport | None:
         if self._discover and not self._pinned:
             found = find_server_pid(self._port) if self._port is not None else None
-            if found is not None and found != self._pid:
+            if found is not None and found != self._pid and not self._tree_has(found):
                 self._switch_to(found)
         if self._pid is None:
             return None
         report = self._look()
         self._last = report
         return report
+
+    def _tree_has(self, pid: int) -> bool:
+        """A server process inside the watched tree (a router's worker) is not a new server."""
+        last = self._last
+        return last is not None and last.alive and pid in last.tree_pids
 
     def _switch_to(self, pid: int) -> None:
         self._pid = pid
@@ -100,6 +114,7 @@ class ProcessProbe:
         self._children.clear()
         self._seen_children.clear()
         self._last = None
+        self._last_tree = None
 
     def _look(self) -> ProcessReport:
         assert self._pid is not None
@@ -111,7 +126,9 @@ class ProcessProbe:
             with proc.oneshot():
                 status = proc.status()
                 if status == psutil.STATUS_ZOMBIE:
-                    return self._gone("zombie", None)
+                    # Our child's exit code is there once it is reaped (maybe by now).
+                    late = self._exit_code() if self._exit_code is not None else None
+                    return self._gone("exited" if late is not None else "zombie", late)
                 return self._alive_report(proc, status)
         except (psutil.NoSuchProcess, psutil.ZombieProcess):
             return self._gone("gone", None)

@@ -71,7 +71,7 @@ class PortStatus:
         """``PID 123 (python -m sglang.launch_server …)`` or ``an unknown process``."""
         if self.holder_pid is None:
             return "a process whose PID is hidden from us"
-        what = self.holder_cmdline or self.holder_name
+        what = " ".join((self.holder_cmdline or self.holder_name).split())
         return f"PID {self.holder_pid} ({_clip(what, 100)})" if what else f"PID {self.holder_pid}"
 
 

@@ -33,13 +33,15 @@ class LogChunk:
     ``lines`` are the complete lines since the last read, in order; ``partial`` is the
     unterminated tail (re-sent on every read until it is terminated); ``notes`` say what
     happened to the file (``"rotated"``, ``"truncated"``, ``"opened"``); ``error`` is the
-    current problem reading it, or ``None``.
+    current problem reading it, or ``None``; ``mtime`` is the file's modification time
+    (when its newest byte was written: it dates a backlog).
     """
 
     lines: tuple[str, ...] = ()
     partial: str = ""
     notes: tuple[str, ...] = ()
     error: str | None = None
+    mtime: float | None = None
 
 
 def _decode(raw: bytes) -> str:
@@ -96,7 +98,15 @@ class LogFollower:
         except OSError as exc:
             self.close()
             error = f"cannot read {self.path}: {exc.strerror or exc}"
-        return LogChunk(tuple(lines), _decode(self._pending), tuple(notes), error)
+        return LogChunk(tuple(lines), _decode(self._pending), tuple(notes), error, self._mtime())
+
+    def _mtime(self) -> float | None:
+        if self._file is None:
+            return None
+        try:
+            return os.fstat(self._file.fileno()).st_mtime
+        except OSError:
+            return None
 
     def _read_into(self, lines: list[str], notes: list[str]) -> str | None:
         path_identity = self._stat_path()

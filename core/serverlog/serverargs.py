@@ -30,6 +30,10 @@ KEYS = (
     "device",
     "host",
     "port",
+    "nnodes",
+    "node_rank",
+    "base_gpu_id",
+    "dist_init_addr",
 )
 
 

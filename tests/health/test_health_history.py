@@ -43,7 +43,8 @@ def test_expectations_default_without_history_and_learned_with_it() -> None:
     settings = WatchSettings()
     none = expectations_from([], settings)
     assert none.expectation.window_s == 600.0 and "default" in none.expectation.source
-    assert none.stall_limits[Phase.CAPTURING_GRAPHS] == 300.0
+    # Defaults come from the corpus now (issue 10): a phase's is its longest step's.
+    assert none.stall_limits[Phase.CAPTURING_GRAPHS] == 600.0
     learned = expectations_from(
         [record(300.0, {"capturing_graphs": 20.0}), record(400.0, {"capturing_graphs": 5.0})],
         settings,
@@ -51,7 +52,7 @@ def test_expectations_default_without_history_and_learned_with_it() -> None:
     assert learned.expectation.window_s == 500.0  # slowest × 1.25
     assert learned.expectation.starts_recorded == 2
     assert learned.stall_limits[Phase.CAPTURING_GRAPHS] == 60.0  # longest gap × 3
-    assert learned.stall_limits[Phase.LAUNCHING] == 300.0  # never seen: the default
+    assert learned.stall_limits[Phase.LAUNCHING] == 120.0  # never seen: the default
     assert dict(learned.expectation.typical_phase_s)[Phase.LOADING_WEIGHTS] == 200.0
     short = expectations_from([record(100.0, {"allocating_kv": 1.0})], settings)
     assert short.stall_limits[Phase.ALLOCATING_KV] == settings.min_stall_s
@@ -70,6 +71,20 @@ def test_history_lives_in_the_state_dir_and_survives_an_unwritable_one(
     broken.append(record(10.0))
     assert broken.problem is not None and "cannot write" in broken.problem
     assert broken.records(SIG) == []
+
+
+def test_the_same_startup_seen_twice_is_recorded_once_and_only_ready_ones_teach(
+    tmp_path: Path,
+) -> None:
+    history = StartupHistory(tmp_path / "h.jsonl")
+    history.append(record(42.0))
+    history.append(record(42.0))  # a second dashboard reconstructed it from the same log
+    assert len(history.records(SIG)) == 1
+    crashed = StartupRecord(SIG, 9.0, 900.0, {}, {}, outcome="crashed")
+    history.append(crashed)
+    assert [r.outcome for r in history.records(SIG)] == ["ready", "crashed"]
+    learned = history.expectations(SIG, WatchSettings())
+    assert learned.expectation.window_s == pytest.approx(42.0 * 1.25)
 
 
 def test_large_history_is_compacted(tmp_path: Path) -> None:

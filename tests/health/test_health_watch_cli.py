@@ -88,6 +88,7 @@ def test_launch_ready_json_lines_then_the_server_keeps_running(
         assert phases[0] == "launching" and phases[-1] == "ready"
         assert set(phases) <= {
             "launching",
+            "distributed_init",
             "loading_weights",
             "allocating_kv",
             "capturing_graphs",

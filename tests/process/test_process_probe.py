@@ -91,10 +91,13 @@ def test_a_pid_that_does_not_exist_is_not_found_not_an_error() -> None:
 def test_discovery_finds_the_newest_server_on_the_port(port_holders: Spawn) -> None:
     free = port_holders()
     port = free.port
-    first = port_holders("sglang", "--port", "1")  # a server command line on another port
-    old = port_holders("sglang.launch_server", "--port", str(port))
+    # Servers are recognised by how they are launched (python -m sglang.launch_server), so
+    # the holders run under that name (a word in the arguments no longer counts).
+    launch = "sglang.launch_server"
+    first = port_holders("--port", "1", module=launch)  # a server on another port
+    old = port_holders("--port", str(port), module=launch)
     assert find_server_pid(port) == old.pid
-    newer = port_holders("sglang.launch_server", f"--port={port}")
+    newer = port_holders(f"--port={port}", module=launch)
     assert find_server_pid(port) == newer.pid
     assert find_server_pid(port + 1) is None or find_server_pid(port + 1) not in (
         old.pid,

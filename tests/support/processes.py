@@ -16,6 +16,7 @@ from pathlib import Path
 import psutil
 
 PORTHOLDER = Path(__file__).with_name("portholder.py")
+FAKE_MODULES = Path(__file__).with_name("fakemods")  # a stand-in ``sglang`` package
 
 
 @dataclass
@@ -31,13 +32,23 @@ class Holder:
         return self.popen.pid
 
 
-def spawn_holder(*args: str) -> Holder:
-    """Start ``portholder.py`` and wait (on its stdout, not a timer) until it listens."""
+def spawn_holder(*args: str, module: str | None = None) -> Holder:
+    """Start ``portholder.py`` and wait (on its stdout, not a timer) until it listens.
+
+    ``module="sglang.launch_server"`` starts it as ``python -m sglang.launch_server ARGS``,
+    so the process table sees a server launched the way SGLang is.
+    """
+    command = [sys.executable, str(PORTHOLDER), *args]
+    env = None
+    if module is not None:
+        command = [sys.executable, "-m", module, *args]
+        env = {**os.environ, "PYTHONPATH": str(FAKE_MODULES)}
     popen = subprocess.Popen(
-        [sys.executable, str(PORTHOLDER), *args],
+        command,
         stdout=subprocess.PIPE,
         stdin=subprocess.DEVNULL,
         text=True,
+        env=env,
     )
     assert popen.stdout is not None
     line = popen.stdout.readline().split()

@@ -2,11 +2,15 @@
 
     eagle-tui watch --url URL [--log FILE] [--pid PID | --launch -- CMD ...]
                     [--timeout S] [--json] [--keep-watching] ...
+    eagle-tui watch --all [--json] [--timeout S]
 
-Prints one line per phase change, flag raised or cleared, progress step and problem (or
-one JSON object per line with ``--json``), then a final verdict line. Replaces a shell
-loop around ``curl /health``: it tells loading from crashed from hung from "the old
-server still holds the port", within a few poll intervals of the evidence.
+Prints one line per phase change, flag raised or cleared (with its next step), progress
+step and problem (or one JSON object per line with ``--json``), then a final verdict line.
+Replaces a shell loop around ``curl /health``: it tells loading from crashed from hung
+from "the old server still holds the port", within a few poll intervals of the evidence.
+``--all`` watches every SGLang server on this host (found in the process table, with the
+log files their output goes to) and picks up servers launched later, until Ctrl-C.
+The loop itself is ``core.health.follow``; this module parses arguments and prints.
 
 Exit codes:
     0  ready (/health 200, or the log's "fired up and ready" line)
@@ -32,16 +36,17 @@ from pathlib import Path
 
 from eagle_tui.core.clock import SystemClock
 from eagle_tui.core.health.assemble import WatchOptions, build_watcher, is_local, url_port
-from eagle_tui.core.health.changes import Change, changes
+from eagle_tui.core.health.changes import Change
+from eagle_tui.core.health.follow import follow, follow_all
 from eagle_tui.core.health.phase import STARTUP_PHASES
 from eagle_tui.core.health.settings import WatchSettings
-from eagle_tui.core.health.snapshot import HealthSnapshot, Outcome, Verdict
+from eagle_tui.core.health.snapshot import Outcome
 from eagle_tui.core.health.watcher import Watcher
 from eagle_tui.core.paths import state_dir
+from eagle_tui.core.proc.discover import ServerProcess
 from eagle_tui.core.proc.launcher import ManagedServer
 from eagle_tui.core.proc.ports import port_status
 from eagle_tui.core.proc.stop import StopTimeouts, stop_process_tree
-from eagle_tui.core.text import clip, duration, quote
 from eagle_tui.tui.cli.watch_output import Output
 
 EXIT_CODES: dict[Outcome, int] = {
@@ -61,6 +66,7 @@ exit codes: 0 ready, 1 internal error, 2 usage, 3 crashed, 4 stalled, 5 port con
 6 timeout, 7 stopped (SIGTERM), 130 interrupted.
 examples:
   eagle-tui watch --url http://127.0.0.1:30000 --log server.log --pid 12345
+  eagle-tui watch --all
   eagle-tui watch --url http://127.0.0.1:30000 --launch -- python -m sglang.launch_server \\
       --model-path /models/Kimi-K2.5 --tp 8 --port 30000
 """
@@ -70,7 +76,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``watch`` verb's options."""
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = _EPILOG
-    parser.add_argument("--url", required=True, help="server base URL, e.g. http://127.0.0.1:30000")
+    parser.add_argument("--url", help="server base URL, e.g. http://127.0.0.1:30000")
+    parser.add_argument(
+        "--all",
+        action="store_true",
+        help="watch every SGLang server on this host, and those started later (until Ctrl-C)",
+    )
     parser.add_argument("--log", type=Path, help="the server's log file (followed like tail -F)")
     who = parser.add_mutually_exclusive_group()
     who.add_argument("--pid", type=int, help="PID of the server's main process")
@@ -95,7 +106,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--expected", type=float, default=600.0, help="expected start-up with no history, s (600)"
     )
     parser.add_argument(
-        "--stall", type=float, help="stall limit for every phase, s (default 180-300)"
+        "--stall",
+        type=float,
+        help="stall limit for every phase, s (default: per step, 1-10 min; see the docs)",
     )
     parser.add_argument(
         "--port-grace", type=float, default=15.0, help="how long a port conflict may last, s (15)"
@@ -112,18 +125,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the watch; returns the exit code (see the module docstring)."""
     command = _command(args)
-    if args.launch and not command:
-        print("eagle-tui watch: --launch needs a command after `--`", file=sys.stderr)
-        return EXIT_USAGE
-    if command and not args.launch:
-        print("eagle-tui watch: a command was given without --launch", file=sys.stderr)
+    problem = _usage_problem(args, command)
+    if problem is not None:
+        print(f"eagle-tui watch: {problem}", file=sys.stderr)
         return EXIT_USAGE
     out = Output(sys.stdout, as_json=args.json)
     try:
+        if args.all:
+            return asyncio.run(_watch_all(args, out))
         return asyncio.run(_watch(args, command, out))
     except KeyboardInterrupt:
         out.final("interrupted", EXIT_INTERRUPTED, "interrupted by the user", None)
         return EXIT_INTERRUPTED
+
+
+def _usage_problem(args: argparse.Namespace, command: list[str]) -> str | None:
+    if args.all and (args.url or args.log or args.pid or args.launch):
+        return "--all finds the servers itself: give no --url, --log, --pid or --launch"
+    if not args.all and not args.url:
+        return "give the server with --url URL, or watch every server with --all"
+    if args.launch and not command:
+        return "--launch needs a command after `--`"
+    if command and not args.launch:
+        return "a command was given without --launch"
+    return None
 
 
 def _command(args: argparse.Namespace) -> list[str]:
@@ -175,12 +200,15 @@ async def _watch(args: argparse.Namespace, command: list[str], out: Output) -> i
     )
     watcher = build_watcher(options, clock=clock, managed=managed, launched_at=launched_at)
     _announce(out, options, managed)
+    code = EXIT_INTERRUPTED
     try:
-        return await _loop(watcher, args, out, clock.monotonic())
+        code = await _loop(watcher, args, out)
+        return code
     finally:
         await watcher.aclose()
         if managed is not None and managed.exit_code() is None:
-            print(f"server PID {managed.pid} keeps running; log: {log_path}", file=sys.stderr)
+            how = "is shutting down" if code == EXIT_CODES[Outcome.STOPPED] else "keeps running"
+            print(f"server PID {managed.pid} {how}; log: {log_path}", file=sys.stderr)
 
 
 def _announce(out: Output, options: WatchOptions, managed: ManagedServer | None) -> None:
@@ -194,63 +222,46 @@ def _announce(out: Output, options: WatchOptions, managed: ManagedServer | None)
     out.say("watching " + ", ".join(sources))
 
 
-async def _loop(watcher: Watcher, args: argparse.Namespace, out: Output, started: float) -> int:
-    previous: HealthSnapshot | None = None
-    printed_problems: dict[str, float] = {}
-    deadline = started + args.timeout if args.timeout is not None else None
-    while True:
-        snapshot = await watcher.tick()
-        for change in changes(previous, snapshot):
-            if change.kind == "problem" and not _fresh(change.text, printed_problems):
-                continue
-            out.emit(change, snapshot)
-        previous = snapshot
-        verdict = _final_verdict(snapshot, keep_watching=args.keep_watching)
-        if verdict is None and deadline is not None and watcher.clock.monotonic() >= deadline:
-            verdict = _timeout_verdict(snapshot, args.timeout)
-        if verdict is not None:
-            code = EXIT_CODES[verdict.outcome]
-            out.final(verdict.outcome.value, code, verdict.diagnosis, snapshot)
+async def _loop(watcher: Watcher, args: argparse.Namespace, out: Output) -> int:
+    async for event in follow(watcher, keep_watching=args.keep_watching, timeout=args.timeout):
+        if event.verdict is not None:
+            code = EXIT_CODES[event.verdict.outcome]
+            out.final(event.verdict.outcome.value, code, event.verdict.diagnosis, event.snapshot,
+                      next_step=event.verdict.next_step)
             return code
-        _heartbeat(out, snapshot)
-        await watcher.clock.sleep(watcher.settings.poll_interval_s)
+        if event.change is not None:
+            out.emit(event.change, event.snapshot)
+    return EXIT_ERROR
 
 
-def _fresh(text: str, printed: dict[str, float]) -> bool:
-    """Print a recurring problem at most once a minute."""
-    now = time.monotonic()
-    if now - printed.get(text, float("-inf")) < 60.0:
-        return False
-    printed[text] = now
-    return True
+async def _watch_all(args: argparse.Namespace, out: Output) -> int:
+    """Every server on this host, and those started later, until Ctrl-C or --timeout."""
+    clock = SystemClock()
+    settings = settings_from(args)
 
+    def build(server: ServerProcess) -> Watcher:
+        assert server.url is not None
+        options = WatchOptions(
+            url=server.url,
+            log_path=server.log_path,
+            pid=server.pid,
+            settings=settings,
+            history_path=args.history_file,
+            use_history=not args.no_history,
+        )
+        return build_watcher(options, clock=clock)
 
-def _final_verdict(snapshot: HealthSnapshot, *, keep_watching: bool) -> Verdict | None:
-    verdict = snapshot.verdict
-    if verdict is None or (keep_watching and verdict.outcome == Outcome.READY):
-        return None
-    return verdict
-
-
-def _timeout_verdict(snapshot: HealthSnapshot, timeout: float) -> Verdict:
-    parts = [f"no verdict after {duration(timeout)}: still {snapshot.phase}"]
-    parts.append(f"{duration(snapshot.phase_s)} in phase")
-    if snapshot.last_log_line is not None:
-        age = duration(snapshot.last_log_age_s)
-        parts.append(f"last log line {age} ago: {quote(snapshot.last_log_line)}")
-    if snapshot.flags:
-        parts.append("flags: " + ", ".join(f.name for f in snapshot.flags))
-    return Verdict(Outcome.TIMEOUT, "; ".join(parts))
-
-
-def _heartbeat(out: Output, snapshot: HealthSnapshot) -> None:
-    if time.monotonic() - out.last_print < 60.0:
-        return
-    line = f"still {snapshot.phase} ({duration(snapshot.phase_s)} in phase"
-    if snapshot.last_log_age_s is not None:
-        age = duration(snapshot.last_log_age_s)
-        line += f"; last log line {age} ago: {clip(snapshot.last_log_line or '', 100)}"
-    out.emit(Change("heartbeat", line + ")", {"phase": snapshot.phase.value}), snapshot)
+    out.say("watching every SGLang server on this host (new ones are picked up); Ctrl-C stops")
+    try:
+        async with asyncio.timeout(args.timeout):
+            async for event in follow_all(build, clock):
+                if event.verdict is not None:
+                    out.verdict_of(event.server, event.verdict, event.snapshot)
+                elif event.change is not None:
+                    out.emit(event.change, event.snapshot, server=event.server)
+    except TimeoutError:
+        out.emit(Change("timeout", f"stopped watching after {args.timeout:g} s", {}), None)
+    return 0
 
 
 async def _clear_port(args: argparse.Namespace, out: Output) -> int | None:

@@ -37,8 +37,18 @@ def phase_tone(phase: Phase) -> PhaseTone:
     return _TONES.get(phase, "busy")
 
 
+_ENDED = (Phase.CRASHED, Phase.DOWN)
+
+
 def phase_line(s: HealthSnapshot) -> str:
-    """``● loading_weights  1m05s in phase  (elapsed 2m10s)``."""
+    """``● loading_weights  1m05s in phase  (elapsed 2m10s)``; once the process ended,
+    ``● crashed 12s ago  (ran 1m08s, reached capturing_graphs)``."""
+    if s.phase in _ENDED:
+        text = f"● {s.phase.value} {duration(s.phase_s)} ago"
+        if s.elapsed_s is not None:
+            where = f", reached {s.reached.value}" if s.reached is not None else ""
+            text += f"  (ran {duration(s.elapsed_s)}{where})"
+        return text
     text = f"● {s.phase.value}  {duration(s.phase_s)} in phase"
     if s.elapsed_s is not None:
         text += f"  (elapsed {duration(s.elapsed_s)})"
@@ -49,10 +59,12 @@ def window_meter(s: HealthSnapshot) -> MeterValue:
     """Elapsed start-up time against the expected window, the window marked."""
     exp = s.expected
     source = exp.source if not exp.starts_recorded else f"{exp.starts_recorded} earlier starts"
-    if s.phase == Phase.READY and s.elapsed_s is not None:
-        label = f"ready after {duration(s.elapsed_s)}; window {duration(exp.window_s)}"
-    else:
-        label = f"{duration(s.elapsed_s)} of {duration(exp.window_s)} window · {source}"
+    took = s.ready_after_s
+    if took is not None:  # frozen at readiness, however long it has served since
+        label = f"ready after {duration(took)}; window {duration(exp.window_s)}"
+        fill, marker = window_scale(took, exp.window_s)
+        return MeterValue(fill, label, marker)
+    label = f"{duration(s.elapsed_s)} of {duration(exp.window_s)} window · {source}"
     fill, marker = window_scale(s.elapsed_s, exp.window_s)
     return MeterValue(fill, label, marker)
 
@@ -69,6 +81,7 @@ def shards_meter(s: HealthSnapshot) -> MeterValue | None:
 
 SHORT_PHASE: dict[Phase, str] = {
     Phase.LAUNCHING: "launch",
+    Phase.DISTRIBUTED_INIT: "dist",
     Phase.LOADING_WEIGHTS: "weights",
     Phase.ALLOCATING_KV: "kv",
     Phase.CAPTURING_GRAPHS: "graphs",
@@ -157,13 +170,20 @@ def last_log_text(s: HealthSnapshot, limit: int = 200) -> str:
 
 
 def notes_text(s: HealthSnapshot) -> str:
-    """Problems seeing the server, then notes, one per line."""
-    return "\n".join((*(f"problem: {p}" for p in s.problems), *s.notes))
+    """Problems seeing the server, then notes, then the lines the parser did not read."""
+    unknown: tuple[str, ...] = ()
+    if s.unknown_lines:
+        latest = f" (latest: {clip(s.unknown_samples[-1], 80)})" if s.unknown_samples else ""
+        unknown = (f"{s.unknown_lines} log lines not recognised{latest}",)
+    return "\n".join((*(f"problem: {p}" for p in s.problems), *s.notes, *unknown))
 
 
 def flag_pairs(flags: Sequence[Flag]) -> tuple[tuple[str, str], ...]:
-    """``(name, evidence)`` per flag."""
-    return tuple((f.name, f.evidence) for f in flags)
+    """``(name, evidence)`` per flag, the evidence followed by its next step."""
+    return tuple(
+        (f.name, f"{f.evidence}\n    next: {f.next_step}" if f.next_step else f.evidence)
+        for f in flags
+    )
 
 
 class ServerHistory:

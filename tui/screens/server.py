@@ -24,7 +24,7 @@ from eagle_tui.tui.options import ServerTarget
 from eagle_tui.tui.render.server import ServerHistory
 from eagle_tui.tui.screens.base import ViewScreen
 from eagle_tui.tui.screens.confirm import ConfirmScreen
-from eagle_tui.tui.sources.server import LogBatch, ServerAction
+from eagle_tui.tui.sources.server import DISCOVER_EVERY_S, LogBatch, ServerAction
 from eagle_tui.tui.widgets.flags import flag_severity
 from eagle_tui.tui.widgets.log_pane import LogBuffer, LogPane
 from eagle_tui.tui.widgets.router_card import RouterWorkers
@@ -50,7 +50,18 @@ With several servers, `]` and `[` select the one whose log is shown.
 A server that is SGLang's router lists its workers on its card (state, the router's load,
 running and queued requests); each worker gets a card of its own, watched like any server.
 Managed servers (started by eagle-tui) can be restarted (`r`) or stopped (`x`).
+Started with no `--url`, the view finds the SGLang servers on this host (and those started
+later) in the process table, with the log files their output goes to.
 """
+
+NO_SERVER = (
+    "No server to watch. Start the dashboard with --url URL [--log FILE] [--pid PID], "
+    "or run `eagle-tui demo`."
+)
+LOOKING = (
+    "No SGLang server found on this host yet; looking every few seconds (launch_server, "
+    "sglang serve, the router, eagle-tui sim). Or start the dashboard with --url URL."
+)
 
 
 class FeedMessage(Message):
@@ -60,6 +71,14 @@ class FeedMessage(Message):
         super().__init__()
         self.index = index
         self.item = item
+
+
+class ServersFound(Message):
+    """Servers the discovery found (posted from its thread)."""
+
+    def __init__(self, targets: list[ServerTarget]) -> None:
+        super().__init__()
+        self.targets = targets
 
 
 class ServerScreen(ViewScreen):
@@ -93,12 +112,8 @@ class ServerScreen(ViewScreen):
         self.buffers = [LogBuffer() for _ in self.feeds]
         with VerticalScroll(id="server-cards"):
             if not self.feeds:
-                yield Static(
-                    "No server to watch. Start the dashboard with --url URL [--log FILE], "
-                    "or run `eagle-tui demo`.",
-                    classes="placeholder",
-                    markup=False,
-                )
+                looking = self.eagle.sources.discovery is not None
+                yield Static(LOOKING if looking else NO_SERVER, classes="placeholder", markup=False)
             for index, feed in enumerate(self.feeds):
                 yield ServerCard(feed.target, index)
         yield LogPane(self.buffers[0] if self.buffers else None, id="server-log")
@@ -107,6 +122,42 @@ class ServerScreen(ViewScreen):
         self._mark_selected()
         for index, feed in enumerate(self.feeds):
             self._run_feed(index, feed)
+        if self.eagle.sources.discovery is not None:
+            self._discover()
+
+    # -- discovery ---------------------------------------------------------------------------
+
+    @work(thread=True, group="server-discovery", exit_on_error=False)
+    def _discover(self) -> None:
+        discovery = self.eagle.sources.discovery
+        assert discovery is not None
+        stop = get_current_worker().cancelled_event
+        while not stop.is_set():
+            targets = discovery.new_targets()
+            if targets:
+                self.post_message(ServersFound(targets))
+            stop.wait(DISCOVER_EVERY_S)
+
+    @on(ServersFound)
+    async def _servers_found(self, message: ServersFound) -> None:
+        from eagle_tui.tui.sources.server import ServerFeed
+
+        for placeholder in self.query(".placeholder"):
+            await placeholder.remove()
+        cards = self.query_one("#server-cards", VerticalScroll)
+        for target in message.targets:
+            feed = ServerFeed(target)
+            sources = self.eagle.sources
+            sources.servers = (*sources.servers, feed)
+            index = len(self.feeds) - 1
+            self.histories.append(ServerHistory())
+            self.buffers.append(LogBuffer())
+            await cards.mount(ServerCard(target, index))
+            if index == 0:
+                self.query_one(LogPane).use_buffer(self.buffers[0])
+            self._run_feed(index, feed)
+        self._mark_selected()
+        self.refresh_bindings()
 
     # -- feeds -------------------------------------------------------------------------------
 

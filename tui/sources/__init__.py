@@ -17,15 +17,17 @@ from eagle_tui.tui.options import DashboardOptions
 
 if TYPE_CHECKING:
     from eagle_tui.tui.sources.capture import CaptureControl
-    from eagle_tui.tui.sources.server import ServerFeed
+    from eagle_tui.tui.sources.server import ServerDiscovery, ServerFeed
     from eagle_tui.tui.sources.tokenizers import TokenizerCache
 
 
 @dataclass
 class Sources:
-    """Every data source the views use (built once per app)."""
+    """Every data source the views use (built once per app). ``discovery`` finds servers
+    on this host when none was named (the Server view adds a feed for each one found)."""
 
     servers: tuple[ServerFeed, ...] = ()
+    discovery: ServerDiscovery | None = None
     capture: CaptureControl | None = None
     tokenizers: TokenizerCache | None = None
     shard_dirs: tuple[str, ...] = field(default_factory=tuple)
@@ -33,11 +35,12 @@ class Sources:
 
 def default_sources(options: DashboardOptions, clock: Clock) -> Sources:
     """Real sources over ``core`` for ``options``."""
-    from eagle_tui.tui.sources.server import ServerFeed
+    from eagle_tui.tui.sources.server import ServerDiscovery, ServerFeed
     from eagle_tui.tui.sources.tokenizers import TokenizerCache
 
     return Sources(
         servers=tuple(ServerFeed(target) for target in options.servers),
+        discovery=ServerDiscovery() if not options.servers else None,
         capture=LazyCapture(),  # type: ignore[arg-type]
         tokenizers=TokenizerCache(options.tokenizer),
         shard_dirs=tuple(str(p) for p in options.shard_dirs),

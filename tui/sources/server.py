@@ -26,6 +26,7 @@ from eagle_tui.tui.options import ServerTarget
 if TYPE_CHECKING:  # the watcher's modules pull in httpx and psutil: imported when run
     from eagle_tui.core.health.snapshot import HealthSnapshot
     from eagle_tui.core.health.watcher import Watcher
+    from eagle_tui.core.proc.discover import ServerProcess
     from eagle_tui.core.proc.launcher import ManagedServer
     from eagle_tui.core.sglang.router import RouterProbe, RouterView
 
@@ -33,6 +34,7 @@ log = logging.getLogger(__name__)
 
 LOG_HZ = 4.0
 STOP_CHECK_S = 0.1
+DISCOVER_EVERY_S = 3.0
 
 
 @dataclass(frozen=True)
@@ -206,3 +208,37 @@ class ServerFeed:
         clock = self._clock_factory()
         self._watcher = self._build(clock, launched_at=clock.monotonic())
         return f"restarted as PID {result.pid}"
+
+
+def target_of(server: ServerProcess) -> ServerTarget:
+    """The dashboard target of a server found in the process table."""
+    assert server.url is not None
+    return ServerTarget(
+        server.url, name=f"{server.kind} :{server.port}", log_file=server.log_path, pid=server.pid
+    )
+
+
+class ServerDiscovery:
+    """Servers on this host for a dashboard started with no ``--url``: each call to
+    ``new_targets`` returns the ones not returned before (a restarted server is a new PID,
+    so it comes back as a new target)."""
+
+    def __init__(self, discover: Callable[[], list[ServerProcess]] | None = None) -> None:
+        self._discover = discover
+        self._seen: set[int] = set()
+
+    def new_targets(self) -> list[ServerTarget]:
+        """Targets of the servers found since the last call; never raises."""
+        discover = self._discover
+        if discover is None:
+            from eagle_tui.core.proc.discover import discover_servers
+
+            discover = discover_servers
+        try:
+            found = discover()
+        except Exception:  # the process table can fail in many ways; try again next time
+            log.exception("server discovery failed")
+            return []
+        new = [server for server in found if server.pid not in self._seen and server.url]
+        self._seen.update(server.pid for server in new)
+        return [target_of(server) for server in new]

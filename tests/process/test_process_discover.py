@@ -1,0 +1,81 @@
+"""Finding servers in the process table: by how they were launched, with their port and the
+file their output goes to; ``eagle-tui sim`` is one, a watch that launched one is not."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support.processes import kill_tree
+from support.waiting import log_contains, wait_until
+
+from eagle_tui.core.proc.discover import discover_servers, find_server_pid, server_kind
+from eagle_tui.core.proc.probe import ProcessProbe
+from eagle_tui.core.sim.launcher import free_port
+
+PY = "/usr/bin/python3"
+
+
+@pytest.mark.parametrize(
+    ("argv", "kind"),
+    [
+        ([PY, "-m", "sglang.launch_server", "--model-path", "m", "--tp", "8"], "launch_server"),
+        ([PY, "-u", "-X", "dev", "-m", "sglang.launch_server"], "launch_server"),
+        (["/venv/bin/python3.11", "/venv/bin/sglang", "serve", "--model-path", "m"], "serve"),
+        (["sglang", "serve", "--port", "30000"], "serve"),
+        ([PY, "-m", "sglang_router.launch_router", "--worker-urls", "x"], "router"),
+        ([PY, "-m", "sglang_router.launch_server", "--model-path", "m"], "router"),
+        (["/usr/local/bin/sglang-router", "--port", "30000"], "router"),
+        ([PY, "-m", "eagle_tui.core.sim", "--port", "1"], "sim"),
+        (["/venv/bin/python", "/venv/bin/eagle-tui", "sim", "--port", "1"], "sim"),
+        # not servers:
+        (["eagle-tui", "watch", "--launch", "--", PY, "-m", "sglang.launch_server"], None),
+        (["/venv/bin/eagle-tui", "demo"], None),
+        (["sglang::scheduler"], None),
+        ([PY, "-B", "-c", "from multiprocessing.resource_tracker import main;main(6)"], None),
+        ([PY, "tests/support/portholder.py", "sglang.launch_server", "--port", "1"], None),
+        ([], None),
+    ],
+)
+def test_a_server_is_known_by_how_it_was_launched(argv: list[str], kind: str | None) -> None:
+    assert server_kind(argv) == kind
+
+
+@pytest.fixture
+def eagle_tui_sim(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], int, Path]]:
+    """``eagle-tui sim --port P`` with its output redirected to a file, as a user runs it."""
+    port = free_port()
+    log = tmp_path / "sim.log"
+    script = Path(sys.executable).with_name("eagle-tui")
+    with open(log, "wb") as out:
+        popen = subprocess.Popen(
+            [str(script), "sim", "--port", str(port), "--time-scale", "0", "--tokens-per-s", "0"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+    try:
+        yield popen, port, log
+    finally:
+        kill_tree([popen.pid])
+        popen.wait(timeout=10)
+
+
+@pytest.mark.slow
+def test_eagle_tui_sim_is_found_with_its_port_and_log_file(
+    eagle_tui_sim: tuple[subprocess.Popen[bytes], int, Path],
+) -> None:
+    popen, port, log = eagle_tui_sim
+    wait_until(log_contains(log, "Uvicorn running on"), 60, "the sim's port open")
+    found = {s.pid: s for s in discover_servers()}
+    assert popen.pid in found
+    server = found[popen.pid]
+    assert (server.kind, server.port, server.log_path) == ("sim", port, log)
+    assert server.url == f"http://127.0.0.1:{port}"
+    assert find_server_pid(port) == popen.pid
+    report = ProcessProbe(port=port, discover=True).probe()  # the probe finds it too
+    assert report.process is not None and report.process.pid == popen.pid
+    assert report.port is not None and report.port.held_by_server is True

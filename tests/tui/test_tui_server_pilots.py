@@ -1,0 +1,204 @@
+"""The Server view driven by Textual's pilot against real processes: attaching to a running
+server and to a hung one, a restart on the same URL and log, a port conflict, and a
+dashboard started with no arguments that finds the servers on this host by itself."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from support.processes import Holder
+from support.replay import FakeServerProcess, load_corpus, write_at_once
+from tui_fakes import FakeCapture, wait_for
+
+from eagle_tui.core.health.history import StartupHistory
+from eagle_tui.core.health.phase import Phase
+from eagle_tui.core.health.settings import WatchSettings
+from eagle_tui.core.health.snapshot import HealthSnapshot
+from eagle_tui.core.sim.launcher import SimProcess, free_port
+from eagle_tui.tui.app import EagleApp
+from eagle_tui.tui.options import DashboardOptions, ServerTarget
+from eagle_tui.tui.sources import Sources
+from eagle_tui.tui.sources.server import Emit, ServerFeed
+from eagle_tui.tui.widgets.server_card import ServerCard
+
+pytestmark = pytest.mark.slow
+
+FAST = WatchSettings(poll_interval_s=0.2, health_timeout_s=1.0)
+LIVE_WAIT = 60.0
+SIM_ARGS = ["--time-scale", "0.1", "--tokens-per-s", "0"]
+
+
+class RecordingFeed(ServerFeed):
+    """A feed that also keeps every snapshot it emits (to check what was never shown)."""
+
+    def __init__(self, target: ServerTarget, **kwargs: object) -> None:
+        super().__init__(target, settings=FAST, **kwargs)  # type: ignore[arg-type]
+        self.seen: list[HealthSnapshot] = []
+
+    def run(self, stop: threading.Event, emit: Emit) -> None:
+        def keep(item: object) -> None:
+            if isinstance(item, HealthSnapshot):
+                self.seen.append(item)
+            emit(item)  # type: ignore[arg-type]
+
+        super().run(stop, keep)
+
+
+def app_for(feed: ServerFeed) -> EagleApp:
+    options = DashboardOptions(servers=(feed.target,))
+    return EagleApp(options, sources=Sources(servers=(feed,), capture=FakeCapture()))
+
+
+def card(app: EagleApp) -> ServerCard:
+    return app.screen.query_one(ServerCard)
+
+
+def latest(app: EagleApp) -> HealthSnapshot | None:
+    return card(app).snapshot
+
+
+def is_phase(app: EagleApp, phase: Phase) -> Callable[[], bool]:
+    return lambda: (s := latest(app)) is not None and s.phase == phase
+
+
+async def test_attach_to_a_running_server_shows_the_true_ready_after_and_records_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EAGLE_TUI_STATE_DIR", str(tmp_path / "state"))
+    log = tmp_path / "sim.log"
+    with SimProcess(SIM_ARGS, log_path=log) as sim:
+        sim.wait_ready(timeout=LIVE_WAIT)
+        up_since = time.monotonic()
+        while time.monotonic() - up_since < 4.0:  # let it serve a while before we attach
+            time.sleep(0.1)
+        feed = RecordingFeed(ServerTarget(sim.url, name="sim", log_file=log, pid=sim.pid))
+        app = app_for(feed)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, is_phase(app, Phase.READY), LIVE_WAIT, "ready")
+            first = latest(app)
+            assert first is not None and first.ready_after_s is not None
+            assert first.elapsed_s is not None
+            assert first.ready_after_s <= first.elapsed_s - 3.0  # not the time since attach
+            await wait_for(pilot, lambda: len(feed.seen) >= 8, LIVE_WAIT, "more snapshots")
+            assert {s.ready_after_s for s in feed.seen if s.phase == Phase.READY} == {
+                first.ready_after_s
+            }
+            assert "ready after" in str(card(app).query_one(".card-window").render())
+    history = StartupHistory(tmp_path / "state" / "startup-history.jsonl")
+    assert not history.path.exists() or history.path.read_text() == ""
+
+
+async def test_attach_to_a_hung_server_flags_at_once(tmp_path: Path) -> None:
+    hung = next(log for log in load_corpus() if log.name.startswith("09-"))
+    path = tmp_path / "hung.log"
+    write_at_once(hung, path, mtime=time.time() - 150)  # silent for 2.5 minutes already
+    server = FakeServerProcess("-m", "sglang.launch_server")
+    try:
+        target = ServerTarget(f"http://127.0.0.1:{free_port()}", log_file=path, pid=server.pid)
+        feed = RecordingFeed(target, use_history=False)
+        app = app_for(feed)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: bool(feed.seen), LIVE_WAIT, "first snapshot")
+            first = feed.seen[0]
+            assert first.phase == Phase.DISTRIBUTED_INIT
+            stalled = first.flag("stalled")
+            assert stalled is not None and "no log progress for 2m3" in stalled.evidence
+            assert first.last_log_age_s is not None and first.last_log_age_s >= 150
+            await wait_for(pilot, lambda: latest(app) is not None, LIVE_WAIT, "the card")
+            flags = str(card(app).query_one(".card-flags").render())
+            assert "stalled" in flags and "next: py-spy dump" in flags
+    finally:
+        server.close()
+
+
+async def test_restart_on_the_same_url_and_log_is_a_new_timeline_not_a_crash(
+    tmp_path: Path,
+) -> None:
+    port = free_port()
+    log = tmp_path / "server.log"
+    feed = RecordingFeed(ServerTarget(f"http://127.0.0.1:{port}", log_file=log), use_history=False)
+    app = app_for(feed)
+    async with app.run_test(size=(120, 40)) as pilot:
+        with SimProcess(SIM_ARGS, port=port, log_path=log) as first:
+            await wait_for(pilot, is_phase(app, Phase.READY), LIVE_WAIT, "first ready")
+            old_pid = first.pid
+            first.terminate()  # a deliberate stop: SIGTERM, drain, exit
+            await wait_for(pilot, lambda: first.returncode is not None, LIVE_WAIT, "old exit")
+        with SimProcess(SIM_ARGS, port=port, log_path=log) as second:
+            await wait_for(
+                pilot,
+                lambda: (s := latest(app)) is not None
+                and s.phase == Phase.READY
+                and s.process is not None
+                and s.process.pid == second.pid,
+                LIVE_WAIT,
+                "the new server ready",
+            )
+            now = latest(app)
+            assert now is not None and now.incarnation >= 2 and second.pid != old_pid
+    assert Phase.CRASHED not in {s.phase for s in feed.seen}
+
+
+async def test_a_port_conflict_names_the_holder_until_it_is_resolved(
+    tmp_path: Path, port_holders: Callable[..., Holder]
+) -> None:
+    holder = port_holders()
+    log = tmp_path / "server.log"
+    log.write_text(next(log for log in load_corpus() if log.name.startswith("44-")).lines[0])
+    server = FakeServerProcess("-m", "sglang.launch_server", "--port", str(holder.port))
+    target = ServerTarget(f"http://127.0.0.1:{holder.port}", log_file=log, pid=server.pid)
+    feed = RecordingFeed(target, use_history=False)
+    app = app_for(feed)
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+
+            def conflict() -> bool:
+                s = latest(app)
+                return s is not None and s.flag("port_conflict") is not None
+
+            await wait_for(pilot, conflict, LIVE_WAIT, "the conflict")
+            flag = latest(app).flag("port_conflict")  # type: ignore[union-attr]
+            assert flag is not None and f"PID {holder.pid}" in flag.evidence
+            assert f"kill {holder.pid}" in flag.next_step
+            server.send("exit 1")  # the server gives up; the port is still taken
+            await wait_for(pilot, is_phase(app, Phase.CRASHED), LIVE_WAIT, "the server gone")
+            seen = len(feed.seen)
+            await wait_for(pilot, lambda: len(feed.seen) >= seen + 3, LIVE_WAIT, "more looks")
+            assert conflict()
+            os.kill(holder.pid, 15)
+            await wait_for(pilot, lambda: not conflict(), LIVE_WAIT, "the conflict resolved")
+    finally:
+        server.close()
+
+
+async def test_with_no_arguments_the_dashboard_finds_servers_and_their_logs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EAGLE_TUI_STATE_DIR", str(tmp_path / "state"))
+    logs = [tmp_path / "a.log", tmp_path / "b.log"]
+    with SimProcess(SIM_ARGS, log_path=logs[0]) as a, SimProcess(SIM_ARGS, log_path=logs[1]) as b:
+        app = EagleApp(DashboardOptions())  # no --url: discovery
+
+        def found() -> dict[int, ServerTarget]:
+            return {c.target.pid: c.target for c in app.screen.query(ServerCard) if c.target.pid}
+
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: {a.pid, b.pid} <= set(found()), LIVE_WAIT, "both")
+            for sim, log in ((a, logs[0]), (b, logs[1])):
+                target = found()[sim.pid]
+                assert target.log_file == log and target.url == sim.url
+            await wait_for(
+                pilot,
+                lambda: all(
+                    c.snapshot is not None and c.snapshot.phase == Phase.READY
+                    for c in app.screen.query(ServerCard)
+                    if c.target.pid in (a.pid, b.pid)
+                ),
+                LIVE_WAIT,
+                "both watched to ready",
+            )
