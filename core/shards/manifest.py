@@ -43,6 +43,13 @@ class IdentityExtra(msgspec.Struct, frozen=True):
     vocab_size: int | None = None
 
 
+class TurnsIdentity(msgspec.Struct, frozen=True):
+    """How a multi-turn batch regenerates conversations (``capture --turns all``)."""
+
+    history: str = "dataset"
+    on_divergence: str = "end"
+
+
 class BatchConfig(msgspec.Struct, frozen=True):
     """What must not change between a batch's runs for its shards to belong together."""
 
@@ -53,6 +60,7 @@ class BatchConfig(msgspec.Struct, frozen=True):
     template_hash: str
     sampling: SamplingIdentity
     extra: IdentityExtra = msgspec.field(default_factory=IdentityExtra)
+    turns: TurnsIdentity | None = None  # None: single-turn (the last assistant turn only)
 
     def differences(self, other: BatchConfig) -> list[str]:
         """One human-readable line per field that differs (empty list: same config).
@@ -100,7 +108,11 @@ class ManifestExtra(msgspec.Struct, omit_defaults=True):
 
 
 class ManifestFile(msgspec.Struct):
-    """``manifest.json`` as it is on disk (``Manifest`` adds where it lives)."""
+    """``manifest.json`` as it is on disk (``Manifest`` adds where it lives).
+
+    ``schema_version`` is the shard schema its shards use (1 when a manifest written before
+    multi-turn capture does not say).
+    """
 
     config: BatchConfig
     shards: list[ShardInfo] = []
@@ -109,6 +121,7 @@ class ManifestFile(msgspec.Struct):
     created_at: str = ""
     updated_at: str = ""
     version: int = MANIFEST_VERSION
+    schema_version: int = 1
 
 
 _ENCODER = msgspec.json.Encoder(order="sorted")
@@ -127,6 +140,7 @@ class Manifest:
     created_at: str = field(default_factory=lambda: _now())
     updated_at: str = ""
     version: int = MANIFEST_VERSION
+    schema_version: int = 1
 
     @property
     def path(self) -> Path:
@@ -154,7 +168,7 @@ class Manifest:
                 "or start a new batch directory"
             ) from e
         return cls(directory, data.config, data.shards, data.counts, data.extra,
-                   data.created_at, data.updated_at, data.version)
+                   data.created_at, data.updated_at, data.version, data.schema_version)
 
     @classmethod
     def load_optional(cls, out_dir: str | Path) -> Manifest | None:
@@ -187,7 +201,8 @@ class Manifest:
         """What the file holds (compact JSON, keys sorted)."""
         return _ENCODER.encode(ManifestFile(
             config=self.config, shards=self.shards, counts=self.counts, extra=self.extra,
-            created_at=self.created_at, updated_at=self.updated_at, version=self.version))
+            created_at=self.created_at, updated_at=self.updated_at, version=self.version,
+            schema_version=self.schema_version))
 
 
 def _comparable(value: object) -> str:
@@ -210,4 +225,5 @@ __all__ = [
     "ManifestExtra",
     "ManifestFile",
     "ShardInfo",
+    "TurnsIdentity",
 ]
