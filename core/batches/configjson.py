@@ -19,6 +19,7 @@ from pathlib import Path
 import msgspec
 
 from eagle_tui.core.capture.config import CaptureConfig, RetryPolicy, public_url
+from eagle_tui.core.capture.conversation import DivergencePolicy, HistoryMode, TurnsMode
 from eagle_tui.core.errors import ConfigError
 from eagle_tui.core.sampling import SamplingPreset
 from eagle_tui.core.wire import ENCODER, explain
@@ -50,6 +51,9 @@ class StoredConfig(msgspec.Struct, frozen=True, kw_only=True):
     resume: bool = False
     force: bool = False
     render_chunk: int = 32
+    turns: TurnsMode = "last"
+    history: HistoryMode = "dataset"
+    on_divergence: DivergencePolicy = "end"
 
     @classmethod
     def of(cls, config: CaptureConfig) -> StoredConfig:
@@ -68,6 +72,7 @@ class StoredConfig(msgspec.Struct, frozen=True, kw_only=True):
             server_down_limit_s=config.server_down_limit_s, stop_grace_s=config.stop_grace_s,
             shard_rows=config.shard_rows, shard_max_age_s=config.shard_max_age_s,
             resume=config.resume, force=config.force, render_chunk=config.render_chunk,
+            turns=config.turns, history=config.history, on_divergence=config.on_divergence,
         )
 
     def to_config(self, *, api_key: str | None = None, servers: tuple[str, ...] | None = None,
@@ -90,6 +95,7 @@ class StoredConfig(msgspec.Struct, frozen=True, kw_only=True):
                 shard_max_age_s=self.shard_max_age_s,
                 resume=self.resume if resume is None else resume, force=self.force,
                 render_chunk=self.render_chunk, retry_failed=retry_failed, api_key=api_key,
+                turns=self.turns, history=self.history, on_divergence=self.on_divergence,
             )
         except (TypeError, ValueError) as e:
             raise ConfigError(f"stored batch config cannot be used ({e}); start a new batch") from e

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from eagle_tui.core.capture.conversation import DivergencePolicy, HistoryMode, TurnsMode
 from eagle_tui.core.errors import ConfigError
 from eagle_tui.core.sampling import SamplingIdentity, SamplingPreset
 from eagle_tui.core.urls import url_error
@@ -95,11 +96,15 @@ class CaptureConfig:
     force: bool = False
     retry_failed: bool = False
     render_chunk: int = 32
+    turns: TurnsMode = "last"
+    history: HistoryMode = "dataset"
+    on_divergence: DivergencePolicy = "end"
     api_key: str | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self._check_servers()
         self._check_presets()
+        self._check_turns()
         positive = {
             "max_new_tokens": self.max_new_tokens,
             "concurrency": self.concurrency,
@@ -134,6 +139,23 @@ class CaptureConfig:
             raise ConfigError(f"sampling preset names repeat: {names}")
         if len(names) > 1 and "" in names:
             raise ConfigError("with several sampling presets every one needs a name")
+
+    def _check_turns(self) -> None:
+        if self.turns not in ("last", "all"):
+            raise ConfigError(f"--turns must be 'last' or 'all', got {self.turns!r}")
+        if self.history not in ("dataset", "model"):
+            raise ConfigError(f"--history must be 'dataset' or 'model', got {self.history!r}")
+        if self.on_divergence not in ("end", "dataset"):
+            raise ConfigError(f"--on-divergence must be 'end' or 'dataset', "
+                              f"got {self.on_divergence!r}")
+        if self.history == "model" and self.turns != "all":
+            raise ConfigError("--history model needs --turns all: the model's earlier answers "
+                              "exist only when every turn is generated")
+
+    @property
+    def multi_turn(self) -> bool:
+        """True when every assistant turn of a conversation is generated."""
+        return self.turns == "all"
 
     def __repr__(self) -> str:
         shown = []

@@ -95,8 +95,16 @@ async def shard_metadata(
             "template_kwargs": dict(config.template_kwargs),
             "presets": [p.name for p in config.presets],
             "servers": _public(config.servers),
+            **_turns_extra(batch),
         },
+        schema_version=batch.manifest.schema_version,
     )
+
+
+def _turns_extra(batch: PreparedBatch) -> dict[str, object]:
+    """How a multi-turn batch regenerated its conversations (nothing for single-turn)."""
+    turns = batch.batch_config.turns
+    return {} if turns is None else {"turns": msgspec.to_builtins(turns)}
 
 
 async def _server_facts(client: ServerClient) -> dict[str, Any] | None:
