@@ -17,9 +17,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 from eagle_tui.core.capture.config import CaptureConfig, RetryPolicy, public_url
-from eagle_tui.core.capture.conversation import DivergencePolicy, HistoryMode, TurnsMode
+from eagle_tui.core.capture.conversation import MultiTurn
 from eagle_tui.core.errors import ConfigError
 from eagle_tui.core.sampling import SamplingPreset
 from eagle_tui.core.wire import ENCODER, explain
@@ -51,9 +52,8 @@ class StoredConfig(msgspec.Struct, frozen=True, kw_only=True):
     resume: bool = False
     force: bool = False
     render_chunk: int = 32
-    turns: TurnsMode = "last"
-    history: HistoryMode = "dataset"
-    on_divergence: DivergencePolicy = "end"
+    # Absent for single-turn batches, so their records read and write as before.
+    turns: MultiTurn | UnsetType = UNSET
 
     @classmethod
     def of(cls, config: CaptureConfig) -> StoredConfig:
@@ -72,7 +72,7 @@ class StoredConfig(msgspec.Struct, frozen=True, kw_only=True):
             server_down_limit_s=config.server_down_limit_s, stop_grace_s=config.stop_grace_s,
             shard_rows=config.shard_rows, shard_max_age_s=config.shard_max_age_s,
             resume=config.resume, force=config.force, render_chunk=config.render_chunk,
-            turns=config.turns, history=config.history, on_divergence=config.on_divergence,
+            turns=config.turns,
         )
 
     def to_config(self, *, api_key: str | None = None, servers: tuple[str, ...] | None = None,
@@ -95,7 +95,7 @@ class StoredConfig(msgspec.Struct, frozen=True, kw_only=True):
                 shard_max_age_s=self.shard_max_age_s,
                 resume=self.resume if resume is None else resume, force=self.force,
                 render_chunk=self.render_chunk, retry_failed=retry_failed, api_key=api_key,
-                turns=self.turns, history=self.history, on_divergence=self.on_divergence,
+                turns=self.turns,
             )
         except (TypeError, ValueError) as e:
             raise ConfigError(f"stored batch config cannot be used ({e}); start a new batch") from e

@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from eagle_tui.core.capture.conversation import DivergencePolicy, HistoryMode, TurnsMode
+from msgspec import UNSET, UnsetType
+
+from eagle_tui.core.capture.conversation import DivergencePolicy, HistoryMode, MultiTurn
 from eagle_tui.core.errors import ConfigError
 from eagle_tui.core.sampling import SamplingIdentity, SamplingPreset
 from eagle_tui.core.urls import url_error
@@ -96,9 +98,8 @@ class CaptureConfig:
     force: bool = False
     retry_failed: bool = False
     render_chunk: int = 32
-    turns: TurnsMode = "last"
-    history: HistoryMode = "dataset"
-    on_divergence: DivergencePolicy = "end"
+    # Unset: single-turn, the last assistant turn only (stored configs then stay as before).
+    turns: MultiTurn | UnsetType = UNSET
     api_key: str | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -141,21 +142,26 @@ class CaptureConfig:
             raise ConfigError("with several sampling presets every one needs a name")
 
     def _check_turns(self) -> None:
-        if self.turns not in ("last", "all"):
-            raise ConfigError(f"--turns must be 'last' or 'all', got {self.turns!r}")
         if self.history not in ("dataset", "model"):
             raise ConfigError(f"--history must be 'dataset' or 'model', got {self.history!r}")
         if self.on_divergence not in ("end", "dataset"):
             raise ConfigError(f"--on-divergence must be 'end' or 'dataset', "
                               f"got {self.on_divergence!r}")
-        if self.history == "model" and self.turns != "all":
-            raise ConfigError("--history model needs --turns all: the model's earlier answers "
-                              "exist only when every turn is generated")
 
     @property
     def multi_turn(self) -> bool:
-        """True when every assistant turn of a conversation is generated."""
-        return self.turns == "all"
+        """True when every assistant turn of a conversation is generated (``--turns all``)."""
+        return not isinstance(self.turns, UnsetType)
+
+    @property
+    def history(self) -> HistoryMode:
+        """Whose earlier answers a turn's history holds (``dataset`` when single-turn)."""
+        return "dataset" if isinstance(self.turns, UnsetType) else self.turns.history
+
+    @property
+    def on_divergence(self) -> DivergencePolicy:
+        """What a diverged tool call does to the conversation (``--on-divergence``)."""
+        return "end" if isinstance(self.turns, UnsetType) else self.turns.on_divergence
 
     def __repr__(self) -> str:
         shown = []

@@ -27,14 +27,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import msgspec
+
 from eagle_tui.core.capture.records import Message
 from eagle_tui.core.tokenizer.kimi_parse import ParsedAnswer, ToolCall, function_name
 
-TurnsMode = Literal["last", "all"]
 HistoryMode = Literal["dataset", "model"]
 DivergencePolicy = Literal["end", "dataset"]
 
 DIVERGED_FLAG = "tool_call_diverged"
+
+
+class MultiTurn(msgspec.Struct, frozen=True):
+    """How a multi-turn batch (``capture --turns all``) builds each turn's history."""
+
+    history: HistoryMode = "dataset"
+    on_divergence: DivergencePolicy = "end"
+
 TURN_SEPARATOR = "#turn"
 
 

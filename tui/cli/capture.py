@@ -37,11 +37,14 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from msgspec import UNSET, UnsetType
+
 from eagle_tui.core.capture.config import CaptureConfig, RetryPolicy, temperature_presets
+from eagle_tui.core.capture.conversation import MultiTurn
 from eagle_tui.core.capture.engine import CaptureEngine, CaptureSummary
 from eagle_tui.core.capture.outlock import OutputLock
 from eagle_tui.core.capture.report import summary_text
-from eagle_tui.core.errors import EagleError
+from eagle_tui.core.errors import ConfigError, EagleError
 from eagle_tui.core.fsio import describe_os_error
 from eagle_tui.core.sampling import SamplingPreset
 from eagle_tui.core.sglang import API_KEY_ENV
@@ -212,10 +215,19 @@ def config_from_args(args: argparse.Namespace) -> CaptureConfig:
         retry=RetryPolicy(max_attempts=args.retries), health_interval_s=args.health_interval,
         server_down_limit_s=args.server_down_limit, stop_grace_s=args.grace,
         shard_rows=args.shard_rows, resume=args.resume, force=args.force,
-        retry_failed=args.retry_failed, turns=args.turns, history=args.history,
-        on_divergence=args.on_divergence,
+        retry_failed=args.retry_failed, turns=_turns(args),
         api_key=_api_key(args.api_key_file),
     )
+
+
+def _turns(args: argparse.Namespace) -> MultiTurn | UnsetType:
+    """The multi-turn settings (unset for --turns last, today's single-turn capture)."""
+    if args.turns == "last":
+        if args.history == "model":
+            raise ConfigError("--history model needs --turns all: the model's earlier answers "
+                              "exist only when every turn is generated")
+        return UNSET
+    return MultiTurn(args.history, args.on_divergence)
 
 
 def _pairs(items: list[str], flag: str) -> dict[str, Any]:

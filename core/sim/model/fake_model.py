@@ -3,9 +3,9 @@
 A prompt ending with ``<think>`` gets reasoning, ``</think>``, then an answer or
 (when the prompt declared tools and no tool result is pending) a tool-call
 section, then the stop token. Half of the tool calls (by the prompt's seed) are the
-canonical call (see ``OBEDIENT_ONE_IN``), the others random. Words are real English, encoded with the served
-tokenizer and cached, so the ids decode to readable text. The plan is an endless
-iterator: the scheduler decides where it stops (EOS, ``stop_token_ids``,
+canonical call (see ``OBEDIENT_ONE_IN``), the others random. Words are real English,
+encoded with the served tokenizer and cached, so the ids decode to readable text. The plan
+is an endless iterator: the scheduler decides where it stops (EOS, ``stop_token_ids``,
 ``max_new_tokens``, ``ignore_eos``).
 """
 
