@@ -15,6 +15,11 @@ import msgspec
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from eagle_tui.core.shards.conversations import (
+    ConversationCounter,
+    ConversationStats,
+    is_multi_turn,
+)
 from eagle_tui.core.shards.reader import ShardReader
 
 PERCENTILES = (0.5, 0.9, 0.99)
@@ -58,6 +63,7 @@ class BatchStats:
     latency_s: Distribution
     ignored: list[str] = field(default_factory=list)
     manifest_counts: dict[str, int] | None = None
+    conversations: ConversationStats | None = None  # multi-turn batches only
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready dict."""
@@ -102,8 +108,12 @@ def compute_stats(
     can count more in the same single read (the ``stats`` verb's export preview does).
     """
     acc = _Accumulator()
-    for table in reader.iter_batches(STATS_COLUMNS):
+    turns = ConversationCounter() if is_multi_turn(reader) else None
+    columns = STATS_COLUMNS + (["conversation_id"] if turns is not None else [])
+    for table in reader.iter_batches(columns):
         acc.add(table)
+        if turns is not None:
+            turns.add(table)
         for observe in observers:
             observe(table)
     manifest = reader.manifest
@@ -119,6 +129,7 @@ def compute_stats(
         latency_s=Distribution.of(acc.latency),
         ignored=[str(f) for f in reader.ignored],
         manifest_counts=msgspec.structs.asdict(manifest.counts) if manifest is not None else None,
+        conversations=turns.result() if turns is not None else None,
     )
 
 
