@@ -137,8 +137,9 @@ class TurnDriver:
         messages = run.conversation.prompt_messages(turn)
         if row_id in self._settings.done_ids:
             return await self._replay(run, turn, row_id)
+        parent = run.parent if self._model_history() else None  # dataset turns stand alone
         job = Job(row_id, run.job.preset, (), run.job.record.source, run.job.record.line,
-                  TurnTag(run.job.conversation_id, turn, run.parent), run.prefer)
+                  TurnTag(run.job.conversation_id, turn, parent), run.prefer)
         if self._settings.still_failed(row_id):
             self._settler.still_failed(job)
             return not self._model_history()

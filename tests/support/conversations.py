@@ -75,12 +75,14 @@ def write_conversations(path: Path, count: int) -> list[dict[str, Any]]:
     return records
 
 
-def own_parse(output: list[int], tokenizer: LoadedTokenizer) -> dict[str, Any]:
+def own_parse(output: list[int], tokenizer: LoadedTokenizer, *,
+              thinking: bool = True) -> dict[str, Any]:
     """The model's answer as an assistant message, parsed here independently of the code
-    under test: split at </think>, the tool section and each call by id."""
+    under test: split at </think> (when the prompt opened reasoning), the tool section and
+    each call by id."""
     body = output[:-1] if output and output[-1] == kimi.IM_END else output
-    end = body.index(kimi.THINK_END)
-    reasoning, rest = body[:end], body[end + 1:]
+    end = body.index(kimi.THINK_END) if thinking else -1
+    reasoning, rest = body[:max(end, 0)], body[end + 1:]
     calls: list[dict[str, Any]] = []
     if kimi.TOOL_CALLS_SECTION_BEGIN in rest:
         begin = rest.index(kimi.TOOL_CALLS_SECTION_BEGIN)
@@ -95,8 +97,9 @@ def own_parse(output: list[int], tokenizer: LoadedTokenizer) -> dict[str, Any]:
             calls.append({"id": call_id, "type": "function", "function": {
                 "name": name, "arguments": tokenizer.decode(section[middle + 1: stop])}})
             section = section[stop + 1:]
-    message: dict[str, Any] = {"role": "assistant", "content": tokenizer.decode(rest),
-                               "reasoning_content": tokenizer.decode(reasoning)}
+    message: dict[str, Any] = {"role": "assistant", "content": tokenizer.decode(rest)}
+    if thinking:
+        message["reasoning_content"] = tokenizer.decode(reasoning)
     if calls:
         message["tool_calls"] = calls
     return message
@@ -153,7 +156,8 @@ def check_model_histories(rows: list[dict[str, Any]], records: list[dict[str, An
             cursor = end
             if k + 1 not in turns:
                 continue
-            answer = own_parse(row["input_ids"][row["prompt_len"]:], tokenizer)
+            answer = own_parse(row["input_ids"][row["prompt_len"]:], tokenizer,
+                               thinking=prompt[-1] == kimi.THINK)
             if "tool_call_diverged" not in row["flags"]:
                 dataset_ids = [c["id"] for m in messages[start:end]
                                for c in m.get("tool_calls") or []]
