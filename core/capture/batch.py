@@ -20,6 +20,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from msgspec import UNSET, UnsetType
+
 from eagle_tui.core.capture.config import CaptureConfig, sampling_identity
 from eagle_tui.core.capture.prompts import PromptSource, open_prompts
 from eagle_tui.core.errors import ConfigError
@@ -115,10 +117,10 @@ def make_batch_config(
     )
 
 
-def turns_identity(config: CaptureConfig) -> TurnsIdentity | None:
-    """The multi-turn part of the batch identity (None for single-turn batches)."""
+def turns_identity(config: CaptureConfig) -> TurnsIdentity | UnsetType:
+    """The multi-turn part of the batch identity (unset for single-turn batches)."""
     if not config.multi_turn:
-        return None
+        return UNSET
     return TurnsIdentity(history=config.history, on_divergence=config.on_divergence)
 
 

@@ -104,7 +104,7 @@ async def shard_metadata(
 def _turns_extra(batch: PreparedBatch) -> dict[str, object]:
     """How a multi-turn batch regenerated its conversations (nothing for single-turn)."""
     turns = batch.batch_config.turns
-    return {} if turns is None else {"turns": msgspec.to_builtins(turns)}
+    return {} if isinstance(turns, msgspec.UnsetType) else {"turns": msgspec.to_builtins(turns)}
 
 
 async def _server_facts(client: ServerClient) -> dict[str, Any] | None:

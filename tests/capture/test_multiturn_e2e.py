@@ -26,7 +26,7 @@ from test_engine_fakes import rows_of
 from eagle_tui.core.capture.config import CaptureConfig
 from eagle_tui.core.capture.conversation import MultiTurn
 from eagle_tui.core.capture.engine import CaptureEngine, CaptureSummary
-from eagle_tui.core.shards.manifest import Manifest
+from eagle_tui.core.shards.manifest import Manifest, TurnsIdentity
 from eagle_tui.core.sim.launcher import SimProcess
 from eagle_tui.core.tokenizer import LoadedTokenizer, load_tokenizer
 
@@ -97,7 +97,7 @@ async def test_model_history_tool_loops_match_and_diverge(
     same_server = sum(len({r["endpoint"] for r in t}) == 1 for t in grouped.values())
     assert same_server >= 0.9 * len(grouped)  # turn k+1 goes where turn k's prefix is cached
     manifest = Manifest.load(tmp_path / "out")
-    assert manifest.schema_version == 2 and manifest.config.turns is not None
+    assert manifest.schema_version == 2 and manifest.config.turns == TurnsIdentity("model")
     assert summary.progress.flags.get("tool_call_diverged") == sum(
         "tool_call_diverged" in r["flags"] for r in rows)
 
