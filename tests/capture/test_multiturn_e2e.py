@@ -5,7 +5,10 @@ random moments followed by resumes: every turn exactly once."""
 
 from __future__ import annotations
 
+import io
+import json
 import random
+import re
 import subprocess
 import time
 from collections import Counter, defaultdict
@@ -14,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 from support.conversations import (
     check_model_histories,
     rules_tokenizer_dir,
@@ -27,8 +31,13 @@ from eagle_tui.core.capture.config import CaptureConfig
 from eagle_tui.core.capture.conversation import MultiTurn
 from eagle_tui.core.capture.engine import CaptureEngine, CaptureSummary
 from eagle_tui.core.shards.manifest import Manifest, TurnsIdentity
+from eagle_tui.core.shards.reader import ShardReader
+from eagle_tui.core.shards.stats import compute_stats
 from eagle_tui.core.sim.launcher import SimProcess
 from eagle_tui.core.tokenizer import LoadedTokenizer, load_tokenizer
+from eagle_tui.tui.cli.inspect import run as run_inspect
+from eagle_tui.tui.cli.main import build_parser, main
+from eagle_tui.tui.cli.stats import run as run_stats
 
 pytestmark = pytest.mark.slow
 
@@ -100,6 +109,38 @@ async def test_model_history_tool_loops_match_and_diverge(
     assert manifest.schema_version == 2 and manifest.config.turns == TurnsIdentity("model")
     assert summary.progress.flags.get("tool_call_diverged") == sum(
         "tool_call_diverged" in r["flags"] for r in rows)
+    check_stats_inspect_export(tmp_path, grouped, rows)
+
+
+def check_stats_inspect_export(tmp_path: Path, grouped: dict[str, list[dict[str, Any]]],
+                               rows: list[dict[str, Any]]) -> None:
+    """stats counts turns per conversation and divergences; inspect shows a conversation's
+    turns in order; export keeps one row per turn, ids exact."""
+    out = tmp_path / "out"
+    stats = compute_stats(ShardReader(out)).conversations
+    assert stats is not None and stats.conversations == len(grouped)
+    assert stats.turns == {str(n): c for n, c in sorted(
+        Counter(len(t) for t in grouped.values()).items())}
+    assert stats.diverged == sum("tool_call_diverged" in r["flags"] for r in rows)
+    longest = max(grouped.values(), key=len)
+    printed = io.StringIO()
+    parser = build_parser()
+    code = run_inspect(parser.parse_args(["inspect", str(out), "--conversation",
+                                          longest[0]["conversation_id"]]),
+                       Console(file=printed, width=200, markup=False, highlight=False))
+    assert code == 0
+    order = re.findall(r"^sample (\S+)", printed.getvalue(), re.MULTILINE)
+    assert order == [r["sample_id"] for r in longest]
+    assert f"turn 1   parent {longest[0]['sample_id']}" in printed.getvalue()
+    stats_text = io.StringIO()
+    assert run_stats(parser.parse_args(["stats", str(out)]),
+                     Console(file=stats_text, width=200)) == 0
+    assert "conversations (multi-turn)" in stats_text.getvalue()
+    assert main(["export", str(out), "--format", "speculators", "--out",
+                 str(tmp_path / "x.jsonl"), "--keep-flag", "over_max_new_tokens"]) == 0
+    exported = [json.loads(line) for line in (tmp_path / "x.jsonl").read_text().splitlines()]
+    assert {e["id"]: e["input_ids"] for e in exported} == {
+        r["sample_id"]: r["input_ids"] for r in rows}
 
 
 @pytest.mark.parametrize("kwargs", [{"thinking": False}, {"preserve_thinking": True}])
