@@ -316,3 +316,21 @@ def test_resume_never_mixes_single_and_multi_turn_shards(tmp_path: Path) -> None
     with pytest.raises(ConfigError, match="different config"):
         prepare_batch(make_config(tmp_path, ["http://a:1"], resume=True,
                                   turns=MultiTurn("model")), bundled_tokenizer())
+
+
+def test_a_detached_multi_turn_batch_keeps_its_settings(tmp_path: Path) -> None:
+    from eagle_tui.core.batches.configjson import config_from_json, config_to_json
+
+    config = make_config(tmp_path, ["http://a:1"], turns=MultiTurn("model", "dataset"))
+    back = config_from_json(config_to_json(config))
+    assert back.turns == MultiTurn("model", "dataset") and back.history == "model"
+    single = config_from_json(config_to_json(make_config(tmp_path, ["http://a:1"])))
+    assert not single.multi_turn and b"turns" not in config_to_json(single)
+
+
+def test_the_sample_header_names_the_conversation() -> None:
+    from eagle_tui.tui.screens.sample import sample_header
+
+    assert "conversation c turn 1 (parent c#turn0)" in sample_header(
+        row("c#turn1", conversation_id="c", turn=1, parent_id="c#turn0"))
+    assert "conversation" not in sample_header(row("q1"))
