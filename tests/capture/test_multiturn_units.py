@@ -334,3 +334,41 @@ def test_the_sample_header_names_the_conversation() -> None:
     assert "conversation c turn 1 (parent c#turn0)" in sample_header(
         row("c#turn1", conversation_id="c", turn=1, parent_id="c#turn0"))
     assert "conversation" not in sample_header(row("q1"))
+
+
+# -- the driver, in process ---------------------------------------------------------------
+
+
+BROKEN_CALL = {"role": "assistant", "content": "",  # a call without arguments: tojson fails
+               "tool_calls": [{"id": "x", "function": {"name": "f"}}]}
+
+
+@pytest.mark.parametrize("history", ["dataset", "model"])
+async def test_a_turn_that_cannot_render_is_a_reject_with_file_and_line(
+        tmp_path: Path, rules: LoadedTokenizer, history: str) -> None:
+    from test_engine_fakes import FakeSGLang, capture
+
+    good = [USER, ANSWER, AGAIN, LAST]
+    broken = [USER, BROKEN_CALL, {"role": "tool", "tool_call_id": "x", "content": "r"},
+              ANSWER, AGAIN, LAST]
+    path = tmp_path / "prompts.jsonl"
+    path.write_text(json.dumps({"id": "good", "messages": good}) + "\n"
+                    + json.dumps({"id": "bad", "messages": broken}) + "\n")
+    fake = FakeSGLang()
+    # keep the dataset's call: the fake model never calls, so turn 0 diverges
+    config = make_config(tmp_path, [fake.url],
+                         turns=MultiTurn(history, "dataset"))  # type: ignore[arg-type]
+    summary = await capture(config, [fake], rules)
+    rejects = [json.loads(x) for x in (tmp_path / "out" / "rejects.jsonl").read_text()
+               .splitlines()]
+    assert [(r["source"], r["line"], r["sample_id"]) for r in rejects] == [
+        (str(path), 2, "bad#turn1")]
+    assert rejects[0]["reason"].startswith("turn 1: ")
+    from test_engine_fakes import rows_of
+
+    stored = sorted(r["sample_id"] for r in rows_of(tmp_path / "out"))
+    assert stored == sorted(["good#turn0", "good#turn1", "bad#turn0"])
+    # with the dataset's history turn 2 is tried too (its history holds the same broken
+    # call): one more rejected row, the record's line logged once
+    assert summary.progress.rejected == (2 if history == "dataset" else 1)
+    assert summary.exit_code == 1
