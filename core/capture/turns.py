@@ -183,6 +183,7 @@ class TurnDriver:
             log.warning("conversation %s: stored turn %s cannot be read back; the "
                         "conversation ends there", run.job.conversation_id, row_id)
             return False
+        run.prefer = row.endpoint  # the server that may still cache this conversation
         answer = await self._in_thread(self._parse, row.prompt_ids, row.output_ids)
         return run.conversation.record_answer(turn, answer).go_on
 
