@@ -124,16 +124,15 @@ def check_stats_inspect_export(tmp_path: Path, grouped: dict[str, list[dict[str,
     assert stats.diverged == sum("tool_call_diverged" in r["flags"] for r in rows)
     longest = max(grouped.values(), key=len)
     printed = io.StringIO()
-    parser = build_parser()
-    code = run_inspect(parser.parse_args(["inspect", str(out), "--conversation",
-                                          longest[0]["conversation_id"]]),
+    code = run_inspect(build_parser(["inspect"]).parse_args([
+        "inspect", str(out), "--conversation", longest[0]["conversation_id"]]),
                        Console(file=printed, width=200, markup=False, highlight=False))
     assert code == 0
     order = re.findall(r"^sample (\S+)", printed.getvalue(), re.MULTILINE)
     assert order == [r["sample_id"] for r in longest]
     assert f"turn 1   parent {longest[0]['sample_id']}" in printed.getvalue()
     stats_text = io.StringIO()
-    assert run_stats(parser.parse_args(["stats", str(out)]),
+    assert run_stats(build_parser(["stats"]).parse_args(["stats", str(out)]),
                      Console(file=stats_text, width=200)) == 0
     assert "conversations (multi-turn)" in stats_text.getvalue()
     assert main(["export", str(out), "--format", "speculators", "--out",
