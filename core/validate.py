@@ -72,8 +72,11 @@ FLAGS: tuple[str, ...] = (
     "bad_token_id",
     "no_stop_token",
     "over_max_new_tokens",
+    "tool_call_diverged",
 )
-"""Every flag, in the order rows list them."""
+"""Every flag, in the order rows list them. ``tool_call_diverged`` is the one flag not
+computed here: multi-turn capture sets it when the model's tool calls differ from the
+dataset's (``core.capture.conversation``)."""
 
 NOT_EXPORTED_BY_DEFAULT: frozenset[str] = frozenset({"over_max_new_tokens"})
 """Flags whose rows an export leaves out unless asked for: the ids did not come the way the
@@ -145,7 +148,7 @@ def validate_sample(
         "over_max_new_tokens": _over_max_new_tokens(output_ids, max_new_tokens, boundary.stop),
     }
     think_end = -1 if end_at is None else len(prompt_ids) + end_at
-    return Validation(tuple(flag for flag in FLAGS if raised[flag]), think_end)
+    return Validation(tuple(flag for flag in FLAGS if raised.get(flag)), think_end)
 
 
 def _over_max_new_tokens(

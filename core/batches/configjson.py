@@ -17,8 +17,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 from eagle_tui.core.capture.config import CaptureConfig, RetryPolicy, public_url
+from eagle_tui.core.capture.conversation import MultiTurn
 from eagle_tui.core.capture.partition import Partition
 from eagle_tui.core.errors import ConfigError
 from eagle_tui.core.sampling import SamplingPreset
@@ -53,6 +55,8 @@ class StoredConfig(msgspec.Struct, frozen=True, kw_only=True):
     render_chunk: int = 32
     # "I/N" of capture --shard; left out of the JSON when unset (records stay as they were)
     partition: str | msgspec.UnsetType = msgspec.UNSET
+    # Absent for single-turn batches, so their records read and write as before.
+    turns: MultiTurn | UnsetType = UNSET
 
     @classmethod
     def of(cls, config: CaptureConfig) -> StoredConfig:
@@ -72,6 +76,7 @@ class StoredConfig(msgspec.Struct, frozen=True, kw_only=True):
             shard_rows=config.shard_rows, shard_max_age_s=config.shard_max_age_s,
             resume=config.resume, force=config.force, render_chunk=config.render_chunk,
             partition=msgspec.UNSET if config.partition is None else str(config.partition),
+            turns=config.turns,
         )
 
     def to_config(self, *, api_key: str | None = None, servers: tuple[str, ...] | None = None,
@@ -96,6 +101,7 @@ class StoredConfig(msgspec.Struct, frozen=True, kw_only=True):
                 render_chunk=self.render_chunk, retry_failed=retry_failed, api_key=api_key,
                 partition=(None if isinstance(self.partition, msgspec.UnsetType)
                            else Partition.parse(self.partition)),
+                turns=self.turns,
             )
         except (TypeError, ValueError) as e:
             raise ConfigError(f"stored batch config cannot be used ({e}); start a new batch") from e

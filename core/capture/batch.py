@@ -20,18 +20,21 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from msgspec import UNSET, UnsetType
+
 from eagle_tui.core.capture.config import CaptureConfig, sampling_identity
 from eagle_tui.core.capture.partsource import PartitionedSource
 from eagle_tui.core.capture.prompts import PromptSource, open_prompts
 from eagle_tui.core.errors import ConfigError
 from eagle_tui.core.fsio import TMP_SUFFIX
-from eagle_tui.core.shards.manifest import BatchConfig, IdentityExtra, Manifest
+from eagle_tui.core.shards.manifest import BatchConfig, IdentityExtra, Manifest, TurnsIdentity
 from eagle_tui.core.shards.resume import (
     ResumeScan,
     drop_untrusted,
     remove_temp_files,
     scan_completed,
 )
+from eagle_tui.core.shards.schema import MULTI_TURN_SCHEMA_VERSION, SCHEMA_VERSION
 from eagle_tui.core.tokenizer import BoundaryIds, LoadedTokenizer, load_tokenizer
 
 log = logging.getLogger(__name__)
@@ -113,7 +116,20 @@ def make_batch_config(
             boundary_ids=boundaries.as_dict(),
             vocab_size=vocab_size,
         ),
+        turns=turns_identity(config),
     )
+
+
+def turns_identity(config: CaptureConfig) -> TurnsIdentity | UnsetType:
+    """The multi-turn part of the batch identity (unset for single-turn batches)."""
+    if not config.multi_turn:
+        return UNSET
+    return TurnsIdentity(history=config.history, on_divergence=config.on_divergence)
+
+
+def shard_schema_version(config: CaptureConfig) -> int:
+    """The shard schema a batch with ``config`` writes (multi-turn rows carry 3 more columns)."""
+    return MULTI_TURN_SCHEMA_VERSION if config.multi_turn else SCHEMA_VERSION
 
 
 def open_output(
@@ -125,7 +141,8 @@ def open_output(
     partition = None if config.partition is None else str(config.partition)
     if scan.manifest is None:
         _check_fresh(out_dir, scan)
-        manifest = Manifest(out_dir=out_dir, config=batch_config)
+        manifest = Manifest(out_dir=out_dir, config=batch_config,
+                            schema_version=shard_schema_version(config))
         manifest.extra.partition = partition
         manifest.save_atomic()
         return manifest, None, []
@@ -141,6 +158,7 @@ def open_output(
         wanted = f"--shard {held}" if held else "no --shard"
         raise ConfigError(f"{out_dir} holds slice {held or 'all'} of its prompts, not "
                           f"{partition or 'all'}; resume it with {wanted}")
+    _check_schema(manifest, shard_schema_version(config))
     notes = _reconcile_config(manifest, batch_config, force=config.force)
     notes += [f"ignored {f}" for f in scan.ignored]
     dropped = drop_untrusted(manifest, scan)
@@ -184,6 +202,17 @@ def _check_fresh(out_dir: Path, scan: ResumeScan) -> None:
             f"{out_dir} holds shard files but no manifest.json (e.g. {strays[0].path}); "
             "it is not a batch directory eagle-tui can resume; choose another --out"
         )
+
+
+def _check_schema(manifest: Manifest, wanted: int) -> None:
+    """A batch's shards share one schema: single- and multi-turn rows never mix."""
+    if manifest.schema_version != wanted:
+        kinds = {SCHEMA_VERSION: "single-turn (--turns last)",
+                 MULTI_TURN_SCHEMA_VERSION: "multi-turn (--turns all)"}
+        raise ConfigError(
+            f"the batch in {manifest.out_dir} is {kinds.get(manifest.schema_version, '?')}, "
+            f"its shards use schema {manifest.schema_version}; resume it with the same "
+            "--turns, or capture into another --out (not even --force mixes the two)")
 
 
 def _reconcile_config(manifest: Manifest, new: BatchConfig, *, force: bool) -> list[str]:

@@ -19,6 +19,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from msgspec import UNSET, UnsetType
+
+from eagle_tui.core.capture.conversation import DivergencePolicy, HistoryMode, MultiTurn
 from eagle_tui.core.capture.partition import Partition
 from eagle_tui.core.errors import ConfigError
 from eagle_tui.core.sampling import SamplingIdentity, SamplingPreset
@@ -97,11 +100,14 @@ class CaptureConfig:
     retry_failed: bool = False
     render_chunk: int = 32
     partition: Partition | None = None
+    # Unset: single-turn, the last assistant turn only (stored configs then stay as before).
+    turns: MultiTurn | UnsetType = UNSET
     api_key: str | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self._check_servers()
         self._check_presets()
+        self._check_turns()
         positive = {
             "max_new_tokens": self.max_new_tokens,
             "concurrency": self.concurrency,
@@ -136,6 +142,28 @@ class CaptureConfig:
             raise ConfigError(f"sampling preset names repeat: {names}")
         if len(names) > 1 and "" in names:
             raise ConfigError("with several sampling presets every one needs a name")
+
+    def _check_turns(self) -> None:
+        if self.history not in ("dataset", "model"):
+            raise ConfigError(f"--history must be 'dataset' or 'model', got {self.history!r}")
+        if self.on_divergence not in ("end", "dataset"):
+            raise ConfigError(f"--on-divergence must be 'end' or 'dataset', "
+                              f"got {self.on_divergence!r}")
+
+    @property
+    def multi_turn(self) -> bool:
+        """True when every assistant turn of a conversation is generated (``--turns all``)."""
+        return not isinstance(self.turns, UnsetType)
+
+    @property
+    def history(self) -> HistoryMode:
+        """Whose earlier answers a turn's history holds (``dataset`` when single-turn)."""
+        return "dataset" if isinstance(self.turns, UnsetType) else self.turns.history
+
+    @property
+    def on_divergence(self) -> DivergencePolicy:
+        """What a diverged tool call does to the conversation (``--on-divergence``)."""
+        return "end" if isinstance(self.turns, UnsetType) else self.turns.on_divergence
 
     def __repr__(self) -> str:
         shown = []

@@ -161,8 +161,11 @@ class ServerPool:
 
     # -- taking and returning slots ---------------------------------------------------
 
-    async def acquire(self, avoid: Server | None = None) -> Server:
+    async def acquire(self, avoid: Server | None = None, prefer: str | None = None) -> Server:
         """A ready server with room, the least loaded one; waits while there is none.
+
+        ``prefer`` (a server's public URL) is taken first when it is ready and has room: a
+        conversation's next turn goes where its prefix is cached.
 
         ``avoid`` (the server a retry just failed on) is used only when no other server is
         ready: a server that resets connections may still pass its health checks.
@@ -171,7 +174,7 @@ class ServerPool:
         """
         while True:
             self._check_open()
-            server = self._least_loaded(avoid)
+            server = self._preferred(prefer, avoid) or self._least_loaded(avoid)
             if server is not None:
                 server.in_flight += 1
                 server.sent += 1
@@ -194,6 +197,15 @@ class ServerPool:
         else:
             server.failed += 1
         self._wake(1)
+
+    def _preferred(self, url: str | None, avoid: Server | None) -> Server | None:
+        if url is None:
+            return None
+        for server in self.servers:
+            if (server.url == url and server is not avoid
+                    and server.state is ServerState.READY and server.in_flight < server.limit):
+                return server
+        return None
 
     def _least_loaded(self, avoid: Server | None) -> Server | None:
         ready = [s for s in self.servers if s.state is ServerState.READY]

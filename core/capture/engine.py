@@ -48,12 +48,21 @@ from eagle_tui.core.capture.sender import Sender, sampling_params
 from eagle_tui.core.capture.servers import open_pool, shard_metadata
 from eagle_tui.core.capture.settle import Settler
 from eagle_tui.core.capture.sink import ShardSink
+from eagle_tui.core.capture.turns import (
+    ConversationFeed,
+    ConversationJob,
+    TurnDriver,
+    TurnSettings,
+    count_turns,
+    open_stored_rows,
+)
 from eagle_tui.core.clock import Clock, SystemClock
 from eagle_tui.core.errors import OutputWriteError
 from eagle_tui.core.fsio import describe_os_error
 from eagle_tui.core.shards.manifest import RouterRecord, ShardInfo
 from eagle_tui.core.shards.writer import ShardWriter
 from eagle_tui.core.tokenizer import LoadedTokenizer
+from eagle_tui.core.tokenizer.kimi_parse import AnswerTokens
 
 log = logging.getLogger(__name__)
 
@@ -93,10 +102,11 @@ class _Parts:
     sink: ShardSink
     sender: Sender
     settler: Settler
-    feeder: RenderPipeline
+    feeder: RenderPipeline | ConversationFeed
     renderer: Renderer
     failures: FailureLog
     rejects: RejectLog
+    turns: TurnDriver | None = None
 
 
 class CaptureEngine:
@@ -125,7 +135,7 @@ class CaptureEngine:
         self._pool: ServerPool | None = None
         self._workers: list[asyncio.Task[None]] = []
         self._feeder: asyncio.Task[None] | None = None
-        self._queue: asyncio.Queue[Job | None] | None = None
+        self._queue: asyncio.Queue[Job | ConversationJob | None] | None = None
         self._stopper: asyncio.Task[None] | None = None
         self._abort = asyncio.Event()
         self._fatal: str | None = None
@@ -232,6 +242,15 @@ class CaptureEngine:
         renderer = Renderer(batch.tokenizer, vocab_size=batch.vocab_size,
                             think_id=batch.boundaries.think,
                             template_kwargs=config.template_kwargs)
+        sender = self._sender(batch, pool)
+        if config.multi_turn:
+            turns = self._turn_driver(batch, renderer, sender, settler, failures)
+            stack.callback(turns.close)
+            conversations = ConversationFeed(batch.source, config.presets,
+                                             on_reject=settler.rejected,
+                                             chunk=config.render_chunk)
+            return _Parts(batch, pool, writer, sink, sender, settler, conversations, renderer,
+                          failures, rejects, turns)
         feeder = RenderPipeline(
             batch.source, renderer, config.presets,
             pending_presets=lambda sid: tuple(
@@ -241,6 +260,17 @@ class CaptureEngine:
             chunk=config.render_chunk)
         return _Parts(batch, pool, writer, sink, sender, settler, feeder, renderer, failures,
                       rejects)
+
+    def _turn_driver(self, batch: PreparedBatch, renderer: Renderer, sender: Sender,
+                     settler: Settler, failures: FailureLog) -> TurnDriver:
+        """The multi-turn driver (``--turns all``): conversations turn by turn."""
+        tokens = AnswerTokens.resolve(batch.tokenizer.token_id, batch.boundaries.stop)
+        settings = TurnSettings.of(self.config, done_ids=batch.done_ids,
+                                   still_failed=failures.carried.__contains__,
+                                   think_id=batch.boundaries.think, tokens=tokens)
+        return TurnDriver(settings, renderer=renderer, decoder=batch.tokenizer, sender=sender,
+                          settler=settler, control=self.control, progress=self.tracker,
+                          stored=lambda: open_stored_rows(self.config.out_dir))
 
     def _sender(self, batch: PreparedBatch, pool: ServerPool) -> Sender:
         config = self.config
@@ -294,6 +324,10 @@ class CaptureEngine:
             if job is None:
                 queue.put_nowait(None)  # pass the end marker on to the next worker
                 return
+            if isinstance(job, ConversationJob):
+                assert parts.turns is not None
+                await parts.turns.drive(job)
+                continue
             outcome = await parts.sender.send(job)
             await parts.settler.settle(job, outcome)
 
@@ -303,8 +337,10 @@ class CaptureEngine:
     # -- background duties ----------------------------------------------------------------
 
     async def _count_total(self, batch: PreparedBatch) -> None:
+        count = (lambda: count_turns(batch.source)) if self.config.multi_turn else (
+            batch.source.count)
         try:
-            records = await asyncio.to_thread(batch.source.count)
+            records = await asyncio.to_thread(count)
         except (OSError, ValueError) as e:  # only the ETA suffers
             log.warning("could not count the prompts (no ETA): %s", e)
             return

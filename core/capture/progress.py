@@ -47,11 +47,13 @@ class CaptureProgress:
     errors: Mapping[str, int] = field(default_factory=dict)
     failures: Mapping[str, int] = field(default_factory=dict)
     flags: Mapping[str, int] = field(default_factory=dict)
+    ended_early: int = 0
 
     @property
     def settled(self) -> int:
-        """Rows that need no more work this run (done, failed, rejected, or done before)."""
-        return self.already_done + self.done + self.failed + self.rejected
+        """Rows that need no more work this run (done, failed, rejected, done before, or
+        turns of conversations that ended before them)."""
+        return self.already_done + self.done + self.failed + self.rejected + self.ended_early
 
     @property
     def remaining(self) -> int | None:
@@ -75,6 +77,7 @@ class ProgressTracker:
         self.rejected = 0
         self.retrying = 0
         self.interrupted = 0
+        self.ended_early = 0  # turns a multi-turn conversation will not reach
         self.output_tokens = 0
         self.errors: Counter[str] = Counter()
         self.failures: Counter[str] = Counter()
@@ -129,6 +132,7 @@ class ProgressTracker:
             errors=MappingProxyType(dict(self.errors)),
             failures=MappingProxyType(dict(self.failures)),
             flags=MappingProxyType(dict(self.flags)),
+            ended_early=self.ended_early,
         )
         return _with_eta(progress)
 

@@ -25,7 +25,7 @@ import hashlib
 import json
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -68,6 +68,8 @@ class PromptRecord:
     """One usable prompt: its sample id, the messages to render, tools, and where it came from.
 
     ``messages`` never ends with an assistant turn and always holds a user turn.
+    ``conversation`` is the whole record, trailing assistant turns included (multi-turn
+    capture regenerates each of them).
     """
 
     sample_id: str
@@ -75,6 +77,12 @@ class PromptRecord:
     tools: Tools | None
     source: str
     line: int
+    full_messages: tuple[Message, ...] = field(default=(), compare=False, repr=False)
+
+    @property
+    def conversation(self) -> tuple[Message, ...]:
+        """Every message of the record, as the dataset has it."""
+        return self.full_messages or self.messages
 
 
 class PromptSource:
@@ -122,7 +130,8 @@ class PromptSource:
         if first != line:
             reason = f"duplicate sample id {record.sample_id!r} (first at line {first})"
             return Reject(source, line, reason, record.sample_id)
-        return PromptRecord(record.sample_id, record.messages, record.tools, source, line)
+        return PromptRecord(record.sample_id, record.messages, record.tools, source, line,
+                            record.full_messages)
 
 
 def open_prompts(path: str | Path) -> PromptSource:

@@ -14,7 +14,9 @@ that are not valid Unicode (lone surrogates from ``\\udc80`` escapes, which toke
 parquet refuse) are rejected with the field they are in.
 
 Trailing assistant turns are dropped: capture regenerates the last assistant turn. A record
-with no user turn left is refused. Anything else wrong raises :class:`RecordError` with a
+with no user turn left is refused. The whole conversation, trailing assistant turns included,
+stays in ``full_messages`` for multi-turn capture (``--turns all``), which regenerates every
+assistant turn. Anything else wrong raises :class:`RecordError` with a
 reason that names the offending field.
 """
 
@@ -62,11 +64,16 @@ class RecordError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class NormalizedRecord:
-    """What a record becomes: its sample id, the messages to render and the tools."""
+    """What a record becomes: its sample id, the messages to render and the tools.
+
+    ``full_messages`` is the whole conversation when it ended with assistant turns (which
+    ``messages`` drops), else empty: the same as ``messages``.
+    """
 
     sample_id: str
     messages: tuple[Message, ...]
     tools: Tools | None
+    full_messages: tuple[Message, ...] = ()
 
 
 def normalize_record(record: object) -> NormalizedRecord:
@@ -75,15 +82,16 @@ def normalize_record(record: object) -> NormalizedRecord:
         raise RecordError(f"record is a JSON {_json_type(record)}, not an object")
     for key, value in record.items():
         _check_structure(key, value)
-    messages = _messages_of(record)
+    full = _messages_of(record)
     tools = _tools_of(record.get("tools"))
-    messages = _drop_trailing_assistant(messages)
+    messages = _drop_trailing_assistant(full)
     if not any(m["role"] == "user" for m in messages):
         raise RecordError("no user turn (after dropping trailing assistant turns)")
     sample_id = _explicit_id(record.get("id"))
     if sample_id is None:
         sample_id = content_sample_id(messages, tools)
-    return NormalizedRecord(sample_id, tuple(messages), tools)
+    whole = tuple(full) if len(full) != len(messages) else ()
+    return NormalizedRecord(sample_id, tuple(messages), tools, whole)
 
 
 def _loads(text: str, field: str) -> Any:

@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from eagle_tui.core.capture.conversation import TurnTag
 from eagle_tui.core.capture.prompts import PromptRecord, Reject
 from eagle_tui.core.errors import TokenizerError
 from eagle_tui.core.sampling import SamplingPreset
@@ -44,13 +45,19 @@ class PromptRenderer(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Job:
-    """One row to generate: a rendered prompt under one sampling preset."""
+    """One row to generate: a rendered prompt under one sampling preset.
+
+    Multi-turn rows carry their place in the conversation (``turn``) and the server that
+    answered the turn before (``prefer``: its prefix cache holds most of this prompt).
+    """
 
     sample_id: str
     preset: SamplingPreset
     prompt_ids: tuple[int, ...]
     source: str
     line: int
+    turn: TurnTag | None = None
+    prefer: str | None = None
 
 
 def first_out_of_range(ids: Sequence[int], bound: int) -> tuple[int, int] | None:
@@ -163,7 +170,7 @@ class RenderPipeline:
         self.rendered = 0
         self.render_s = 0.0
 
-    async def run(self, queue: asyncio.Queue[Job | None]) -> None:
+    async def run(self, queue: asyncio.Queue[Any]) -> None:
         """Render everything into ``queue`` (waiting while it is full), then put None."""
         loop = asyncio.get_running_loop()
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="render") as pool:
@@ -175,8 +182,9 @@ class RenderPipeline:
                     await self._deliver(item, queue)
         await queue.put(None)
 
-    async def _deliver(self, item: Job | Reject | int | _Kept,
-                       queue: asyncio.Queue[Job | None]) -> None:
+    async def _deliver(self, item: Job | Reject | int | _Kept, queue: asyncio.Queue[Any]) -> (
+        None
+    ):
         if isinstance(item, _Kept):
             self._on_still_failed(item.job)
         elif isinstance(item, Job):

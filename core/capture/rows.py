@@ -16,7 +16,7 @@ from eagle_tui.core.capture.render import Job
 from eagle_tui.core.sglang.types import GenerateResult
 from eagle_tui.core.shards.schema import ShardRow
 from eagle_tui.core.tokenizer import BoundaryIds
-from eagle_tui.core.validate import Validation, validate_sample
+from eagle_tui.core.validate import FLAGS, Validation, validate_sample
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,9 +40,15 @@ class RowBuilder:
             max_new_tokens=self.max_new_tokens,
         )
 
-    def build(self, job: Job, result: GenerateResult, endpoint: str, rid: str) -> ShardRow:
-        """The row for ``job`` answered by ``result`` from ``endpoint`` (a public URL)."""
+    def build(self, job: Job, result: GenerateResult, endpoint: str, rid: str,
+              extra_flags: tuple[str, ...] = ()) -> ShardRow:
+        """The row for ``job`` answered by ``result`` from ``endpoint`` (a public URL);
+        ``extra_flags`` are flags found outside the ids (a diverged tool call)."""
         checked = self.validate(job, result)
+        flags = checked.flags
+        if extra_flags:
+            flags = tuple(f for f in FLAGS if f in {*flags, *extra_flags})
+        turn = job.turn
         # Converting the tuple to an array first is about twice as fast as extend(tuple).
         ids = array("i", job.prompt_ids)
         ids.extend(array("i", result.output_ids))
@@ -53,9 +59,12 @@ class RowBuilder:
             finish_reason=result.finish.kind,
             matched_stop=result.finish.matched_token,
             think_end=checked.think_end,
-            flags=checked.flags,
+            flags=flags,
             endpoint=endpoint,
             rid=rid,
             latency_s=result.latency_s,
             created_at=datetime.now(UTC),
+            conversation_id=turn.conversation_id if turn else None,
+            turn=turn.turn if turn else None,
+            parent_id=turn.parent_id if turn else None,
         )

@@ -91,7 +91,7 @@ class Sender:
             if self._control.stopping:
                 return Outcome("interrupted", attempts)
             try:
-                server = await self._pool.acquire(avoid=failed_on)
+                server = await self._pool.acquire(avoid=failed_on, prefer=job.prefer)
             except PoolClosed:
                 return Outcome("interrupted", attempts)
             except NoServerLeft as e:

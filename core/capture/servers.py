@@ -152,7 +152,9 @@ async def shard_metadata(
             "presets": [p.name for p in config.presets],
             "servers": _public(config.servers),
             **({"routers": records_json(routers)} if routers else {}),
+            **_turns_extra(batch),
         },
+        schema_version=batch.manifest.schema_version,
     )
 
 
@@ -161,6 +163,12 @@ def _warn_if_mixed(facts: Sequence[dict[str, Any]]) -> None:
         values = sorted({str(f[key]) for f in facts})
         if len(values) > 1:
             log.warning("the servers report different %s %s; rows will mix them", what, values)
+
+
+def _turns_extra(batch: PreparedBatch) -> dict[str, object]:
+    """How a multi-turn batch regenerated its conversations (nothing for single-turn)."""
+    turns = batch.batch_config.turns
+    return {} if isinstance(turns, msgspec.UnsetType) else {"turns": msgspec.to_builtins(turns)}
 
 
 async def _server_facts(client: ServerClient) -> dict[str, Any] | None:

@@ -47,26 +47,29 @@ class Settler:
         self._events = events
         self._on_fatal = on_fatal
 
-    async def settle(self, job: Job, outcome: Outcome) -> None:
-        """Store, log or count ``outcome`` of ``job``."""
+    async def settle(self, job: Job, outcome: Outcome, extra_flags: tuple[str, ...] = ()) -> (
+        bool
+    ):
+        """Store, log or count ``outcome`` of ``job``; True when a row was stored."""
         if outcome.kind == "interrupted":
             self._progress.interrupted += 1  # left for the next resume
         elif outcome.kind == "failed":
             self.failed(job, outcome)
         else:
-            await self._store(job, outcome)
+            return await self._store(job, outcome, extra_flags)
+        return False
 
-    async def _store(self, job: Job, outcome: Outcome) -> None:
+    async def _store(self, job: Job, outcome: Outcome, extra_flags: tuple[str, ...]) -> bool:
         assert outcome.result is not None and outcome.endpoint and outcome.rid
         endpoint = public_url(outcome.endpoint)
         try:
-            row = self._rows.build(job, outcome.result, endpoint, outcome.rid)
+            row = self._rows.build(job, outcome.result, endpoint, outcome.rid, extra_flags)
         except OverflowError:  # an id beyond int32 cannot be stored; it is garbage anyway
             self.failed(job, Outcome(
                 "failed", outcome.attempts, endpoint=outcome.endpoint, rid=outcome.rid,
                 error_kind="bad_response",
                 reason="server returned an output id outside the int32 range"))
-            return
+            return False
         await self._sink.add(row)
         flags = tuple(row.flags)
         output_len = len(outcome.result.output_ids)
@@ -74,6 +77,7 @@ class Settler:
         self._emit(CaptureEvent("finished", job.sample_id, self._clock.wall(), rid=outcome.rid,
                                 endpoint=endpoint, attempt=outcome.attempts, total=output_len,
                                 flags=flags))
+        return True
 
     def failed(self, job: Job, outcome: Outcome) -> None:
         """Record a row that failed for good (the next resume retries it)."""
@@ -92,14 +96,15 @@ class Settler:
                                 endpoint=endpoint, attempt=outcome.attempts,
                                 error_kind=kind, detail=reason))
 
-    def rejected(self, reject: Reject) -> None:
-        """Record a prompt refused before sending (one rejected row per preset)."""
+    def rejected(self, reject: Reject, rows: int | None = None) -> None:
+        """Record a prompt refused before sending (one rejected row per preset, or
+        ``rows``: a conversation's turn is one row)."""
         try:
             self._rejects.write(reject)
         except OSError as e:  # the next resume meets the record again
             self._write_failed(self._rejects.path, e)
             return
-        self._progress.rejected += self._presets
+        self._progress.rejected += self._presets if rows is None else rows
         sample_id = reject.sample_id or f"{reject.source}:{reject.line}"
         self._emit(CaptureEvent("rejected", sample_id, self._clock.wall(),
                                 error_kind="rejected", detail=reject.reason))

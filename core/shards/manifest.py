@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 from eagle_tui.core.batchstate import BatchState
 from eagle_tui.core.errors import ConfigError
@@ -43,6 +44,13 @@ class IdentityExtra(msgspec.Struct, frozen=True):
     vocab_size: int | None = None
 
 
+class TurnsIdentity(msgspec.Struct, frozen=True):
+    """How a multi-turn batch regenerates conversations (``capture --turns all``)."""
+
+    history: str = "dataset"
+    on_divergence: str = "end"
+
+
 class BatchConfig(msgspec.Struct, frozen=True):
     """What must not change between a batch's runs for its shards to belong together."""
 
@@ -53,6 +61,9 @@ class BatchConfig(msgspec.Struct, frozen=True):
     template_hash: str
     sampling: SamplingIdentity
     extra: IdentityExtra = msgspec.field(default_factory=IdentityExtra)
+    # Unset for single-turn batches (the last assistant turn only): their manifests read and
+    # write as before multi-turn capture existed.
+    turns: TurnsIdentity | UnsetType = UNSET
 
     def differences(self, other: BatchConfig) -> list[str]:
         """One human-readable line per field that differs (empty list: same config).
@@ -120,7 +131,11 @@ class ManifestExtra(msgspec.Struct, omit_defaults=True):
 
 
 class ManifestFile(msgspec.Struct):
-    """``manifest.json`` as it is on disk (``Manifest`` adds where it lives)."""
+    """``manifest.json`` as it is on disk (``Manifest`` adds where it lives).
+
+    ``schema_version`` is the shard schema its shards use; a manifest without it (written
+    before multi-turn capture, and kept that way when rewritten) is schema 1.
+    """
 
     config: BatchConfig
     shards: list[ShardInfo] = []
@@ -129,6 +144,7 @@ class ManifestFile(msgspec.Struct):
     created_at: str = ""
     updated_at: str = ""
     version: int = MANIFEST_VERSION
+    schema_version: int | UnsetType = UNSET
 
 
 _ENCODER = msgspec.json.Encoder(order="sorted")
@@ -147,6 +163,8 @@ class Manifest:
     created_at: str = field(default_factory=lambda: _now())
     updated_at: str = ""
     version: int = MANIFEST_VERSION
+    schema_version: int = 1
+    schema_version_absent: bool = False  # read from a manifest that did not say (schema 1)
 
     @property
     def path(self) -> Path:
@@ -173,8 +191,11 @@ class Manifest:
                 f"manifest {path} is unreadable ({type(e).__name__}: {detail}); restore it "
                 "or start a new batch directory"
             ) from e
+        absent = isinstance(data.schema_version, UnsetType)
         return cls(directory, data.config, data.shards, data.counts, data.extra,
-                   data.created_at, data.updated_at, data.version)
+                   data.created_at, data.updated_at, data.version,
+                   1 if isinstance(data.schema_version, UnsetType) else data.schema_version,
+                   absent)
 
     @classmethod
     def load_optional(cls, out_dir: str | Path) -> Manifest | None:
@@ -207,7 +228,8 @@ class Manifest:
         """What the file holds (compact JSON, keys sorted)."""
         return _ENCODER.encode(ManifestFile(
             config=self.config, shards=self.shards, counts=self.counts, extra=self.extra,
-            created_at=self.created_at, updated_at=self.updated_at, version=self.version))
+            created_at=self.created_at, updated_at=self.updated_at, version=self.version,
+            schema_version=UNSET if self.schema_version_absent else self.schema_version))
 
 
 def _comparable(value: object) -> str:
@@ -231,5 +253,6 @@ __all__ = [
     "ManifestFile",
     "RouterRecord",
     "ShardInfo",
+    "TurnsIdentity",
     "WorkerRecord",
 ]

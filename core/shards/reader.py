@@ -237,10 +237,12 @@ class ShardReader:
 
     def _empty(self, columns: Sequence[str] | None) -> pa.Table:
         """A zero-row table with the requested columns."""
-        from eagle_tui.core.shards.schema import SHARD_SCHEMA
+        from eagle_tui.core.shards.schema import SCHEMA_VERSION, schema_for
 
-        names = list(columns) if columns is not None else SHARD_SCHEMA.names
-        return SHARD_SCHEMA.empty_table().select(names)
+        metadata = self.metadata
+        schema = schema_for(metadata.schema_version if metadata else SCHEMA_VERSION)
+        names = list(columns) if columns is not None else schema.names
+        return schema.empty_table().select(names)
 
     def _build_id_index(self) -> dict[str, int]:
         """sample_id -> first global index, reading only the sample_id column."""

@@ -15,6 +15,18 @@ Columns (in this order; see :data:`SHARD_SCHEMA`):
     latency_s      float32                end-to-end latency
     created_at     timestamp[us, UTC]
 
+Schema version 2 (multi-turn batches, ``capture --turns all``) appends three columns
+(:data:`SHARD_SCHEMA_V2`):
+
+    conversation_id  string               the conversation (record id, + preset suffix)
+    turn             int32                which assistant turn of it (0-based)
+    parent_id        string, nullable     sample id of the row whose answer is the latest
+                                          model answer in this row's history (null for
+                                          turn 0 and for dataset histories)
+
+Single-turn batches keep writing version 1, so a batch never mixes the two; readers take
+both (a version-1 row reads with those three as None).
+
 List children are named ``element`` (as parquet's compliant nested types name them), so
 the schema read back from a file equals :data:`SHARD_SCHEMA` exactly.
 
@@ -35,6 +47,7 @@ from typing import Any
 import pyarrow as pa
 
 SCHEMA_VERSION = 1
+MULTI_TURN_SCHEMA_VERSION = 2
 METADATA_PREFIX = "eagle_tui."
 
 SHARD_SCHEMA: pa.Schema = pa.schema(
@@ -53,6 +66,18 @@ SHARD_SCHEMA: pa.Schema = pa.schema(
     ]
 )
 COLUMNS: tuple[str, ...] = tuple(SHARD_SCHEMA.names)
+TURN_COLUMNS: tuple[str, ...] = ("conversation_id", "turn", "parent_id")
+SHARD_SCHEMA_V2: pa.Schema = pa.schema([
+    *SHARD_SCHEMA,
+    pa.field("conversation_id", pa.string(), nullable=False),
+    pa.field("turn", pa.int32(), nullable=False),
+    pa.field("parent_id", pa.string(), nullable=True),
+])
+
+
+def schema_for(version: int) -> pa.Schema:
+    """The arrow schema of shards written with ``version``."""
+    return SHARD_SCHEMA_V2 if version >= MULTI_TURN_SCHEMA_VERSION else SHARD_SCHEMA
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +95,9 @@ class ShardRow:
     rid: str
     latency_s: float
     created_at: datetime
+    conversation_id: str | None = None
+    turn: int | None = None
+    parent_id: str | None = None
 
     @property
     def prompt_ids(self) -> Sequence[int]:
@@ -83,8 +111,10 @@ class ShardRow:
 
     @classmethod
     def from_dict(cls, row: Mapping[str, Any]) -> ShardRow:
-        """A row as read back from parquet (``to_pylist`` form)."""
-        return cls(**{name: row[name] for name in COLUMNS})
+        """A row as read back from parquet (``to_pylist`` form), of either schema version."""
+        values: dict[str, Any] = {name: row[name] for name in COLUMNS}
+        values.update((name, row.get(name)) for name in TURN_COLUMNS)
+        return cls(**values)
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,8 +194,9 @@ def _prefixed_items(raw: Mapping[bytes, bytes]) -> dict[str, Any]:
     return items
 
 
-def rows_to_table(rows: Sequence[ShardRow]) -> pa.Table:
-    """An arrow table of ``rows`` with exactly :data:`SHARD_SCHEMA` (no file metadata).
+def rows_to_table(rows: Sequence[ShardRow], version: int = SCHEMA_VERSION) -> pa.Table:
+    """An arrow table of ``rows`` with exactly :func:`schema_for` ``version`` (no file
+    metadata); version 2 needs every row's ``conversation_id`` and ``turn``.
 
     Every column is built from flat buffers, not with ``pa.array`` over Python lists: that
     costs ~0.1 ms per row for the token lists, and its first call in a process imports pandas
@@ -185,7 +216,21 @@ def rows_to_table(rows: Sequence[ShardRow]) -> pa.Table:
         "created_at": _fixed(SHARD_SCHEMA.field("created_at").type,
                              array("q", [_micros(r.created_at) for r in rows])),
     }
-    return pa.Table.from_arrays([columns[name] for name in COLUMNS], schema=SHARD_SCHEMA)
+    if version >= MULTI_TURN_SCHEMA_VERSION:
+        columns.update(_turn_columns(rows))
+    schema = schema_for(version)
+    return pa.Table.from_arrays([columns[name] for name in schema.names], schema=schema)
+
+
+def _turn_columns(rows: Sequence[ShardRow]) -> dict[str, pa.Array]:
+    """The multi-turn columns; a row without its conversation or turn cannot be stored."""
+    if any(r.conversation_id is None or r.turn is None for r in rows):
+        raise ValueError("a multi-turn shard row needs conversation_id and turn")
+    return {
+        "conversation_id": _strings([r.conversation_id or "" for r in rows]),
+        "turn": _fixed(pa.int32(), array("i", [r.turn or 0 for r in rows])),
+        "parent_id": pa.array([r.parent_id for r in rows], pa.string()),
+    }
 
 
 def _fixed(kind: pa.DataType, values: array[Any]) -> pa.Array:
@@ -244,4 +289,5 @@ def _micros(moment: datetime) -> int:
 def estimated_bytes(row: ShardRow) -> int:
     """Rough uncompressed arrow size of one row (for sizing row groups)."""
     text = len(row.sample_id) + len(row.endpoint) + len(row.rid) + len(row.finish_reason)
+    text += 2 * len(row.conversation_id or "") + 4
     return 4 * len(row.input_ids) + sum(len(f) + 4 for f in row.flags) + text + 64

@@ -15,6 +15,11 @@ import msgspec
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from eagle_tui.core.shards.conversations import (
+    ConversationCounter,
+    ConversationStats,
+    is_multi_turn,
+)
 from eagle_tui.core.shards.reader import ShardReader
 
 PERCENTILES = (0.5, 0.9, 0.99)
@@ -58,6 +63,7 @@ class BatchStats:
     latency_s: Distribution
     ignored: list[str] = field(default_factory=list)
     manifest_counts: dict[str, int] | None = None
+    conversations: ConversationStats | None = None  # multi-turn batches only
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready dict."""
@@ -110,9 +116,13 @@ def compute_stats_over(
     """:func:`compute_stats` over several batches as one (``--shard`` slices of a job); the
     manifest counts are summed when every batch has a manifest."""
     acc = _Accumulator()
+    turns = ConversationCounter() if any(is_multi_turn(r) for r in readers) else None
+    columns = STATS_COLUMNS + (["conversation_id"] if turns is not None else [])
     for reader in readers:
-        for table in reader.iter_batches(STATS_COLUMNS):
+        for table in reader.iter_batches(columns if is_multi_turn(reader) else STATS_COLUMNS):
             acc.add(table)
+            if turns is not None and is_multi_turn(reader):
+                turns.add(table)
             for observe in observers:
                 observe(table)
     return BatchStats(
@@ -127,6 +137,7 @@ def compute_stats_over(
         latency_s=Distribution.of(acc.latency),
         ignored=[str(f) for r in readers for f in r.ignored],
         manifest_counts=_summed_counts(readers),
+        conversations=turns.result() if turns is not None else None,
     )
 
 

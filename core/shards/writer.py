@@ -35,11 +35,11 @@ from eagle_tui.core.fsio import TMP_SUFFIX, HashingFile, describe_os_error, fsyn
 from eagle_tui.core.shards.manifest import Manifest, ShardInfo
 from eagle_tui.core.shards.schema import (
     COLUMNS,
-    SHARD_SCHEMA,
     ShardMetadata,
     ShardRow,
     estimated_bytes,
     rows_to_table,
+    schema_for,
 )
 
 SHARD_NAME = "part-{index:05d}.parquet"
@@ -60,10 +60,12 @@ class _OpenShard:
         self.tmp = tmp
         self.final = final
         self.sink = HashingFile(tmp)
-        schema = SHARD_SCHEMA.with_metadata(metadata.to_parquet())
+        self.version = metadata.schema_version
+        schema = schema_for(self.version).with_metadata(metadata.to_parquet())
         try:
             self.writer: Any = pq.ParquetWriter(
-                self.sink, schema, compression=COMPRESSION, write_statistics=STATISTICS_COLUMNS
+                self.sink, schema, compression=COMPRESSION,
+                write_statistics=[name for name in schema.names if name != "input_ids"]
             )
         except BaseException:
             with contextlib.suppress(OSError):  # closing flushes: the disk may be full
@@ -76,7 +78,7 @@ class _OpenShard:
         """Append ``rows`` as one row group."""
         self.sample_ids.extend(row.sample_id for row in rows)
         self.flagged += sum(1 for row in rows if row.flags)
-        self.writer.write_table(rows_to_table(rows), row_group_size=len(rows))
+        self.writer.write_table(rows_to_table(rows, self.version), row_group_size=len(rows))
 
     def finish(self) -> None:
         """Write the footer, fsync and close, then rename into place and fsync the dir."""

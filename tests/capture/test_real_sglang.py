@@ -84,3 +84,38 @@ async def test_capture_stores_exactly_what_the_real_server_returned(tmp_path: Pa
             assert row["think_end"] == row["prompt_len"] + 4
             assert set(row["flags"]) == {"prompt_no_think", "think_start_in_output"}
             assert row["endpoint"] == REAL_URL.rstrip("/")
+
+
+async def test_a_two_turn_conversation_regenerated_with_the_models_own_history(
+        tmp_path: Path) -> None:
+    """Multi-turn (issue 14): turn 1's prompt holds the model's own answer to turn 0 (parsed
+    from its output ids), not the dataset's; both rows are what the server returned."""
+    from eagle_tui.core.capture.conversation import MultiTurn
+
+    assert REAL_URL is not None
+    prompts = tmp_path / "two.jsonl"
+    dataset = [{"role": "user", "content": "Hello"}, {"role": "assistant", "content": "Hi there."},
+               {"role": "user", "content": "How are you?"},
+               {"role": "assistant", "content": "Fine, thanks."}]
+    prompts.write_text(json.dumps({"id": "two-turn", "messages": dataset}) + "\n")
+    config = CaptureConfig(prompts=prompts, out_dir=tmp_path / "out", servers=(REAL_URL,),
+                           tokenizer=MODEL_DIR, max_new_tokens=16,
+                           presets=(SamplingPreset(temperature=0.0),), concurrency=2,
+                           turns=MultiTurn("model"))
+    tokenizer = load_tokenizer(MODEL_DIR)
+    summary = await CaptureEngine(config, tokenizer=tokenizer).run()
+    assert summary.state == "finished" and summary.progress.done == 2
+    first, second = sorted(rows_of(config.out_dir), key=lambda r: r["turn"])
+    assert [first["sample_id"], second["sample_id"]] == ["two-turn#turn0", "two-turn#turn1"]
+    assert second["parent_id"] == "two-turn#turn0"
+    model_answer = {"role": "assistant", "content": " Hi!", "reasoning_content": "Hmm."}
+    assert first["input_ids"][: first["prompt_len"]] == tokenizer.render(dataset[:1])
+    assert second["input_ids"][: second["prompt_len"]] == tokenizer.render(
+        [dataset[0], model_answer, dataset[2]])
+    async with SGLangClient(REAL_URL) as client:
+        for row in (first, second):
+            prompt = row["input_ids"][: row["prompt_len"]]
+            assert row["input_ids"][row["prompt_len"]:] == SCRIPT
+            again = await client.generate(GenerateRequest(prompt, SamplingParams(
+                max_new_tokens=16, temperature=0.0, stop_token_ids=(2,))))
+            assert list(again.output_ids) == SCRIPT and again.prompt_tokens == len(prompt)

@@ -37,12 +37,15 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from msgspec import UNSET, UnsetType
+
 from eagle_tui.core.capture.config import CaptureConfig, RetryPolicy, temperature_presets
+from eagle_tui.core.capture.conversation import MultiTurn
 from eagle_tui.core.capture.engine import CaptureEngine, CaptureSummary
 from eagle_tui.core.capture.outlock import OutputLock
 from eagle_tui.core.capture.partition import Partition
 from eagle_tui.core.capture.report import summary_text
-from eagle_tui.core.errors import EagleError
+from eagle_tui.core.errors import ConfigError, EagleError
 from eagle_tui.core.fsio import describe_os_error
 from eagle_tui.core.sampling import SamplingPreset
 from eagle_tui.core.sglang import API_KEY_ENV
@@ -84,9 +87,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                            "(default: the tokenizer directory, else the largest token id)")
     need.add_argument("--trust-remote-code", action="store_true",
                       help="allow the tokenizer's own code (Kimi's real tokenizer needs it)")
+    _turn_arguments(parser.add_argument_group("multi-turn conversations"))
     _sampling_arguments(parser.add_argument_group("sampling"))
     _run_arguments(parser.add_argument_group("running"))
     add_detach_arguments(parser.add_argument_group("detached batches"))
+
+
+def _turn_arguments(group: argparse._ArgumentGroup) -> None:
+    group.add_argument("--turns", choices=("last", "all"), default="last",
+                       help="last: regenerate the conversation's last assistant turn (one row "
+                       "per record); all: every assistant turn, one row each (default: last)")
+    group.add_argument("--history", choices=("dataset", "model"), default="dataset",
+                       help="with --turns all: the earlier turns in each prompt are the "
+                       "dataset's (dataset) or the model's own answers, parsed from its output "
+                       "ids (model) (default: dataset)")
+    group.add_argument("--on-divergence", choices=("end", "dataset"), default="end",
+                       help="with --history model, when the model's tool calls differ from the "
+                       "dataset's: end the conversation there (end) or keep the dataset's call "
+                       "and its results in the history and go on (dataset); either way the row "
+                       "is flagged tool_call_diverged (default: end)")
 
 
 def _sampling_arguments(group: argparse._ArgumentGroup) -> None:
@@ -200,9 +219,19 @@ def config_from_args(args: argparse.Namespace) -> CaptureConfig:
         retry=RetryPolicy(max_attempts=args.retries), health_interval_s=args.health_interval,
         server_down_limit_s=args.server_down_limit, stop_grace_s=args.grace,
         shard_rows=args.shard_rows, resume=args.resume, force=args.force,
-        retry_failed=args.retry_failed, partition=args.shard,
+        retry_failed=args.retry_failed, partition=args.shard, turns=_turns(args),
         api_key=_api_key(args.api_key_file),
     )
+
+
+def _turns(args: argparse.Namespace) -> MultiTurn | UnsetType:
+    """The multi-turn settings (unset for --turns last, today's single-turn capture)."""
+    if args.turns == "last":
+        if args.history == "model":
+            raise ConfigError("--history model needs --turns all: the model's earlier answers "
+                              "exist only when every turn is generated")
+        return UNSET
+    return MultiTurn(args.history, args.on_divergence)
 
 
 def _pairs(items: list[str], flag: str) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from eagle_tui.core.errors import EagleError, InspectError, TokenizerError
 from eagle_tui.core.export.sources import open_batches
 from eagle_tui.core.segments import split_segments
 from eagle_tui.core.shards.chain import ReaderChain
+from eagle_tui.core.shards.conversations import conversation_indices, is_multi_turn
 from eagle_tui.core.shards.reader import ShardReader
 from eagle_tui.core.shards.render import Decode, TokenName, legend, sample_text
 from eagle_tui.core.shards.schema import ShardMetadata, ShardRow
@@ -41,6 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     pick.add_argument("--id", dest="sample_id", help="the sample with this sample_id")
     pick.add_argument("--flag", help=f"the first sample with this flag ({', '.join(FLAGS)})")
     pick.add_argument("--index", type=int, help="the sample at this row (negative: from end)")
+    pick.add_argument("--conversation", metavar="ID",
+                      help="every turn of this conversation, in order (multi-turn batches)")
     parser.add_argument("--tokenizer", type=Path, help="tokenizer directory to decode with")
     parser.add_argument("--trust-remote-code", action="store_true",
                         help="allow the tokenizer's own code to run (Kimi's real tokenizer)")
@@ -54,12 +57,36 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
     out = console or make_console()
     try:
         reader = open_reader(args.path)
-        index = select_index(reader, args)
-        row = reader.row(index)
+        indices = select_indices(reader, args)
         decode, token_name, boundary = decoder_for(reader, args)
     except EagleError as e:
         print(f"eagle-tui inspect: {e}", file=sys.stderr)
         return e.status if isinstance(e, InspectError) else 2
+    for index in indices:
+        show(out, reader, index, args, (decode, token_name, boundary))
+    return 0
+
+
+def select_indices(reader: Reader, args: argparse.Namespace) -> list[int]:
+    """The rows to show: one sample, or every turn of ``--conversation`` in order."""
+    if getattr(args, "conversation", None) is None:
+        return [select_index(reader, args)]
+    if not isinstance(reader, ShardReader):
+        raise InspectError("--conversation reads one batch directory; give only the one "
+                           "that holds the conversation")
+    indices = conversation_indices(reader, args.conversation)
+    if not indices:
+        what = "" if is_multi_turn(reader) else " (its shards are single-turn)"
+        raise InspectError(f"no conversation {args.conversation!r} in {where(args.path)}{what}",
+                           1)
+    return indices
+
+
+def show(out: Console, reader: Reader, index: int, args: argparse.Namespace,
+         decoding: tuple[Decode, TokenName, BoundaryIds]) -> None:
+    """Print row ``index``: its header, the legend and the decoded sequence."""
+    decode, token_name, boundary = decoding
+    row = reader.row(index)
     shard, position = reader.shard_of(index)
     out.print(header(row, index, reader.num_rows, f"{shard.path.name}:{position}"), soft_wrap=True)
     out.print(legend(), soft_wrap=True)
@@ -67,7 +94,6 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
     segments = split_segments(row.input_ids, row.prompt_len, boundary)
     text = sample_text(row.input_ids, segments, decode, token_name, first_prompt_id=first)
     out.print(text, soft_wrap=True)  # no inserted line breaks: the text stays exact
-    return 0
 
 
 Reader = ShardReader | ReaderChain
@@ -185,6 +211,10 @@ def header(row: ShardRow, index: int, total: int, where: str) -> Text:
                 f"tokens   output {output_len} tokens   think_end at {think_end}\n")
     text.append(f"endpoint {terminal_safe(row.endpoint)}   rid {terminal_safe(row.rid)}   "
                 f"latency {row.latency_s:.2f} s   created {row.created_at.isoformat()}\n")
+    if row.conversation_id is not None:
+        parent = terminal_safe(row.parent_id) if row.parent_id else "none"
+        text.append(f"conversation {terminal_safe(row.conversation_id)}   turn {row.turn}   "
+                    f"parent {parent}\n")
     text.append("flags: ", "bold")
     if row.flags:
         text.append(", ".join(row.flags), "bold red")

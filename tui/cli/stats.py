@@ -20,6 +20,7 @@ from eagle_tui.core.errors import EagleError
 from eagle_tui.core.export.options import MASK_STARTS
 from eagle_tui.core.export.sources import check_one_job, open_batches
 from eagle_tui.core.export.tally import KeepTally
+from eagle_tui.core.shards.conversations import ConversationStats
 from eagle_tui.core.shards.reader import ShardReader
 from eagle_tui.core.shards.stats import BatchStats, Distribution, compute_stats_over
 from eagle_tui.tui.cli.export_filters import add_filter_arguments, row_filter_from
@@ -74,9 +75,23 @@ def open_readers(paths: list[Path]) -> tuple[list[ShardReader], str]:
 
 def summary_tables(stats: BatchStats) -> list[Table]:
     """Overview, flags, finish reasons and lengths, as tables."""
-    return [overview(stats), count_table("flag", stats.flags, stats.rows, stats.clean),
-            count_table("finish reason", stats.finish_reasons, stats.rows, None),
-            length_table(stats)]
+    tables = [overview(stats), count_table("flag", stats.flags, stats.rows, stats.clean),
+              count_table("finish reason", stats.finish_reasons, stats.rows, None),
+              length_table(stats)]
+    return tables + ([conversation_table(stats.conversations)] if stats.conversations else [])
+
+
+def conversation_table(turns: ConversationStats) -> Table:
+    """Multi-turn batches: conversations per number of stored turns, and divergences."""
+    table = Table(title="conversations (multi-turn)")
+    table.add_column("stored turns")
+    table.add_column("conversations", justify="right")
+    for count, conversations in turns.turns.items():
+        table.add_row(count, str(conversations))
+    table.add_row("all", str(turns.conversations))
+    table.add_row("mean turns", _number(turns.mean_turns))
+    table.add_row("tool_call_diverged", str(turns.diverged))
+    return table
 
 
 def overview(stats: BatchStats) -> Table:

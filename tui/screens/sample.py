@@ -31,10 +31,12 @@ def sample_header(row: ShardRow) -> str:
     """``id · prompt 812 + output 1,034 tokens · finish stop (163586) · endpoint · 3.2 s``."""
     output = len(row.input_ids) - row.prompt_len
     stop = f" ({row.matched_stop})" if row.matched_stop is not None else ""
+    turn = (f" · conversation {row.conversation_id} turn {row.turn} (parent "
+            f"{row.parent_id or 'none'})" if row.conversation_id is not None else "")
     return (
         f"{row.sample_id} · prompt {row.prompt_len:,} + output {output:,} tokens · "
         f"finish {row.finish_reason}{stop} · think_end at {row.think_end} · "
-        f"{row.endpoint} rid {row.rid} · {row.latency_s:.2f} s"
+        f"{row.endpoint} rid {row.rid} · {row.latency_s:.2f} s{turn}"
     )
 
 

@@ -2,9 +2,10 @@
 
 A prompt ending with ``<think>`` gets reasoning, ``</think>``, then an answer or
 (when the prompt declared tools and no tool result is pending) a tool-call
-section, then the stop token. Words are real English, encoded with the served
-tokenizer and cached, so the ids decode to readable text. The plan is an endless
-iterator: the scheduler decides where it stops (EOS, ``stop_token_ids``,
+section, then the stop token. Half of the tool calls (by the prompt's seed) are the
+canonical call (see ``OBEDIENT_ONE_IN``), the others random. Words are real English,
+encoded with the served tokenizer and cached, so the ids decode to readable text. The plan
+is an endless iterator: the scheduler decides where it stops (EOS, ``stop_token_ids``,
 ``max_new_tokens``, ``ignore_eos``).
 """
 
@@ -18,9 +19,17 @@ from typing import Final
 
 from eagle_tui.core.sim.model.modeldir import ModelDir
 from eagle_tui.core.sim.model.prompt_shape import PromptShape, read_prompt
-from eagle_tui.core.sim.model.tool_calls import call_arguments, declared_tools
+from eagle_tui.core.sim.model.tool_calls import (
+    call_arguments,
+    canonical_arguments,
+    declared_tools,
+)
 
 RUNAWAY_ONE_IN: Final = 12  # this share of outputs never ends on its own (finish: length)
+# This share of tool calls is the canonical one (first declared tool, every argument the
+# first ARGUMENT_WORDS value): a dataset holding that call sees the model match it, the
+# rest diverge, both decided by the prompt, so multi-turn capture meets both paths.
+OBEDIENT_ONE_IN: Final = 2
 _GREEDY_EPS: Final = 1e-6  # SGLang treats temperature below this as greedy
 
 
@@ -109,15 +118,19 @@ class FakeModel:
     def _tool_section(self, rng: random.Random, tools_text: str) -> Iterator[int]:
         special = self._model.special
         tools = declared_tools(tools_text)
-        if rng.randrange(3) == 0:  # sometimes a word of content before the calls
-            yield from self._prose(rng, ANSWER_WORDS, rng.randint(3, 10), paragraphs=False)
+        if rng.randrange(OBEDIENT_ONE_IN) == 0:  # the call a dataset most likely holds
+            calls = [(tools[0], canonical_arguments(tools[0]))]
+        else:
+            if rng.randrange(3) == 0:  # sometimes a word of content before the calls
+                yield from self._prose(rng, ANSWER_WORDS, rng.randint(3, 10), paragraphs=False)
+            calls = [(tool, call_arguments(tool, rng))
+                     for tool in (rng.choice(tools) for _ in range(1 if rng.randrange(4) else 2))]
         yield special.section_begin or 0
-        for index in range(1 if rng.randrange(4) else 2):
-            tool = rng.choice(tools)
+        for index, (tool, arguments) in enumerate(calls):
             yield special.call_begin or 0
             yield from self._model.encode(f"functions.{tool.name}:{index}")
             yield special.argument_begin or 0
-            yield from self._model.encode(call_arguments(tool, rng))
+            yield from self._model.encode(arguments)
             yield special.call_end or 0
         yield special.section_end or 0
 

@@ -46,6 +46,13 @@ def call_arguments(tool: DeclaredTool, rng: random.Random) -> str:
     return json.dumps({name: rng.choice(ARGUMENT_WORDS) for name in params})
 
 
+def canonical_arguments(tool: DeclaredTool) -> str:
+    """The arguments of the canonical call: every parameter (at most two, as for random
+    calls) set to the first argument word, e.g. ``{"city": "Paris"}``."""
+    params = tool.params[:2] or ("query",)
+    return json.dumps(dict.fromkeys(params, ARGUMENT_WORDS[0]))
+
+
 def _from_json(text: str) -> list[DeclaredTool]:
     try:
         data = json.loads(text)
