@@ -38,7 +38,7 @@ def sent(sample_id: str, attempt: int = 1) -> CaptureEvent:
 
 
 def delta(sample_id: str, *ids: int) -> CaptureEvent:
-    return CaptureEvent("delta", sample_id, 0.0, new_ids=ids, total=0)
+    return CaptureEvent("delta", sample_id, 0.0, new_ids=ids, total=0)  # total 0: unchecked
 
 
 def finished(sample_id: str) -> CaptureEvent:
@@ -58,13 +58,40 @@ def test_board_segments_incrementally_and_reports_only_changes() -> None:
     assert view.document.pieces[0].ids == (10, 11, 12)
 
 
-def test_board_restarts_a_retried_request_and_keeps_the_newest() -> None:
+def test_board_restarts_a_retried_request() -> None:
     board = StreamBoard(KIMI_BOUNDARIES, keep=2)
     board.apply([sent("a"), delta("a", 1, 2, 3)])
     (view,) = board.apply([sent("a", attempt=2), delta("a", 4)])
-    assert view.total_ids == 1
-    board.apply([sent("b"), sent("c")])
-    assert [v.sample_id for v in board.views()] == ["b", "c"]
+    assert view.total_ids == 1 and view.state == "streaming"
+
+
+def test_board_never_evicts_a_generating_stream() -> None:
+    """All slots live: a newer request is not shown (nor its later events); once one ends,
+    the next new request takes the slot of the one that ended first."""
+    board = StreamBoard(KIMI_BOUNDARIES, keep=2)
+    board.apply([sent("a"), delta("a", 1, 2), sent("b"), delta("b", 5)])
+    assert board.apply([sent("c"), delta("c", 7, 8)]) == ()
+    assert [v.sample_id for v in board.views()] == ["a", "b"]
+    board.apply([finished("b"), delta("a", 3), finished("a")])
+    assert board.apply([delta("c", 9), finished("c")]) == ()  # c never shown: stays out
+    (view,) = board.apply([sent("d"), delta("d", 4)])
+    assert (view.sample_id, view.slot, view.total_ids) == ("d", 1, 1)  # b ended first
+    assert [v.sample_id for v in board.views()] == ["a", "d"]
+
+
+def test_board_counts_ids_it_never_received() -> None:
+    board = StreamBoard(KIMI_BOUNDARIES)
+    board.apply([sent("a"), CaptureEvent("delta", "a", 0.0, new_ids=(1, 2), total=2)])
+    (view,) = board.apply([CaptureEvent("delta", "a", 0.0, new_ids=(9,), total=6)])
+    assert view.missed == 3 and view.total_ids == 3
+    (view,) = board.apply([CaptureEvent("finished", "a", 0.0, total=8)])
+    assert view.missed == 5 and view.state == "finished"
+
+
+def test_board_marks_a_stream_streaming_when_tokens_arrive() -> None:
+    board = StreamBoard(KIMI_BOUNDARIES)
+    (view,) = board.apply([delta("a", 1, 2)])
+    assert view.state == "streaming"
 
 
 def test_board_shows_only_the_tail_of_long_streams() -> None:
@@ -91,7 +118,7 @@ async def test_view_shows_streams_coalesced_and_toggles_ids() -> None:
         await wait_for(pilot, lambda: len(screen.boxes) == 2, what="two streams")
         await wait_for(
             pilot,
-            lambda: screen.boxes["s1"].query_one(TokenView).document.total_ids == 502,
+            lambda: screen.boxes["s1"].tokens.document.total_ids == 502,
             what="all tokens of s1",
         )
         box = screen.boxes["s1"]
