@@ -13,6 +13,9 @@ from functools import partial
 from pathlib import Path, PurePath
 from typing import ClassVar
 
+from rich.color import ColorSystem
+from rich.console import RenderableType
+from textual._compositor import CompositorUpdate
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
@@ -21,6 +24,7 @@ from eagle_tui.core.clock import Clock, SystemClock
 from eagle_tui.tui.options import VIEW_TITLES, VIEWS, DashboardOptions
 from eagle_tui.tui.screens.base import ViewScreen
 from eagle_tui.tui.sources import Sources, default_sources
+from eagle_tui.tui.termdiff import FrameDiff
 from eagle_tui.tui.themes import DEFAULT_THEME, load_themes, theme_dirs
 
 log = logging.getLogger(__name__)
@@ -46,6 +50,7 @@ class EagleApp(App[int]):
         ),
         Binding("question_mark,f1", "help", "Help", id="app.help"),
         Binding("q", "quit", "Quit", id="app.quit"),
+        Binding("ctrl+l", "redraw", "Redraw", show=False, id="app.redraw"),
     ]
 
     def __init__(
@@ -63,6 +68,8 @@ class EagleApp(App[int]):
         """Id of the batch whose watched requests the Streams view shows."""
         self.auto_watch = False
         """Keep the Streams view's eight boxes streaming (ask for more as requests end)."""
+        self.frames = FrameDiff()
+        """What the terminal shows: only changed cells are written (light on the wire)."""
         self._theme_problems = self._register_themes()
         self._add_view_modes()
 
@@ -102,6 +109,32 @@ class EagleApp(App[int]):
                 self.sources.capture.close()
             except Exception:  # never let clean-up turn a quit into a crash
                 log.exception("closing capture batches failed")
+
+    # -- output ------------------------------------------------------------------------------
+
+    def _display(self, screen: Screen[object], renderable: RenderableType | None) -> None:
+        """Write only the cells that changed since the last frame (see ``tui.termdiff``)."""
+        if isinstance(renderable, CompositorUpdate) and self._writes_frames():
+            color_system = self.console._color_system or ColorSystem.TRUECOLOR
+            renderable = self.frames.diff(renderable, self.size.width, color_system)
+        super()._display(screen, renderable)
+
+    def _writes_frames(self) -> bool:
+        """True when ``_display`` will write this frame (the shadow must only ever hold what
+        reached the terminal): the conditions of Textual's own ``_display``."""
+        return (
+            not self.is_inline
+            and not self._batch_count
+            and self._running
+            and not self._closed
+            and not self.is_headless
+            and self._driver is not None
+        )
+
+    def action_redraw(self) -> None:
+        """Send the whole screen again (after something else wrote to the terminal)."""
+        self.frames.reset()
+        self.screen.refresh()
 
     # -- views -----------------------------------------------------------------------------
 

@@ -110,6 +110,7 @@ def demo_options(demo: Demo, args: argparse.Namespace) -> DashboardOptions:
         tokenizer=bundled_tokenizer_path(),
         theme=args.theme,
         mouse=not args.no_mouse,
+        refresh_s=getattr(args, "refresh", None) or 1.0,
     )
 
 

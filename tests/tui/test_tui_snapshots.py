@@ -208,7 +208,7 @@ async def test_streams_view(size: tuple[int, int], theme: str, no_blink: None) -
     async with app.run_test(size=size) as pilot:
         screen = app.screen
         assert isinstance(screen, StreamsScreen)
-        await wait_for(pilot, lambda: "decoded" in screen._note, 60, "tokenizer")
+        await wait_for(pilot, lambda: bool(screen._tokenizer_name), 60, "tokenizer")
         control.add_events("b1", stream_events())
         await wait_for(pilot, lambda: len(screen.boxes) == 2, what="streams")
         await pilot.pause()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 
+from eagle_tui.tui.dashboard import add_refresh_argument
 from eagle_tui.tui.demo import demo_options, demo_sources, start_batch, start_demo, stop_demo
 
 
@@ -24,6 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--theme", default="eagle-dark")
     parser.add_argument("--no-mouse", action="store_true")
+    add_refresh_argument(parser)
     parser.add_argument("--keep", action="store_true", help="keep the demo's batch and logs")
     parser.add_argument(
         "--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR")

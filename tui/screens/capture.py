@@ -38,7 +38,6 @@ view. `r` continues a stopped, failed or interrupted batch in a new worker. Acti
 do not apply now are greyed out; `--readonly` hides them.
 """
 COLUMNS = ("batch", "state", "%", "done/total", "smp/s", "tok/s", "ETA", "failed", "flags")
-REFRESH_S = 0.25
 WATCH_COUNT = 8
 
 
@@ -76,7 +75,7 @@ class CaptureScreen(ViewScreen):
 
     def on_mount(self) -> None:
         self.refresh_batches()
-        self.set_interval(REFRESH_S, self.refresh_batches)
+        self.set_interval(self.eagle.options.refresh_s, self.refresh_batches)
 
     # -- refresh -----------------------------------------------------------------------------
 

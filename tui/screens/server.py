@@ -76,6 +76,9 @@ class ServerScreen(ViewScreen):
         self.histories: list[ServerHistory] = []
         self.buffers: list[LogBuffer] = []
         self._busy: set[int] = set()
+        self._pending: dict[int, list[FeedItem]] = {}
+        """Feed items received since the last redraw, per server (applied once per refresh:
+        over a slow link every redraw costs bytes, so a second's log lines scroll once)."""
 
     @property
     def feeds(self) -> tuple[ServerFeed, ...]:
@@ -101,6 +104,7 @@ class ServerScreen(ViewScreen):
         self._mark_selected()
         for index, feed in enumerate(self.feeds):
             self._run_feed(index, feed)
+        self.set_interval(self.eagle.options.refresh_s, self.apply_pending)
 
     # -- feeds -------------------------------------------------------------------------------
 
@@ -118,14 +122,34 @@ class ServerScreen(ViewScreen):
 
     @on(FeedMessage)
     def _feed_item(self, message: FeedMessage) -> None:
-        if isinstance(message.item, LogBatch):
-            self._log_batch(message.index, message.item)
-        else:
-            self._snapshot(message.index, message.item)
+        first = not self.histories[message.index].latest and not self._pending
+        self._pending.setdefault(message.index, []).append(message.item)
+        if first:  # the first look at a server is shown at once
+            self.apply_pending()
 
-    def _snapshot(self, index: int, snapshot: HealthSnapshot) -> None:
-        new_flags = self.histories[index].record(snapshot)
-        self.query_one(f"#server-card-{index}", ServerCard).show(snapshot, self.histories[index])
+    def apply_pending(self) -> None:
+        """Show what the feeds sent since the last redraw: every log line (one write per
+        server), the newest snapshot."""
+        pending, self._pending = self._pending, {}
+        with self.app.batch_update():
+            for index, items in pending.items():
+                self._apply(index, items)
+
+    def _apply(self, index: int, items: list[FeedItem]) -> None:
+        batches = [item for item in items if isinstance(item, LogBatch)]
+        if batches:
+            last = batches[-1]
+            lines = tuple(line for batch in batches for line in batch.lines)
+            self._log_batch(index, LogBatch(lines, last.partial, (), last.error))
+        snapshots = [item for item in items if not isinstance(item, LogBatch)]
+        if snapshots:
+            self._snapshots(index, snapshots)
+
+    def _snapshots(self, index: int, snapshots: list[HealthSnapshot]) -> None:
+        """Record every snapshot (latency points, new flags); show the newest."""
+        history = self.histories[index]
+        new_flags = [flag for snapshot in snapshots for flag in history.record(snapshot)]
+        self.query_one(f"#server-card-{index}", ServerCard).show(snapshots[-1], history)
         for flag in new_flags:
             self._toast_flag(index, flag)
         self.refresh_bindings()
