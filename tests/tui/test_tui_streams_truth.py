@@ -45,14 +45,14 @@ def ids_of(view: StreamView) -> list[int]:
 async def test_every_finished_box_equals_its_stored_row(
     tmp_path: Path, start_sim, monkeypatch: pytest.MonkeyPatch  # type: ignore[no-untyped-def]
 ) -> None:
-    sim = start_sim("--tokens-per-s", "150")
+    sim = start_sim("--tokens-per-s", "60")  # the batch lasts long enough to watch it whole
     shown_finished: dict[str, list[int]] = {}
     switched_while_live: list[str] = []
     original_show = StreamBox.show
 
     def recording_show(box: StreamBox, view: StreamView) -> None:
         if box.sample_id != view.sample_id and not box.ended:
-            switched_while_live.append(f"{box.sample_id} -> {view.sample_id}")
+            switched_while_live.append(f"{box.border_title} -> {view.sample_id}")
         if view.state == "finished":
             shown_finished[view.sample_id] = ids_of(view)
         original_show(box, view)

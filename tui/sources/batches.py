@@ -54,6 +54,8 @@ POLL_S = 0.5
 SURVEY_TIMEOUT_S = 2.0
 EVENT_BUFFER = 50_000
 HELLO_WAIT_S = 3.0
+CLOSE_WAIT_S = 0.5
+"""How long closing waits for the follower thread (a daemon: it never holds the exit up)."""
 _ENDED_KINDS = frozenset({"finished", "failed", "rejected"})
 
 Launcher = Callable[..., Any]
@@ -146,7 +148,7 @@ class DetachedCapture:
         if loop is not None and thread is not None:
             with contextlib.suppress(RuntimeError):  # the loop already ended
                 loop.call_soon_threadsafe(self._shutdown)
-            thread.join(timeout=5.0)
+            thread.join(timeout=CLOSE_WAIT_S)
 
     # -- beyond the interface ----------------------------------------------------------------
 

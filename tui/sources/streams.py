@@ -74,11 +74,13 @@ class _Stream:
 class StreamBoard:
     """Up to ``keep`` watched requests of one batch, each in a fixed slot.
 
-    A stream keeps its slot from its first event until it has ended and its slot is needed
-    by a newer one: slots are freed from the stream that ended first. While every slot
-    holds a stream that is still generating, a new stream is not shown at all (and its
-    later events are ignored), so a box never switches requests mid-generation and never
-    shows the middle of a request as if it were its start.
+    A stream keeps its slot from its first event until it has ended, has been shown ended
+    (its final view returned by one ``apply``), and its slot is needed: slots are freed
+    from the stream that ended first. A stream that starts while every slot is live waits,
+    folded like the others, and takes the next slot that frees up, shown from its first id;
+    beyond ``keep`` waiting streams, newer ones are not shown at all (and their later
+    events are ignored). So a box never switches requests mid-generation and never shows
+    the middle of a request as if it were its start.
     """
 
     def __init__(
@@ -94,37 +96,45 @@ class StreamBoard:
         self.keep = keep
         self.tail_ids = tail_ids
         self._streams: dict[str, _Stream] = {}
+        """Every stream followed: shown (in a slot) or waiting for one."""
         self._slots: list[str | None] = [None] * keep
+        self._waiting: list[str] = []
         self._ended_order: list[str] = []
-        """Ended streams still shown, the one that ended first first."""
+        """Ended streams shown ended already, the one that ended first first."""
         self.skipped: set[str] = set()
-        """Streams not shown because every slot was live when they started."""
+        """Streams not shown because every slot was live and enough were waiting."""
         self.seen = 0
-        """Distinct streams met so far (shown or skipped)."""
+        """Distinct streams met so far (shown, waiting or skipped)."""
 
     def views(self) -> tuple[StreamView, ...]:
-        """Every kept stream, by slot."""
+        """Every stream in a slot, by slot."""
         return tuple(self._view(self._streams[sid]) for sid in self._slots if sid is not None)
 
     def apply(self, events: Iterable[CaptureEvent]) -> tuple[StreamView, ...]:
-        """Fold ``events`` in; the views of the streams that changed (by first change)."""
-        changed: dict[str, _Stream] = {}
+        """Fold ``events`` in; the views of the shown streams that changed (by first change)."""
+        changed: dict[str, _Stream] = {s.sample_id: s for s in self._promote_waiting()}
         for event in events:
             stream = self._stream(event)
             if stream is None:
                 continue
             self._fold(stream, event)
-            if stream.ended and stream.sample_id not in self._ended_order:
-                self._ended_order.append(stream.sample_id)
             changed[stream.sample_id] = stream
-        for stream in changed.values():
+        shown = [s for s in changed.values() if s.slot >= 0]
+        for stream in shown:
             self._redecode_changed(stream)
-        return tuple(self._view(s) for s in changed.values() if s.sample_id in self._streams)
+            if stream.ended and stream.sample_id not in self._ended_order:
+                self._ended_order.append(stream.sample_id)  # free from the next apply on
+        return tuple(self._view(s) for s in shown)
 
     @property
     def live(self) -> int:
         """Streams shown that have not ended."""
-        return sum(1 for s in self._streams.values() if not s.ended)
+        return sum(1 for sid in self._slots if sid is not None and not self._streams[sid].ended)
+
+    @property
+    def waiting(self) -> int:
+        """Streams waiting for a slot."""
+        return len(self._waiting)
 
     def use_tokenizer(self, tokenizer: SharedTokenizer, boundary: BoundaryIds) -> None:
         """Decode with ``tokenizer`` from now on (every kept stream is decoded again)."""
@@ -139,8 +149,8 @@ class StreamBoard:
     # -- folding -----------------------------------------------------------------------------
 
     def _stream(self, event: CaptureEvent) -> _Stream | None:
-        """The stream ``event`` belongs to; a new one takes a free slot (or the slot of the
-        stream that ended first); None when the event is for a stream not shown."""
+        """The stream ``event`` belongs to; a new one takes a free slot, else waits for one
+        (None when too many wait already, or for a stream not shown)."""
         sample_id = event.sample_id
         stream = self._streams.get(sample_id)
         if stream is not None:
@@ -151,14 +161,30 @@ class StreamBoard:
             return None
         self.seen += 1
         slot = self._free_slot()
-        if slot is None:
+        if slot is None and len(self._waiting) >= self.keep:
             if event.kind not in ("finished", "failed", "rejected"):
                 self.skipped.add(sample_id)
             return None
-        stream = _Stream(sample_id, self.boundary, slot)
+        stream = _Stream(sample_id, self.boundary, -1 if slot is None else slot)
         self._streams[sample_id] = stream
-        self._slots[slot] = sample_id
+        if slot is None:
+            self._waiting.append(sample_id)
+        else:
+            self._slots[slot] = sample_id
         return stream
+
+    def _promote_waiting(self) -> list[_Stream]:
+        """Waiting streams that get a slot now (oldest first)."""
+        promoted = []
+        while self._waiting:
+            slot = self._free_slot()
+            if slot is None:
+                break
+            stream = self._streams[self._waiting.pop(0)]
+            stream.slot = slot
+            self._slots[slot] = stream.sample_id
+            promoted.append(stream)
+        return promoted
 
     def _free_slot(self) -> int | None:
         if None in self._slots:
