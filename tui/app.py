@@ -48,7 +48,7 @@ class EagleApp(App[int]):
             Binding(str(n), f"view('{view}')", VIEW_TITLES[view], show=False, id=f"view.{view}")
             for n, view in enumerate(VIEWS, start=1)
         ),
-        Binding("question_mark,f1", "help", "Help", id="app.help"),
+        Binding("question_mark,f1", "help", "Help", key_display="?", id="app.help"),
         Binding("q", "quit", "Quit", id="app.quit"),
         Binding("ctrl+l", "redraw", "Redraw", show=False, id="app.redraw"),
     ]

@@ -14,6 +14,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
 from eagle_tui.core.errors import ConfigError
+from eagle_tui.tui.screens.base import FIELD_KEYS
 from eagle_tui.tui.sources.capture import PRESETS, BatchRequest, validate_request
 
 StopChoice = str
@@ -52,6 +53,7 @@ class NewBatchScreen(ModalScreen[BatchRequest | None]):
     """Asks for a batch; validates it (in a worker) before dismissing with the request."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
+        *FIELD_KEYS,
         Binding("escape", "cancel", "Cancel", id="form.cancel"),
         Binding("ctrl+s", "submit", "Start", id="form.start"),
     ]
@@ -73,7 +75,8 @@ class NewBatchScreen(ModalScreen[BatchRequest | None]):
             yield Static(Content.styled("New capture batch", "bold"), id="form-title")
             for name, label in self.FIELDS:
                 yield Label(label)
-                yield Input(self._defaults.get(name, ""), id=f"form-{name}", compact=True)
+                yield Input(self._defaults.get(name, ""), id=f"form-{name}", compact=True,
+                            select_on_focus=False)  # a burst typed after Tab appends
             with Horizontal(classes="form-row"):
                 yield Select(
                     [(name, name) for name in PRESETS],

@@ -24,6 +24,7 @@ from eagle_tui.tui.screens.base import ViewScreen
 from eagle_tui.tui.screens.batch_forms import NewBatchScreen, StopBatchScreen
 from eagle_tui.tui.sources.capture import BatchRequest, BatchSnapshot, CaptureControl
 from eagle_tui.tui.widgets.batch_detail import BatchDetail
+from eagle_tui.tui.widgets.nav_table import NavTable
 
 HELP = """\
 Every capture batch in the registry (detached workers: they keep running when the
@@ -67,7 +68,7 @@ class CaptureScreen(ViewScreen):
         return self.eagle.sources.capture
 
     def compose_body(self) -> ComposeResult:
-        table: DataTable[Text] = DataTable(id="batch-table", cursor_type="row")
+        table = NavTable(id="batch-table", cursor_type="row")
         table.add_columns(*COLUMNS)
         yield table
         yield Static("no batches yet: press n to start one", id="batch-empty", markup=False)

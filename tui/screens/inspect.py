@@ -33,6 +33,7 @@ from eagle_tui.tui.sources.samples import (
     ShardSummary,
 )
 from eagle_tui.tui.widgets.flags import badge_text
+from eagle_tui.tui.widgets.nav_table import NavTable
 
 HELP = """\
 Pick a batch directory, a `shards/` directory or one parquet file (`o` edits the path,
@@ -158,9 +159,7 @@ class InspectScreen(ViewScreen):
             )
         yield Static("no shards open", id="inspect-summary", markup=False)
         yield Static("", id="inspect-export", markup=False)
-        table: DataTable[Text] = DataTable(
-            id="inspect-table", cursor_type="row", zebra_stripes=True
-        )
+        table = NavTable(id="inspect-table", cursor_type="row", zebra_stripes=True)
         table.add_columns(*COLUMNS)
         yield table
 

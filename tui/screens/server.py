@@ -7,7 +7,9 @@ batches here; the screen keeps per-server history and log buffers and updates th
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar
 
 from textual import on, work
@@ -16,6 +18,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.notifications import SeverityLevel
+from textual.widget import Widget
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
@@ -24,7 +27,7 @@ from eagle_tui.tui.screens.base import ViewScreen
 from eagle_tui.tui.screens.confirm import ConfirmScreen
 from eagle_tui.tui.sources.server import LogBatch, ServerAction
 from eagle_tui.tui.widgets.flags import flag_severity
-from eagle_tui.tui.widgets.log_pane import LogBuffer, LogPane
+from eagle_tui.tui.widgets.log_pane import HEALTH_NOISE, LogBuffer, LogPane, ServerLog
 from eagle_tui.tui.widgets.server_card import ServerCard
 
 if TYPE_CHECKING:
@@ -38,9 +41,15 @@ loading, the phase **timeline** with last start-up's durations in brackets, **fl
 their evidence, process / port / GPU state, the `/health` latency sparkline and, once
 serving, running and queued requests and tokens/s.
 
-Below: the selected server's **log**. `/` filters it (a regular expression; lower case
-ignores case), `f` turns follow on or off (scrolling up turns it off), End jumps back, `h` shows the
-lines quiet mode hides (our own `/health` polls and progress-bar redraws).
+Below: the selected server's **log**, newest at the bottom, redrawn once per refresh
+period. `/` searches it (a regular expression; lower case ignores case): matches are
+highlighted, `n`/`N` jump to the next/previous match, `m` switches between matching lines
+only (the default) and every line. `e`/`E` jump to the next/previous error. `j`/`k` scroll,
+`g` goes to the top; `f` turns follow on or off (scrolling up turns it off), End or `G`
+follow again. `c` folds lines that differ only in their tensor-parallel rank into one
+(`TP0-7 … ×8 ranks`, on by default), `w` wraps long lines, `t` hides time stamps, `h` shows
+the lines quiet mode hides (our own `/health` polls and progress-bar redraws, which are
+never the card's "last log" either). `Esc` leaves the search box.
 
 With several servers, `]` and `[` select the one whose log is shown.
 Managed servers (started by eagle-tui) can be restarted (`r`) or stopped (`x`).
@@ -64,8 +73,10 @@ class ServerScreen(ViewScreen):
     AUTO_FOCUS = "ServerLog"
     MUTATING_ACTIONS = frozenset({"restart_server", "stop_server"})
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("bracketright", "select_server(1)", "Next server", id="server.next"),
-        Binding("bracketleft", "select_server(-1)", "Prev server", id="server.prev"),
+        Binding("bracketright", "select_server(1)", "Next server", key_display="]",
+                id="server.next"),
+        Binding("bracketleft", "select_server(-1)", "Prev server", key_display="[",
+                id="server.prev"),
         Binding("r", "restart_server", "Restart", id="server.restart"),
         Binding("x", "stop_server", "Stop server", id="server.stop"),
     ]
@@ -76,6 +87,8 @@ class ServerScreen(ViewScreen):
         self.histories: list[ServerHistory] = []
         self.buffers: list[LogBuffer] = []
         self._busy: set[int] = set()
+        self._last_line: dict[int, tuple[str, float]] = {}
+        """Per server, the newest log line that is not our own polling, and when it came."""
         self._pending: dict[int, list[FeedItem]] = {}
         """Feed items received since the last redraw, per server (applied once per refresh:
         over a slow link every redraw costs bytes, so a second's log lines scroll once)."""
@@ -99,6 +112,10 @@ class ServerScreen(ViewScreen):
             for index, feed in enumerate(self.feeds):
                 yield ServerCard(feed.target, index)
         yield LogPane(self.buffers[0] if self.buffers else None, id="server-log")
+
+    def main_widget(self) -> Widget | None:
+        logs = self.query(ServerLog)
+        return logs.first() if logs else None
 
     def on_mount(self) -> None:
         self._mark_selected()
@@ -140,16 +157,35 @@ class ServerScreen(ViewScreen):
         if batches:
             last = batches[-1]
             lines = tuple(line for batch in batches for line in batch.lines)
+            self._note_last_line(index, lines)
             self._log_batch(index, LogBatch(lines, last.partial, (), last.error))
         snapshots = [item for item in items if not isinstance(item, LogBatch)]
         if snapshots:
             self._snapshots(index, snapshots)
 
+    def _note_last_line(self, index: int, lines: tuple[str, ...]) -> None:
+        meaningful = [line for line in lines if not HEALTH_NOISE.search(line)]
+        if meaningful:
+            self._last_line[index] = (meaningful[-1], time.monotonic())
+
+    def _without_polls(self, index: int, snapshot: HealthSnapshot) -> HealthSnapshot:
+        """The snapshot with its "last log" line being the newest one that is not the
+        dashboard's own ``/health`` or ``/metrics`` poll (those say nothing of the server)."""
+        line = snapshot.last_log_line
+        if line is None or not HEALTH_NOISE.search(line):
+            return snapshot
+        seen = self._last_line.get(index)
+        if seen is None:
+            return replace(snapshot, last_log_line=None, last_log_age_s=None)
+        return replace(snapshot, last_log_line=seen[0],
+                       last_log_age_s=max(0.0, time.monotonic() - seen[1]))
+
     def _snapshots(self, index: int, snapshots: list[HealthSnapshot]) -> None:
         """Record every snapshot (latency points, new flags); show the newest."""
         history = self.histories[index]
         new_flags = [flag for snapshot in snapshots for flag in history.record(snapshot)]
-        self.query_one(f"#server-card-{index}", ServerCard).show(snapshots[-1], history)
+        shown = self._without_polls(index, snapshots[-1])
+        self.query_one(f"#server-card-{index}", ServerCard).show(shown, history)
         for flag in new_flags:
             self._toast_flag(index, flag)
         self.refresh_bindings()

@@ -19,6 +19,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
@@ -80,6 +81,10 @@ class StreamsScreen(ViewScreen):
         Binding("t", "toggle_mode", "Text/ids", id="streams.mode"),
         Binding("w", "watch_more", "Watch 8 more", id="streams.watch"),
         Binding("a", "toggle_auto", "Keep 8 live", id="streams.auto"),
+        Binding("j", "scroll(1)", "Down", show=False, id="streams.down"),
+        Binding("k", "scroll(-1)", "Up", show=False, id="streams.up"),
+        Binding("g,home", "edge(0)", "Top", show=False, id="streams.top"),
+        Binding("G,end", "edge(1)", "Bottom", show=False, id="streams.bottom"),
     ]
 
     def __init__(self) -> None:
@@ -243,6 +248,20 @@ class StreamsScreen(ViewScreen):
         self.query_one("#streams-status", Static).update(Content(self.status_text()))
 
     # -- actions -----------------------------------------------------------------------------
+
+    def main_widget(self) -> Widget | None:
+        return self.query_one("#streams-grid", VerticalScroll)
+
+    def action_scroll(self, step: int) -> None:
+        grid = self.query_one("#streams-grid", VerticalScroll)
+        grid.scroll_relative(y=step * 3, animate=False)
+
+    def action_edge(self, end: int) -> None:
+        grid = self.query_one("#streams-grid", VerticalScroll)
+        if end:
+            grid.scroll_end(animate=False)
+        else:
+            grid.scroll_home(animate=False)
 
     def action_toggle_mode(self) -> None:
         self.mode = "ids" if self.mode == "text" else "text"
