@@ -68,6 +68,27 @@ async def test_new_flag_toasts_once_with_literal_evidence() -> None:
         assert "[bold] (3 earlier starts)" in card_text(app)
 
 
+async def test_one_toast_per_crash_naming_the_first_fatal_line() -> None:
+    """An OOM raises several flags over two ticks; one toast, quoting the OOM line."""
+    feed = FakeServerFeed(TARGET, [health()])
+    app = app_with(feed)
+    oom = Flag("fatal:oom", "log line 'torch.OutOfMemoryError: CUDA out of memory'")
+    exited = Flag("process_exited", "PID 4242 exited with code 1")
+    rank = Flag("rank_exited", "TP3 exited")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await feed_ready(pilot, feed)
+        feed.push(health(Phase.CRASHED, flags=[exited, rank], seq=2))
+        await pilot.pause(0.3)
+        feed.push(health(Phase.CRASHED, flags=[oom, exited, rank], seq=3))
+        await wait_for(pilot, lambda: bool(app._notifications), what="a toast")
+        feed.push(health(Phase.CRASHED, flags=[oom, exited, rank, SLOW], seq=4))
+        await pilot.pause(2.0)
+        toasts = list(app._notifications)
+        assert len(toasts) == 1
+        assert toasts[0].title == "kimi-0: fatal:oom (+2 more on the card)"
+        assert "CUDA out of memory" in toasts[0].message
+
+
 async def feed_ready(pilot, feed: FakeServerFeed) -> None:  # type: ignore[no-untyped-def]
     await wait_for(pilot, feed.running.is_set, what="feed running")
 

@@ -22,16 +22,16 @@ from textual.widget import Widget
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
+from eagle_tui.tui.render.incidents import HOLD_S, IncidentDesk
 from eagle_tui.tui.render.server import ServerHistory
 from eagle_tui.tui.screens.base import ViewScreen
 from eagle_tui.tui.screens.confirm import ConfirmScreen
 from eagle_tui.tui.sources.server import LogBatch, ServerAction
-from eagle_tui.tui.widgets.flags import flag_severity
 from eagle_tui.tui.widgets.log_pane import HEALTH_NOISE, LogBuffer, LogPane, ServerLog
 from eagle_tui.tui.widgets.server_card import ServerCard
 
 if TYPE_CHECKING:
-    from eagle_tui.core.health.snapshot import Flag, HealthSnapshot
+    from eagle_tui.core.health.snapshot import HealthSnapshot
     from eagle_tui.tui.sources.server import FeedItem, ServerFeed
 
 HELP = """\
@@ -87,6 +87,7 @@ class ServerScreen(ViewScreen):
         self.histories: list[ServerHistory] = []
         self.buffers: list[LogBuffer] = []
         self._busy: set[int] = set()
+        self.desks: list[IncidentDesk] = []
         self._last_line: dict[int, tuple[str, float]] = {}
         """Per server, the newest log line that is not our own polling, and when it came."""
         self._pending: dict[int, list[FeedItem]] = {}
@@ -100,6 +101,7 @@ class ServerScreen(ViewScreen):
 
     def compose_body(self) -> ComposeResult:
         self.histories = [ServerHistory() for _ in self.feeds]
+        self.desks = [IncidentDesk(feed.target.label) for feed in self.feeds]
         self.buffers = [LogBuffer() for _ in self.feeds]
         with VerticalScroll(id="server-cards"):
             if not self.feeds:
@@ -122,6 +124,7 @@ class ServerScreen(ViewScreen):
         for index, feed in enumerate(self.feeds):
             self._run_feed(index, feed)
         self.set_interval(self.eagle.options.refresh_s, self.apply_pending)
+        self.set_interval(HOLD_S / 3, self._toast_incidents)
 
     # -- feeds -------------------------------------------------------------------------------
 
@@ -186,20 +189,19 @@ class ServerScreen(ViewScreen):
         new_flags = [flag for snapshot in snapshots for flag in history.record(snapshot)]
         shown = self._without_polls(index, snapshots[-1])
         self.query_one(f"#server-card-{index}", ServerCard).show(shown, history)
-        for flag in new_flags:
-            self._toast_flag(index, flag)
+        self.desks[index].add(new_flags, time.monotonic())
+        self._toast_incidents()
         self.refresh_bindings()
 
-    def _toast_flag(self, index: int, flag: Flag) -> None:
-        severity: SeverityLevel = "error" if flag_severity(flag.name) == "error" else "warning"
-        label = self.feeds[index].target.label
-        self.notify(
-            flag.evidence,
-            title=f"{label}: {flag.name}",
-            severity=severity,
-            markup=False,
-            timeout=8,
-        )
+    def _toast_incidents(self) -> None:
+        """One toast per incident, naming its root cause (see ``render.incidents``)."""
+        now = time.monotonic()
+        for desk in self.desks:
+            toast = desk.due(now)
+            if toast is not None:
+                severity: SeverityLevel = "error" if toast.severity == "error" else "warning"
+                self.notify(toast.message, title=toast.title, severity=severity, markup=False,
+                            timeout=10)
 
     def _log_batch(self, index: int, batch: LogBatch) -> None:
         if index != self.selected:
