@@ -380,6 +380,7 @@ def snapshot_of(view: BatchView, error: str | None = None) -> BatchSnapshot:
         error=error or view.detail,
         name=record.name,
         resumable=view.state in RESUMABLE_STATES,
+        stop_grace_s=config.stop_grace_s,
     )
 
 

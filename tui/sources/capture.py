@@ -77,6 +77,8 @@ class BatchSnapshot:
     error: str | None = None
     name: str = ""
     resumable: bool = False
+    stop_grace_s: float | None = None
+    """How long a drain lets in-flight requests finish before it aborts them."""
 
     @property
     def live(self) -> bool:
