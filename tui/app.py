@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import threading
 from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path, PurePath
@@ -21,6 +22,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
 from eagle_tui.core.clock import Clock, SystemClock
+from eagle_tui.tui.clipboard import ClipboardReach, clipboard_reach
 from eagle_tui.tui.options import VIEW_TITLES, VIEWS, DashboardOptions
 from eagle_tui.tui.screens.base import ViewScreen
 from eagle_tui.tui.sources import Sources, default_sources
@@ -68,6 +70,8 @@ class EagleApp(App[int]):
         """Id of the batch whose watched requests the Streams view shows."""
         self.auto_watch = False
         """Keep the Streams view's eight boxes streaming (ask for more as requests end)."""
+        self.clipboard_reach = ClipboardReach("unknown", "not checked yet")
+        """Whether a copy can reach the user's clipboard (checked off the UI thread)."""
         self.frames = FrameDiff()
         """What the terminal shows: only changed cells are written (light on the wire)."""
         self._theme_problems = self._register_themes()
@@ -102,6 +106,13 @@ class EagleApp(App[int]):
         # each, the worst event-loop stalls measured; what is alive after the first paint
         # lives for the session, so it is moved out of the collector's way.
         self.call_after_refresh(gc.freeze)
+        self.call_after_refresh(self._check_clipboard)
+
+    def _check_clipboard(self) -> None:
+        def check() -> None:
+            self.clipboard_reach = clipboard_reach()  # may ask tmux: not on the UI thread
+
+        threading.Thread(target=check, name="clipboard-check", daemon=True).start()
 
     def on_unmount(self) -> None:
         if self.sources.capture is not None:

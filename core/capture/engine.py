@@ -49,6 +49,7 @@ from eagle_tui.core.capture.settle import Settler
 from eagle_tui.core.capture.sink import ShardSink
 from eagle_tui.core.clock import Clock, SystemClock
 from eagle_tui.core.shards.manifest import ShardInfo
+from eagle_tui.core.shards.schema import ShardRow
 from eagle_tui.core.shards.writer import ShardWriter
 from eagle_tui.core.tokenizer import LoadedTokenizer
 
@@ -108,10 +109,12 @@ class CaptureEngine:
         tokenizer: LoadedTokenizer | None = None,
         client_factory: ClientFactory | None = None,
         rng: random.Random | None = None,
+        on_row: Callable[[ShardRow], None] | None = None,
     ) -> None:
         self.config = config
         self._clock: Clock = clock or SystemClock()
         self._events = event_sink
+        self._on_row = on_row
         self._tokenizer = tokenizer
         self._client_factory = client_factory
         self._rng = rng or random.Random()
@@ -203,7 +206,8 @@ class CaptureEngine:
         settler = Settler(rows=RowBuilder(batch.boundaries, batch.vocab_size), sink=sink,
                           failures=failures, rejects=rejects, progress=self.tracker,
                           clock=self._clock, presets=len(config.presets),
-                          redact=self._redact.clean, events=self._events)
+                          redact=self._redact.clean, events=self._events,
+                          on_row=self._on_row)
         renderer = Renderer(batch.tokenizer, vocab_size=batch.vocab_size,
                             think_id=batch.boundaries.think,
                             template_kwargs=config.template_kwargs)

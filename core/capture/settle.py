@@ -15,6 +15,7 @@ from eagle_tui.core.capture.rows import RowBuilder
 from eagle_tui.core.capture.sender import Outcome
 from eagle_tui.core.capture.sink import ShardSink
 from eagle_tui.core.clock import Clock
+from eagle_tui.core.shards.schema import ShardRow
 
 
 class Settler:
@@ -32,6 +33,7 @@ class Settler:
         presets: int,
         redact: Callable[[str], str],
         events: EventSink | None = None,
+        on_row: Callable[[ShardRow], None] | None = None,
     ) -> None:
         self._rows = rows
         self._sink = sink
@@ -42,6 +44,7 @@ class Settler:
         self._presets = presets
         self._redact = redact
         self._events = events
+        self._on_row = on_row
 
     async def settle(self, job: Job, outcome: Outcome) -> None:
         """Store, log or count ``outcome`` of ``job``."""
@@ -64,6 +67,8 @@ class Settler:
                 reason="server returned an output id outside the int32 range"))
             return
         await self._sink.add(row)
+        if self._on_row is not None:  # e.g. a worker keeping recent rows for spot-checks
+            self._on_row(row)
         flags = tuple(row.flags)
         output_len = len(outcome.result.output_ids)
         self._progress.row_done(output_len, flags)

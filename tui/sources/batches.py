@@ -30,12 +30,20 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Coroutine
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from eagle_tui.core.batches.api import DeltaEvent, Lost, Progress, RequestEvent, StatusDoc
+from eagle_tui.core.batches.api import (
+    DeltaEvent,
+    Lost,
+    Progress,
+    RecentSamples,
+    RequestEvent,
+    StatusDoc,
+)
 from eagle_tui.core.batches.control_client import BatchClient
 from eagle_tui.core.batches.detach import launch_detached, relaunch
 from eagle_tui.core.batches.events import END, HELLO
@@ -47,6 +55,9 @@ from eagle_tui.core.capture.outlock import is_held
 from eagle_tui.core.capture.progress import CaptureProgress
 from eagle_tui.core.errors import BatchError, ConfigError, EagleError
 from eagle_tui.tui.sources.capture import BatchRequest, BatchSnapshot, validate_request
+
+if TYPE_CHECKING:
+    from eagle_tui.core.shards.schema import ShardRow
 
 log = logging.getLogger(__name__)
 
@@ -140,6 +151,30 @@ class DetachedCapture:
             while len(taken) < limit:
                 taken.append(events.popleft())
         return taken
+
+    def recent(self, batch_id: str) -> list[ShardRow]:
+        """The worker's newest finished rows (BLOCKING, up to ``SURVEY_TIMEOUT_S``)."""
+        from eagle_tui.core.shards.schema import ShardRow  # pyarrow: only when asked
+
+        self._ensure_thread()
+        loop = self._loop
+        if loop is None:
+            return []
+
+        async def ask() -> RecentSamples:
+            return await self._client(batch_id).recent()
+
+        try:
+            reply = asyncio.run_coroutine_threadsafe(ask(), loop).result(SURVEY_TIMEOUT_S + 1)
+        except Exception as exc:  # an old worker (404), one that ended, a timeout
+            log.info("recent rows of %s: %s", batch_id, exc)
+            return []
+        return [
+            ShardRow(s.sample_id, s.input_ids, s.prompt_len, s.finish_reason, s.matched_stop,
+                     s.think_end, s.flags, s.endpoint, s.rid, s.latency_s,
+                     datetime.fromtimestamp(s.created_at, UTC))
+            for s in reply.samples
+        ]
 
     def close(self) -> None:
         """Stop following (the batches keep running: they are detached). Idempotent."""
