@@ -22,11 +22,13 @@ from textual.widget import Widget
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
+from eagle_tui.tui.render.gpu import gpu_lines
 from eagle_tui.tui.render.incidents import HOLD_S, IncidentDesk
 from eagle_tui.tui.render.server import ServerHistory
 from eagle_tui.tui.screens.base import ViewScreen
 from eagle_tui.tui.screens.confirm import ConfirmScreen
 from eagle_tui.tui.sources.server import LogBatch, ServerAction
+from eagle_tui.tui.widgets.gpu_panel import GpuPanel
 from eagle_tui.tui.widgets.log_pane import HEALTH_NOISE, LogBuffer, LogPane, ServerLog
 from eagle_tui.tui.widgets.server_card import ServerCard
 
@@ -53,6 +55,11 @@ never the card's "last log" either). `Esc` leaves the search box.
 
 With several servers, `]` and `[` select the one whose log is shown.
 Managed servers (started by eagle-tui) can be restarted (`r`) or stopped (`x`).
+
+The **GPU panel** (`p` hides or shows it) has one line per GPU of a local server's host:
+memory used of total, utilisation, and every process holding memory, marked `server` (the
+server or one of its ranks) or `OTHER` (memory still held by a previous server shows
+here while a new one starts). Without an NVIDIA driver the card says so instead.
 """
 
 
@@ -79,6 +86,7 @@ class ServerScreen(ViewScreen):
                 id="server.prev"),
         Binding("r", "restart_server", "Restart", id="server.restart"),
         Binding("x", "stop_server", "Stop server", id="server.stop"),
+        Binding("p", "toggle_gpus", "GPUs", show=False, id="server.gpus"),
     ]
 
     def __init__(self) -> None:
@@ -88,6 +96,7 @@ class ServerScreen(ViewScreen):
         self.buffers: list[LogBuffer] = []
         self._busy: set[int] = set()
         self.desks: list[IncidentDesk] = []
+        self.show_gpus = True
         self._last_line: dict[int, tuple[str, float]] = {}
         """Per server, the newest log line that is not our own polling, and when it came."""
         self._pending: dict[int, list[FeedItem]] = {}
@@ -113,6 +122,7 @@ class ServerScreen(ViewScreen):
                 )
             for index, feed in enumerate(self.feeds):
                 yield ServerCard(feed.target, index)
+        yield GpuPanel(id="server-gpus")
         yield LogPane(self.buffers[0] if self.buffers else None, id="server-log")
 
     def main_widget(self) -> Widget | None:
@@ -166,6 +176,14 @@ class ServerScreen(ViewScreen):
         if snapshots:
             self._snapshots(index, snapshots)
 
+    def _show_gpus(self, snapshot: HealthSnapshot | None) -> None:
+        lines = gpu_lines(snapshot.gpu, snapshot.process) if snapshot is not None else []
+        self.query_one(GpuPanel).show_lines(lines, wanted=self.show_gpus)
+
+    def action_toggle_gpus(self) -> None:
+        self.show_gpus = not self.show_gpus
+        self._show_gpus(self.histories[self.selected].latest if self.histories else None)
+
     def _note_last_line(self, index: int, lines: tuple[str, ...]) -> None:
         meaningful = [line for line in lines if not HEALTH_NOISE.search(line)]
         if meaningful:
@@ -189,6 +207,8 @@ class ServerScreen(ViewScreen):
         new_flags = [flag for snapshot in snapshots for flag in history.record(snapshot)]
         shown = self._without_polls(index, snapshots[-1])
         self.query_one(f"#server-card-{index}", ServerCard).show(shown, history)
+        if index == self.selected:
+            self._show_gpus(shown)
         self.desks[index].add(new_flags, time.monotonic())
         self._toast_incidents()
         self.refresh_bindings()
@@ -222,6 +242,7 @@ class ServerScreen(ViewScreen):
         pane = self.query_one(LogPane)
         pane.use_buffer(self.buffers[self.selected])
         pane.set_partial("")
+        self._show_gpus(self.histories[self.selected].latest)
         self.refresh_bindings()
 
     def _mark_selected(self) -> None:
