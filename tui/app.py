@@ -38,6 +38,8 @@ class EagleApp(App[int]):
     """The eagle-tui dashboard."""
 
     TITLE = "eagle-tui"
+    HORIZONTAL_BREAKPOINTS: list[tuple[int, str]] | None = [(0, "-narrow"), (100, "-wide")]  # noqa: RUF012
+    """Below 100 columns some views stack what sits side by side (``-narrow`` in the CSS)."""
     CSS_PATH: ClassVar[list[str | PurePath]] = [
         STYLES / "app.tcss",
         STYLES / "server.tcss",

@@ -61,7 +61,9 @@ class ViewScreen(Screen[None]):
                         id="view-search", compact=True)
         box.display = False
         yield box
-        yield Footer(compact=True)
+        # The palette's hint sits in the view bar: in the footer it overlapped the keys at 80
+        # columns.
+        yield Footer(compact=True, show_command_palette=False)
 
     def compose_body(self) -> ComposeResult:
         """The view's own widgets, between the view bar and the footer."""

@@ -34,13 +34,14 @@ class SampleView:
 
 
 def sample_header(row: ShardRow) -> str:
-    """``id · prompt 812 + output 1,034 tokens · finish stop (163586) · endpoint · 3.2 s``."""
+    """Two lines (no collision at 80 columns): ``id · prompt 812 + output 1,034 tokens ·
+    finish stop (163586)`` and ``think_end at 900 · 3.20 s · endpoint rid R``."""
     output = len(row.input_ids) - row.prompt_len
     stop = f" ({row.matched_stop})" if row.matched_stop is not None else ""
     return (
         f"{row.sample_id} · prompt {row.prompt_len:,} + output {output:,} tokens · "
-        f"finish {row.finish_reason}{stop} · think_end at {row.think_end} · "
-        f"{row.endpoint} rid {row.rid} · {row.latency_s:.2f} s"
+        f"finish {row.finish_reason}{stop}\n"
+        f"think_end at {row.think_end} · {row.latency_s:.2f} s · {row.endpoint} rid {row.rid}"
     )
 
 
@@ -80,7 +81,7 @@ class SampleScreen(Screen[None]):
         yield TokenLegend()
         with VerticalScroll(id="sample-body"):
             yield self.tokens
-        yield Footer(compact=True)
+        yield Footer(compact=True, show_command_palette=False)
 
     def show_document(self, document: TokenDocument, note: str) -> None:
         """Swap in the decoded document once the tokenizer has loaded (safe before the
