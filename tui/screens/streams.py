@@ -9,8 +9,10 @@ slot and keeps it there until it has ended; the screen has one box per slot.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from textual import on, work
@@ -27,6 +29,7 @@ from eagle_tui.tui.screens.base import ViewScreen
 from eagle_tui.tui.sources.capture import BatchSnapshot, CaptureControl
 from eagle_tui.tui.sources.documents import KIMI_BOUNDARIES
 from eagle_tui.tui.sources.streams import KEEP_STREAMS, StreamBoard, StreamView
+from eagle_tui.tui.sources.tokenizers import SharedTokenizer
 from eagle_tui.tui.widgets.stream_box import StreamBox
 from eagle_tui.tui.widgets.token_view import TokenLegend
 
@@ -49,6 +52,15 @@ behind and the worker dropped events) says so in its title.
 `t` switches every box between decoded text and raw token ids; `a` keeps 8 requests
 streaming (it asks for more as watched ones end); `j`/`k` scroll, `g`/`G` top and bottom.
 """
+
+
+@dataclass
+class TokenizerLoad:
+    """A tokenizer being loaded off the streams thread."""
+
+    done: threading.Event = field(default_factory=threading.Event)
+    tokenizer: SharedTokenizer | None = None
+    why: str = ""
 
 
 class StreamsUpdate(Message):
@@ -149,15 +161,20 @@ class StreamsScreen(ViewScreen):
         stop = get_current_worker().cancelled_event
         board: StreamBoard | None = None
         batch_id: str | None = None
+        loading: TokenizerLoad | None = None
         while not stop.wait(self.flush_s()):
             try:
                 wanted = self.eagle.watching
                 if wanted != batch_id:
                     batch_id, board = wanted, StreamBoard(KIMI_BOUNDARIES)
+                    loading = self._start_tokenizer_load(control, batch_id)
                     if batch_id is not None:
-                        self._load_tokenizer(board, control, batch_id)
+                        self.post_message(StreamsUpdate(batch_id, ()))
                 if batch_id is None or board is None:
                     continue
+                if loading is not None and loading.done.is_set():
+                    self._use_tokenizer(board, batch_id, loading)
+                    loading = None
                 views = board.apply(control.take_events(batch_id))
                 if views:
                     self.post_message(
@@ -167,16 +184,29 @@ class StreamsScreen(ViewScreen):
                 self.post_message(StreamsUpdate(batch_id or "", (), f"streams: {exc}"))
                 time.sleep(1.0)
 
-    def _load_tokenizer(self, board: StreamBoard, control: CaptureControl, batch_id: str) -> None:
-        """Decode with the batch's tokenizer (raw ids until, or if, it loads)."""
+    def _start_tokenizer_load(
+        self, control: CaptureControl, batch_id: str | None
+    ) -> TokenizerLoad | None:
+        """Load the batch's tokenizer in the background: streams show raw ids meanwhile
+        (a first load imports transformers: seconds)."""
         cache = self.eagle.sources.tokenizers
         snapshot = _find(control.batches(), batch_id)
         path = snapshot.tokenizer if snapshot is not None else None
         if cache is None or path is None:
-            return
-        tokenizer, why = cache.try_load(path)
+            return None
+        load = TokenizerLoad()
+
+        def run() -> None:
+            load.tokenizer, load.why = cache.try_load(path)
+            load.done.set()
+
+        threading.Thread(target=run, name="streams-tokenizer", daemon=True).start()
+        return load
+
+    def _use_tokenizer(self, board: StreamBoard, batch_id: str, load: TokenizerLoad) -> None:
+        tokenizer = load.tokenizer
         if tokenizer is None:
-            self.post_message(StreamsUpdate(batch_id, (), f"no tokenizer ({why})"))
+            self.post_message(StreamsUpdate(batch_id, (), f"no tokenizer ({load.why})"))
             return
         board.use_tokenizer(tokenizer, tokenizer.boundary_ids())
         self._tokenizer_name = tokenizer.name
@@ -242,7 +272,7 @@ class StreamsScreen(ViewScreen):
             return "raw ids (t: text)"
         if self._tokenizer_name:
             return f"decoded with {self._tokenizer_name}"
-        return "raw ids: no tokenizer"
+        return "raw ids: no tokenizer" if self._note else "raw ids until the tokenizer loads"
 
     def _show_status(self) -> None:
         self.query_one("#streams-status", Static).update(Content(self.status_text()))
