@@ -5,10 +5,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from eagle_tui.core.batches.configjson import StoredConfig
+from eagle_tui.core.batches.registry import BatchRecord, Registry
+from eagle_tui.core.batchstate import BatchState
 from eagle_tui.core.sim.launcher import SimProcess, free_port
 
 pytestmark = pytest.mark.slow
@@ -41,3 +45,21 @@ def test_unreachable_server_exits_3(tmp_path: Path) -> None:
 def test_log_without_url_is_a_usage_error(tmp_path: Path) -> None:
     done = status(tmp_path, "--log", "/nonexistent.log")
     assert done.returncode == 2 and "--log" in done.stderr
+
+
+def test_a_finished_demo_s_leftovers_are_ignored(tmp_path: Path) -> None:
+    """A demo killed so hard its keeper died too leaves a record whose worker and server
+    are gone: status reports neither (it used to exit 3 forever, the server being known)."""
+    state = tmp_path / "state"
+    out_dir = state / "demo" / "run-x" / "batch"
+    url = f"http://127.0.0.1:{free_port()}"
+    record = BatchRecord(
+        id="20260101-000000-dead", name="batch", out_dir=str(out_dir),
+        socket=str(out_dir / "control.sock"), log=str(out_dir / "worker.log"),
+        config=StoredConfig(prompts="p.jsonl", out_dir=str(out_dir), servers=(url,),
+                            tokenizer="tok"),
+        created_at=time.time(), final_state=BatchState.STOPPED)
+    Registry(state / "batches").save(record)
+    done = status(tmp_path, "--json")
+    report = json.loads(done.stdout)
+    assert (done.returncode, report["servers"], report["batches"]) == (0, [], [])

@@ -8,20 +8,26 @@ from __future__ import annotations
 
 import gc
 import logging
+import threading
 from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path, PurePath
 from typing import ClassVar
 
+from rich.color import ColorSystem
+from rich.console import RenderableType
+from textual._compositor import CompositorUpdate
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
 from eagle_tui.core.clock import Clock, SystemClock
 from eagle_tui.tui import literal
+from eagle_tui.tui.clipboard import ClipboardReach, clipboard_reach
 from eagle_tui.tui.options import VIEW_TITLES, VIEWS, DashboardOptions
 from eagle_tui.tui.screens.base import ViewScreen
 from eagle_tui.tui.sources import Sources, default_sources
+from eagle_tui.tui.termdiff import FrameDiff
 from eagle_tui.tui.themes import DEFAULT_THEME, load_themes, theme_dirs
 
 log = logging.getLogger(__name__)
@@ -33,6 +39,8 @@ class EagleApp(App[int]):
     """The eagle-tui dashboard."""
 
     TITLE = "eagle-tui"
+    HORIZONTAL_BREAKPOINTS: list[tuple[int, str]] | None = [(0, "-narrow"), (100, "-wide")]  # noqa: RUF012
+    """Below 100 columns some views stack what sits side by side (``-narrow`` in the CSS)."""
     CSS_PATH: ClassVar[list[str | PurePath]] = [
         STYLES / "app.tcss",
         STYLES / "server.tcss",
@@ -45,8 +53,9 @@ class EagleApp(App[int]):
             Binding(str(n), f"view('{view}')", VIEW_TITLES[view], show=False, id=f"view.{view}")
             for n, view in enumerate(VIEWS, start=1)
         ),
-        Binding("question_mark,f1", "help", "Help", id="app.help"),
+        Binding("question_mark,f1", "help", "Help", key_display="?", id="app.help"),
         Binding("q", "quit", "Quit", id="app.quit"),
+        Binding("ctrl+l", "redraw", "Redraw", show=False, id="app.redraw"),
     ]
 
     def __init__(
@@ -65,6 +74,10 @@ class EagleApp(App[int]):
         """Id of the batch whose watched requests the Streams view shows."""
         self.auto_watch = False
         """Keep the Streams view's eight boxes streaming (ask for more as requests end)."""
+        self.clipboard_reach = ClipboardReach("unknown", "not checked yet")
+        """Whether a copy can reach the user's clipboard (checked off the UI thread)."""
+        self.frames = FrameDiff()
+        """What the terminal shows: only changed cells are written (light on the wire)."""
         self._theme_problems = self._register_themes()
         self._add_view_modes()
 
@@ -97,6 +110,13 @@ class EagleApp(App[int]):
         # each, the worst event-loop stalls measured; what is alive after the first paint
         # lives for the session, so it is moved out of the collector's way.
         self.call_after_refresh(gc.freeze)
+        self.call_after_refresh(self._check_clipboard)
+
+    def _check_clipboard(self) -> None:
+        def check() -> None:
+            self.clipboard_reach = clipboard_reach()  # may ask tmux: not on the UI thread
+
+        threading.Thread(target=check, name="clipboard-check", daemon=True).start()
 
     def on_unmount(self) -> None:
         if self.sources.capture is not None:
@@ -104,6 +124,32 @@ class EagleApp(App[int]):
                 self.sources.capture.close()
             except Exception:  # never let clean-up turn a quit into a crash
                 log.exception("closing capture batches failed")
+
+    # -- output ------------------------------------------------------------------------------
+
+    def _display(self, screen: Screen[object], renderable: RenderableType | None) -> None:
+        """Write only the cells that changed since the last frame (see ``tui.termdiff``)."""
+        if isinstance(renderable, CompositorUpdate) and self._writes_frames():
+            color_system = self.console._color_system or ColorSystem.TRUECOLOR
+            renderable = self.frames.diff(renderable, self.size.width, color_system)
+        super()._display(screen, renderable)
+
+    def _writes_frames(self) -> bool:
+        """True when ``_display`` will write this frame (the shadow must only ever hold what
+        reached the terminal): the conditions of Textual's own ``_display``."""
+        return (
+            not self.is_inline
+            and not self._batch_count
+            and self._running
+            and not self._closed
+            and not self.is_headless
+            and self._driver is not None
+        )
+
+    def action_redraw(self) -> None:
+        """Send the whole screen again (after something else wrote to the terminal)."""
+        self.frames.reset()
+        self.screen.refresh()
 
     # -- views -----------------------------------------------------------------------------
 

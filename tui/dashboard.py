@@ -2,10 +2,10 @@
 
 Options come from the command line, then the environment (``EAGLE_TUI_THEME``), then
 ``<config dir>/config.toml`` (a ``[tui]`` table: ``theme``, ``readonly``, ``mouse``,
-``tokenizer``, ``view``; see ``TuiConfig``), then defaults. Everything is checked before the
-app takes the terminal (a value of the wrong type, such as ``readonly = "false"``, is an
-error naming the file and the key, not a truthy string); once it runs, nothing is printed
-(logging goes to ``<state dir>/logs/tui.log``).
+``tokenizer``, ``view``, ``refresh``; see ``TuiConfig``), then defaults. Everything is
+checked before the app takes the terminal (a value of the wrong type, such as
+``readonly = "false"``, is an error naming the file and the key, not a truthy string); once
+it runs, nothing is printed (logging goes to ``<state dir>/logs/tui.log``).
 """
 
 from __future__ import annotations
@@ -37,14 +37,17 @@ class TuiConfig(msgspec.Struct, frozen=True, kw_only=True):
     mouse: bool | None = None
     tokenizer: str | None = None
     view: str | None = None
+    refresh: float | None = None
 
 
+MIN_REFRESH_S, MAX_REFRESH_S = 0.1, 60.0
 _HINTS = {
     "theme": "a theme name in quotes, e.g. theme = \"eagle-light\"",
     "readonly": "true or false, without quotes",
     "mouse": "true or false, without quotes",
     "tokenizer": "a directory in quotes, e.g. tokenizer = \"~/models/kimi\"",
     "view": f"one of {', '.join(VIEWS)} in quotes",
+    "refresh": f"seconds between redraws, a number from {MIN_REFRESH_S:g} to {MAX_REFRESH_S:g}",
 }
 
 
@@ -101,10 +104,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="leave the mouse to the terminal (native copy and paste)",
     )
+    add_refresh_argument(parser)
     parser.add_argument("--log-file", type=Path, help="where eagle-tui logs (default: state dir)")
     parser.add_argument(
         "--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR")
     )
+
+
+def add_refresh_argument(parser: argparse.ArgumentParser) -> None:
+    """``--refresh SECONDS`` (the dashboard's and the demo's)."""
+    parser.add_argument(
+        "--refresh",
+        type=refresh_seconds,
+        metavar="SECONDS",
+        help="seconds between redraws of live data (default 1; raise it on a slow link; "
+        "keys are answered at once whatever it is)",
+    )
+
+
+def refresh_seconds(text: str) -> float:
+    """A ``--refresh`` value, checked."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not MIN_REFRESH_S <= value <= MAX_REFRESH_S:
+        raise argparse.ArgumentTypeError(
+            f"{value:g} is outside {MIN_REFRESH_S:g}..{MAX_REFRESH_S:g} seconds"
+        )
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
@@ -157,6 +185,9 @@ def read_config(path: Path | None = None) -> TuiConfig:
     if config.view is not None and config.view not in VIEWS:
         raise ConfigError(f"config file {path}: [tui] view: unknown view {config.view!r}; "
                           f"it takes {_HINTS['view']}")
+    if config.refresh is not None and not MIN_REFRESH_S <= config.refresh <= MAX_REFRESH_S:
+        raise ConfigError(f"config file {path}: [tui] refresh: {config.refresh:g} is out of "
+                          f"range; it takes {_HINTS['refresh']}")
     return config
 
 
@@ -173,6 +204,7 @@ def options_from(
         readonly=_first_bool(args.readonly, config.readonly, default=False),
         mouse=not _first_bool(args.no_mouse, _negate(config.mouse), default=False),
         start_view=_view(args.view or config.view or "server"),
+        refresh_s=_first_float(getattr(args, "refresh", None), config.refresh, default=1.0),
     )
 
 
@@ -208,6 +240,10 @@ def _optional_path(value: object) -> Path | None:
 
 def _negate(value: object) -> bool | None:
     return None if value is None else not bool(value)
+
+
+def _first_float(*values: float | None, default: float) -> float:
+    return next((value for value in values if value is not None), default)
 
 
 def _first_bool(*values: object, default: bool) -> bool:

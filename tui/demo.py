@@ -1,43 +1,66 @@
 """``eagle-tui demo``: everything on one machine, nothing else needed.
 
-Starts the simulated SGLang server as a managed process (a start-up of about half a minute,
-with slow weight loading so the expected-window flag shows), starts a small capture batch
-with the bundled tokenizer as soon as it can (requests wait for the server to be ready),
-streams eight of its requests, and opens the dashboard on all of it. The batch runs in a
-detached worker (``core.batches``), like every batch the dashboard starts. Quitting aborts
-the batch and waits for its worker to exit, stops the server and removes the demo's files
-and registry record (``--keep`` keeps them).
+The dashboard paints first; then, off the UI thread, the simulated SGLang server starts as
+a managed process (a start-up of about half a minute, with slow weight loading so the
+expected-window flag shows) and a small capture batch starts with the bundled tokenizer
+(its requests wait for the server to be ready), eight of its requests streaming. The batch
+runs in a detached worker (``core.batches``), like every batch the dashboard starts.
+
+Clean-up is the job of a keeper process (``tui.demokeeper``) started before anything else:
+every process the demo starts carries the keeper's marker in its environment, and the
+keeper stops them, forgets the batch's registry record and removes the run directory when
+the demo quits (``q``, ctrl+c: a "stopping …" screen, back within about two seconds) or
+dies (SIGHUP when an SSH connection drops, SIGTERM, a crash). ``--keep`` keeps the files
+and the record (the processes are stopped all the same).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
-import shutil
+import os
+import select
+import signal
+import socket
+import subprocess
 import sys
 import tempfile
 import threading
-from dataclasses import dataclass
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Static
 
 from eagle_tui.core.health.settings import WatchSettings
 from eagle_tui.core.paths import state_dir
 from eagle_tui.core.proc.launcher import ManagedServer
-from eagle_tui.core.proc.stop import StopTimeouts
 from eagle_tui.core.tokenizer import bundled_tokenizer_path
+from eagle_tui.tui.app import EagleApp
+from eagle_tui.tui.demokeeper import MARKER_ENV, OWNER_FILE
 from eagle_tui.tui.options import DashboardOptions, ServerTarget
 from eagle_tui.tui.sources import Sources
-from eagle_tui.tui.sources.batches import DetachedCapture
-from eagle_tui.tui.sources.capture import BatchRequest
-from eagle_tui.tui.sources.server import ServerFeed
+from eagle_tui.tui.sources.server import Emit, ServerFeed
 from eagle_tui.tui.sources.tokenizers import TokenizerCache
 
 log = logging.getLogger(__name__)
 
 DEMO_WINDOW_S = 20.0
 """The demo's expected start-up window; its slowed weight loading overruns it on purpose."""
+QUIT_WAIT_S = 1.6
+"""How long quitting waits for the keeper's "clean" (the screen is given back after)."""
+EXIT_WATCHDOG_S = 5.0
+STOP_SIGNALS = (signal.SIGHUP, signal.SIGTERM, signal.SIGINT)
 TOPICS = (
     "binary search",
     "a [INST] tag",
@@ -64,22 +87,36 @@ WEATHER_TOOL = {
 
 @dataclass
 class Demo:
-    """What the demo started (so it can all be stopped)."""
+    """What the demo starts, and the keeper that stops it all."""
 
     workdir: Path
     server: ManagedServer
     target: ServerTarget
-    capture: DetachedCapture
     batch_dir: Path
+    keeper: subprocess.Popen[str] | None = None
+    capture: object | None = None
     batch_id: str | None = None
+    server_started: threading.Event = field(default_factory=threading.Event)
+    problem: str = ""
 
 
-def start_demo(args: argparse.Namespace) -> Demo:
-    """Launch the simulated server (managed) and prepare the demo's directory."""
+def prepare_demo(args: argparse.Namespace) -> Demo:
+    """The run directory, the keeper, and what the server will be (nothing started yet:
+    this is all before the first paint, so it must be quick)."""
     base = state_dir() / "demo"
     base.mkdir(parents=True, exist_ok=True)
-    workdir = Path(tempfile.mkdtemp(prefix="run-", dir=base))
-    port = _free_port()
+    # Between making the run directory and starting its keeper, nobody would clean up:
+    # a hang-up or Ctrl-C then waits until the keeper runs.
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        workdir = Path(tempfile.mkdtemp(prefix="run-", dir=base))
+        (workdir / OWNER_FILE).write_text(f"{os.getpid()}\n")
+        keeper = start_keeper(workdir)
+        os.environ[MARKER_ENV] = str(workdir)  # inherited by every process started from now
+        signal.signal(signal.SIGHUP, _hung_up)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+    port = free_port()
     argv = [
         sys.executable,
         "-m",
@@ -94,12 +131,38 @@ def start_demo(args: argparse.Namespace) -> Demo:
         str(args.tokens_per_s),
     ]
     server = ManagedServer(argv, log_path=workdir / "sim.log", port=port)
-    pid = server.start()
-    url = f"http://127.0.0.1:{port}"
     target = ServerTarget(
-        url, name="demo-sim", log_file=workdir / "sim.log", argv=tuple(argv), pid=pid
+        f"http://127.0.0.1:{port}", name="demo-sim", log_file=workdir / "sim.log", argv=tuple(argv)
     )
-    return Demo(workdir, server, target, DetachedCapture(), workdir / "batch")
+    return Demo(workdir, server, target, workdir / "batch", keeper=keeper)
+
+
+def _hung_up(signum: int, frame: object) -> None:
+    """The terminal is gone (an SSH connection dropped): nothing to restore or show, and a
+    Textual exit may wait on a reader of the dead terminal. Leave now; the keeper sees its
+    pipe close and cleans up."""
+    os._exit(128 + signum)
+
+
+def start_keeper(workdir: Path) -> subprocess.Popen[str]:
+    """The keeper, in a session of its own, without the marker (it must not stop itself)."""
+    env = {k: v for k, v in os.environ.items() if k != MARKER_ENV}
+    logs = state_dir() / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    with open(logs / "demo-keeper.log", "a", encoding="utf-8") as log_file:
+        return subprocess.Popen(
+            [sys.executable, "-m", "eagle_tui.tui.demokeeper", "--run", str(workdir),
+             "--owner", str(os.getpid()), "--registry", str(state_dir() / "batches")],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log_file, text=True,
+            env=env, start_new_session=True, close_fds=True,
+        )
+
+
+def free_port() -> int:
+    """A TCP port free now on 127.0.0.1."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def demo_options(demo: Demo, args: argparse.Namespace) -> DashboardOptions:
@@ -110,25 +173,48 @@ def demo_options(demo: Demo, args: argparse.Namespace) -> DashboardOptions:
         tokenizer=bundled_tokenizer_path(),
         theme=args.theme,
         mouse=not args.no_mouse,
+        refresh_s=getattr(args, "refresh", None) or 1.0,
     )
+
+
+class StartingFeed(ServerFeed):
+    """A ``ServerFeed`` that starts watching once the demo has started the server (the
+    dashboard paints before that)."""
+
+    def __init__(self, demo: Demo, **kwargs: object) -> None:
+        super().__init__(demo.target, managed=demo.server, **kwargs)  # type: ignore[arg-type]
+        self._started = demo.server_started
+
+    def run(self, stop: threading.Event, emit: Emit) -> None:
+        while not self._started.wait(0.05):
+            if stop.is_set():
+                return
+        super().run(stop, emit)
 
 
 def demo_sources(demo: Demo) -> Sources:
     """The demo server's feed (managed: restart and stop work), its capture, tokenizers."""
+    from eagle_tui.tui.sources import LazyCapture
+
     settings = WatchSettings(default_window_s=DEMO_WINDOW_S)
-    feed = ServerFeed(demo.target, settings=settings, managed=demo.server, use_history=False)
+    capture = LazyCapture()
+    demo.capture = capture
     return Sources(
-        servers=(feed,),
-        capture=demo.capture,
+        servers=(StartingFeed(demo, settings=settings, use_history=False),),
+        capture=capture,  # type: ignore[arg-type]
         tokenizers=TokenizerCache(),
         shard_dirs=(str(demo.batch_dir),),
     )
 
 
-def start_batch(demo: Demo, app: object, args: argparse.Namespace) -> None:
-    """Start the demo batch in a detached worker (its requests wait until the server is
-    ready) and watch 8. Blocks until the worker dispatches (its tokenizer is loaded)."""
+def start_demo(demo: Demo, app: EagleApp, args: argparse.Namespace) -> None:
+    """Start the server, then the batch (in a detached worker; its requests wait until
+    the server is ready), and watch 8 of its requests. Blocking: run it off the UI."""
+    demo.server.start()
+    demo.server_started.set()
     prompts = write_prompts(demo.workdir / "prompts.jsonl", args.prompts)
+    from eagle_tui.tui.sources.capture import BatchRequest
+
     request = BatchRequest(
         prompts,
         demo.batch_dir,
@@ -140,11 +226,13 @@ def start_batch(demo: Demo, app: object, args: argparse.Namespace) -> None:
         shard_rows=25,
         shard_max_age_s=10.0,
     )
-    batch_id = demo.capture.start(request)
+    capture = app.sources.capture
+    assert capture is not None
+    batch_id = capture.start(request)
     demo.batch_id = batch_id
-    demo.capture.watch(batch_id, 8)
-    app.watching = batch_id  # type: ignore[attr-defined]
-    app.auto_watch = True  # type: ignore[attr-defined]
+    capture.watch(batch_id, 8)
+    app.watching = batch_id
+    app.auto_watch = True
 
 
 def write_prompts(path: Path, count: int) -> Path:
@@ -162,41 +250,104 @@ def write_prompts(path: Path, count: int) -> Path:
     return path
 
 
-def stop_demo(demo: Demo, *, keep: bool) -> None:
-    """Abort the batch (waiting for its worker to exit), stop the server, remove the files
-    and the batch's registry record (unless ``keep``)."""
+def finish_demo(demo: Demo, *, keep: bool = False, wait_s: float = QUIT_WAIT_S) -> bool:
+    """Ask the keeper to stop everything now; True when it said it is done within
+    ``wait_s``. With ``keep`` the run directory and the record stay (the processes are
+    stopped all the same)."""
+    keeper = demo.keeper
+    if keeper is None or keeper.stdin is None or keeper.stdout is None:
+        return True
     try:
-        if demo.batch_id is not None and not demo.capture.abort_and_wait(demo.batch_id):
-            log.error("the demo batch's worker did not exit")
-        demo.capture.close()
-        if demo.batch_id is not None and not keep:
-            demo.capture.registry.forget(demo.batch_id)
-    except Exception:  # clean-up goes on whatever happened
-        log.exception("stopping the demo batch failed")
-    stop_server(demo.server)
-    if keep:
-        print(f"eagle-tui demo: batch and logs kept in {demo.workdir}")
-    else:
-        shutil.rmtree(demo.workdir, ignore_errors=True)
+        keeper.stdin.write("quit keep\n" if keep else "quit\n")
+        keeper.stdin.flush()
+    except (OSError, ValueError):
+        return False
+    ready, _, _ = select.select([keeper.stdout], [], [], wait_s)
+    clean = bool(ready) and keeper.stdout.readline().strip() == "clean"
+    with contextlib.suppress(OSError, ValueError):
+        keeper.stdin.close()
+    return clean
 
 
-def stop_server(server: ManagedServer) -> None:
-    """Stop the server on a private event loop in its own thread (works whether or not the
-    caller is inside an event loop)."""
-    timeouts = StopTimeouts(term_s=10.0, kill_s=5.0, release_s=5.0)
+class StoppingScreen(ModalScreen[None]):
+    """What quitting the demo shows while the keeper stops everything."""
 
-    def stop() -> None:
-        try:
-            asyncio.run(server.stop(timeouts))
-        except Exception:  # clean-up goes on whatever happened
-            log.exception("stopping the demo server failed")
+    BINDINGS: ClassVar[list[BindingType]] = []
 
-    worker = threading.Thread(target=stop, name="demo-stop")
-    worker.start()
-    worker.join()
+    def compose(self) -> ComposeResult:
+        with Vertical(id="confirm-box"):
+            yield Static(
+                Content(
+                    "stopping the demo: aborting the batch, stopping the simulated server, "
+                    "removing its files …"
+                ),
+                id="confirm-question",
+            )
 
 
-def _free_port() -> int:
-    from eagle_tui.core.sim.launcher import free_port
+class DemoApp(EagleApp):
+    """The dashboard, plus the demo's start after the first paint and its clean quit."""
 
-    return free_port()
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True, id="demo.ctrl_c"),
+    ]
+
+    def __init__(self, demo: Demo, args: argparse.Namespace) -> None:
+        super().__init__(demo_options(demo, args), sources=demo_sources(demo))
+        self.demo = demo
+        self.demo_args = args
+        self._stopping = False
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):  # SIGHUP: see ``_hung_up``
+            loop.add_signal_handler(signum, self._quit_soon)
+        self.call_after_refresh(self._start_in_background)
+
+    def _start_in_background(self) -> None:
+        def start() -> None:
+            try:
+                start_demo(self.demo, self, self.demo_args)
+            except Exception as exc:  # say why; quitting still cleans up
+                log.exception("the demo could not start")
+                self.demo.problem = f"{type(exc).__name__}: {exc}"
+                self._from_thread(self._report_problem)
+
+        threading.Thread(target=start, name="demo-start", daemon=True).start()
+
+    def _report_problem(self) -> None:
+        self.notify(self.demo.problem, title="Demo", severity="error", markup=False, timeout=30)
+
+    def _from_thread(self, callback: Callable[[], object]) -> None:
+        with contextlib.suppress(RuntimeError):  # the app has already stopped
+            self.call_from_thread(callback)
+
+    def _quit_soon(self) -> None:
+        self.call_later(self.action_quit)
+
+    async def action_quit(self) -> None:
+        """Show "stopping …", have the keeper stop everything, then leave."""
+        if self._stopping:
+            return
+        self._stopping = True
+        self.push_screen(StoppingScreen())
+        if not self.is_headless:  # a real terminal may hang a write; tests have none
+            _exit_watchdog()
+
+        def stop() -> None:
+            began = time.monotonic()
+            clean = finish_demo(self.demo, keep=self.demo_args.keep)
+            log.info("demo: keeper %s after %.2f s", "done" if clean else "still working",
+                     time.monotonic() - began)
+            self._from_thread(self.exit)
+
+        threading.Thread(target=stop, name="demo-stop", daemon=True).start()
+
+
+def _exit_watchdog() -> None:
+    """If leaving hangs (a terminal that went away mid-write), leave anyway: the keeper
+    cleans up whatever happens to this process."""
+    timer = threading.Timer(EXIT_WATCHDOG_S, os._exit, args=(1,))
+    timer.daemon = True
+    timer.start()

@@ -64,5 +64,6 @@ class DashboardOptions:
     readonly: bool = False
     mouse: bool = True
     start_view: str = "server"
-    refresh_hz: float = 4.0
+    refresh_s: float = 1.0
+    """How often data-driven parts are redrawn (``--refresh``); keys are answered at once."""
     extra_theme_dirs: tuple[Path, ...] = field(default_factory=tuple)

@@ -7,7 +7,7 @@ field has the wrong type, naming the field.
     requests   StopRequest {grace_s, abort}, WatchRequest {count}; /pause and /resume
                take no fields (``NoFields``); unknown fields are refused
     replies    StateReply {state}, WatchReply {requested, started}, ErrorReply {error},
-               StatusDoc (``GET /status``)
+               StatusDoc (``GET /status``), RecentSamples (``GET /recent``)
     events     Hello, ProgressEvent, RequestEvent, DeltaEvent, Lost, End (``GET /events``,
                see ``core.batches.events``); Disconnected is made by the client
 
@@ -197,6 +197,29 @@ class EventClients(Wire, frozen=True):
     clients: tuple[ClientStats, ...] = ()
 
 
+class RecentSample(Wire, frozen=True):
+    """One row the worker stored (or will store with its next shard), as ``GET /recent``
+    lists it: what a spot-check needs before the first shard is written."""
+
+    sample_id: str
+    input_ids: tuple[int, ...]
+    prompt_len: int
+    finish_reason: str
+    matched_stop: int | None = None
+    think_end: int = -1
+    flags: tuple[str, ...] = ()
+    endpoint: str = ""
+    rid: str = ""
+    latency_s: float = 0.0
+    created_at: float = 0.0
+
+
+class RecentSamples(Wire, frozen=True):
+    """``GET /recent``: the newest finished rows of a running batch, oldest first."""
+
+    samples: tuple[RecentSample, ...] = ()
+
+
 class StatusDoc(Wire, frozen=True):
     """``GET /status``: a running worker's snapshot (see ``core.batches.status``)."""
 
@@ -347,6 +370,8 @@ __all__ = [
     "Progress",
     "ProgressEvent",
     "RecentError",
+    "RecentSample",
+    "RecentSamples",
     "Request",
     "RequestEvent",
     "ShardSummary",

@@ -2,6 +2,7 @@
 
     GET  /status   the status document (``core.batches.status``)
     GET  /events   server-sent events (``core.batches.events``)
+    GET  /recent   the newest finished rows, ids included (a spot-check before any shard)
     POST /pause    {} -> {"state"}            hold new requests; in-flight ones finish
     POST /resume   {} -> {"state"}
     POST /stop     {"grace_s": float >= 0, "abort": bool} (both optional) -> 202 {"state"}
@@ -34,6 +35,7 @@ from eagle_tui.core.batches.api import (
     ErrorReply,
     Hello,
     NoFields,
+    RecentSamples,
     StateReply,
     StopRequest,
     WatchReply,
@@ -79,19 +81,22 @@ class ControlApi:
 
     def __init__(self, engine: Controllable, status: StatusBuilder, hub: EventHub,
                  watch: WatchTally, hello: Callable[[], Hello],
-                 *, keepalive_s: float = KEEPALIVE_S) -> None:
+                 *, keepalive_s: float = KEEPALIVE_S,
+                 recent: Callable[[], RecentSamples] = RecentSamples) -> None:
         self._engine = engine
         self._status = status
         self._hub = hub
         self._watch = watch
         self._hello = hello
         self._keepalive_s = keepalive_s
+        self._recent = recent
 
     def app(self) -> Starlette:
         """The ASGI app."""
         routes = [
             Route("/status", self.status, methods=["GET"]),
             Route("/events", self.events, methods=["GET"]),
+            Route("/recent", self.recent, methods=["GET"]),
             Route("/pause", self.pause, methods=["POST"]),
             Route("/resume", self.resume, methods=["POST"]),
             Route("/stop", self.stop, methods=["POST"]),
@@ -103,6 +108,10 @@ class ControlApi:
     async def status(self, request: Request) -> Response:
         """GET /status."""
         return _json(await self._status.build())
+
+    async def recent(self, request: Request) -> Response:
+        """GET /recent."""
+        return _json(self._recent())
 
     async def pause(self, request: Request) -> Response:
         """POST /pause."""

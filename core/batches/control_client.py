@@ -28,6 +28,7 @@ from eagle_tui.core.batches.api import (
     Disconnected,
     ErrorReply,
     NoFields,
+    RecentSamples,
     Request,
     StateReply,
     StatusDoc,
@@ -46,7 +47,8 @@ _JSON = {"content-type": "application/json"}
 
 T = TypeVar("T", bound=msgspec.Struct)
 _DECODERS: dict[type, msgspec.json.Decoder[msgspec.Struct]] = {
-    shape: msgspec.json.Decoder(shape) for shape in (StatusDoc, StateReply, WatchReply)
+    shape: msgspec.json.Decoder(shape) for shape in (StatusDoc, StateReply, WatchReply,
+                                                      RecentSamples)
 }
 _ERROR = msgspec.json.Decoder(ErrorReply)
 
@@ -77,6 +79,10 @@ class BatchClient:
     async def status(self) -> StatusDoc:
         """The worker's status document (see ``core.batches.status``)."""
         return await self._call("GET", "/status", StatusDoc)
+
+    async def recent(self) -> RecentSamples:
+        """The newest finished rows of the batch (ids included), oldest first."""
+        return await self._call("GET", "/recent", RecentSamples)
 
     async def pause(self) -> StateReply:
         """Hold new requests (in-flight ones finish)."""

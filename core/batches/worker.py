@@ -28,13 +28,20 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import psutil
 
-from eagle_tui.core.batches.api import BatchInfo, Hello, Progress
+from eagle_tui.core.batches.api import (
+    BatchInfo,
+    Hello,
+    Progress,
+    RecentSample,
+    RecentSamples,
+)
 from eagle_tui.core.batches.control_app import ControlApi
 from eagle_tui.core.batches.control_server import ControlServer
 from eagle_tui.core.batches.hub import EventHub
@@ -48,11 +55,14 @@ from eagle_tui.core.capture.engine import CaptureEngine
 from eagle_tui.core.capture.events import CaptureEvent, EventSink
 from eagle_tui.core.capture.outlock import OutputLock
 from eagle_tui.core.errors import BatchError, BatchLocked, EagleError
+from eagle_tui.core.shards.schema import ShardRow
 
 log = logging.getLogger("eagle_tui.core.batches.worker")
 
 EXIT_LOCKED = 4
 PROGRESS_SAVE_S = 15.0
+RECENT_ROWS = 50
+"""Finished rows a worker keeps for ``GET /recent`` (a spot-check before the first shard)."""
 START_POLL_S = 0.05
 
 
@@ -78,6 +88,7 @@ class Worker:
         self._signals = 0
         self._start_failure: str | None = None
         self._recent, self._watch, self._hub = RecentErrors(), WatchTally(), EventHub()
+        self._rows: deque[RecentSample] = deque(maxlen=RECENT_ROWS)
 
     async def run(self) -> int:
         """Run the batch to its end; the process exit status."""
@@ -98,7 +109,8 @@ class Worker:
 
     async def _run_locked(self, record: BatchRecord) -> int:
         try:
-            engine = _make_engine(record, self._sink)
+            engine = _make_engine(record, self._sink,
+                                  on_row=lambda row: self._rows.append(recent_sample(row)))
         except EagleError as e:
             return self._cannot_start(record, str(e))
         record = self._registry.update(  # a new run starts now
@@ -144,7 +156,8 @@ class Worker:
             return Hello(batch=batch, state=public_state(progress.state),
                          progress=Progress.of(progress), servers=progress.servers)
 
-        return ControlApi(engine, status, self._hub, self._watch, hello)
+        return ControlApi(engine, status, self._hub, self._watch, hello,
+                          recent=lambda: RecentSamples(samples=tuple(self._rows)))
 
     async def _report_start(self, engine: CaptureEngine, run: asyncio.Task[Any],
                             record: BatchRecord) -> None:
@@ -210,10 +223,20 @@ class Worker:
             engine.stop(abort=True)
 
 
-def _make_engine(record: BatchRecord, sink: EventSink) -> CaptureEngine:
+def _make_engine(record: BatchRecord, sink: EventSink,
+                 on_row: Callable[[ShardRow], None] | None = None) -> CaptureEngine:
     api_key, servers = secrets_from_env()
     config = record.config.to_config(api_key=api_key, servers=servers)
-    return CaptureEngine(config, event_sink=sink)
+    return CaptureEngine(config, event_sink=sink, on_row=on_row)
+
+
+def recent_sample(row: ShardRow) -> RecentSample:
+    """A stored row as ``GET /recent`` lists it."""
+    return RecentSample(
+        sample_id=row.sample_id, input_ids=tuple(row.input_ids), prompt_len=row.prompt_len,
+        finish_reason=row.finish_reason, matched_stop=row.matched_stop,
+        think_end=row.think_end, flags=tuple(row.flags), endpoint=row.endpoint, rid=row.rid,
+        latency_s=row.latency_s, created_at=row.created_at.timestamp())
 
 
 def _batch_info(record: BatchRecord) -> BatchInfo:

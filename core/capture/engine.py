@@ -60,6 +60,7 @@ from eagle_tui.core.clock import Clock, SystemClock
 from eagle_tui.core.errors import OutputWriteError
 from eagle_tui.core.fsio import describe_os_error
 from eagle_tui.core.shards.manifest import RouterRecord, ShardInfo
+from eagle_tui.core.shards.schema import ShardRow
 from eagle_tui.core.shards.writer import ShardWriter
 from eagle_tui.core.tokenizer import LoadedTokenizer
 from eagle_tui.core.tokenizer.kimi_parse import AnswerTokens
@@ -121,10 +122,12 @@ class CaptureEngine:
         tokenizer: LoadedTokenizer | None = None,
         client_factory: ClientFactory | None = None,
         rng: random.Random | None = None,
+        on_row: Callable[[ShardRow], None] | None = None,
     ) -> None:
         self.config = config
         self._clock: Clock = clock or SystemClock()
         self._events = event_sink
+        self._on_row = on_row
         self._tokenizer = tokenizer
         self._client_factory = client_factory
         self._rng = rng or random.Random()
@@ -238,7 +241,7 @@ class CaptureEngine:
                           failures=failures, rejects=rejects, progress=self.tracker,
                           clock=self._clock, presets=len(config.presets),
                           redact=self._redact.clean, events=self._events,
-                          on_fatal=self._fail)
+                          on_fatal=self._fail, on_row=self._on_row)
         renderer = Renderer(batch.tokenizer, vocab_size=batch.vocab_size,
                             think_id=batch.boundaries.think,
                             template_kwargs=config.template_kwargs)

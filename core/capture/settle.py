@@ -17,6 +17,7 @@ from eagle_tui.core.capture.sender import Outcome
 from eagle_tui.core.capture.sink import ShardSink
 from eagle_tui.core.clock import Clock
 from eagle_tui.core.fsio import describe_os_error
+from eagle_tui.core.shards.schema import ShardRow
 
 
 class Settler:
@@ -35,6 +36,7 @@ class Settler:
         redact: Callable[[str], str],
         events: EventSink | None = None,
         on_fatal: Callable[[str], None] = lambda reason: None,
+        on_row: Callable[[ShardRow], None] | None = None,
     ) -> None:
         self._rows = rows
         self._sink = sink
@@ -46,6 +48,7 @@ class Settler:
         self._redact = redact
         self._events = events
         self._on_fatal = on_fatal
+        self._on_row = on_row
 
     async def settle(self, job: Job, outcome: Outcome, extra_flags: tuple[str, ...] = ()) -> (
         bool
@@ -71,6 +74,8 @@ class Settler:
                 reason="server returned an output id outside the int32 range"))
             return False
         await self._sink.add(row)
+        if self._on_row is not None:  # e.g. a worker keeping recent rows for spot-checks
+            self._on_row(row)
         flags = tuple(row.flags)
         output_len = len(outcome.result.output_ids)
         self._progress.row_done(output_len, flags)

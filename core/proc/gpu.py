@@ -1,7 +1,8 @@
 """GPU memory and the processes holding it, through NVML when it is there.
 
-``pynvml`` (package ``nvidia-ml-py``, extra ``gpu``) is optional: without it, or without a
-driver, every call returns ``GpuReport(available=False, reason=…)`` and nothing breaks.
+``pynvml`` (package ``nvidia-ml-py``, a dependency: pure Python) needs the NVIDIA driver's
+library at run time: without it (no NVIDIA driver), or without the package, every call
+returns ``GpuReport(available=False, reason=…)`` and nothing breaks.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ def _load_nvml() -> Any:
     except ImportError:
         _init_error = f"{NO_GPU_INFO} (pynvml not installed: pip install nvidia-ml-py)"
     except Exception as exc:  # NVMLError_LibraryNotFound, DriverNotLoaded, …
-        _init_error = f"{NO_GPU_INFO} (NVML unavailable: {exc})"
+        _init_error = f"{NO_GPU_INFO}: no NVIDIA driver ({exc})"
     return _nvml
 
 
@@ -53,7 +54,15 @@ def _device(nvml: Any, index: int) -> GpuDevice:
         used_bytes=int(memory.used),
         total_bytes=int(memory.total),
         processes=_holders(nvml, handle),
+        utilization_percent=_utilization(nvml, handle),
     )
+
+
+def _utilization(nvml: Any, handle: Any) -> int | None:
+    try:
+        return int(nvml.nvmlDeviceGetUtilizationRates(handle).gpu)
+    except Exception:  # not supported on this device, or a transient NVML error
+        return None
 
 
 def _holders(nvml: Any, handle: Any) -> tuple[GpuProcess, ...]:

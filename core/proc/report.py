@@ -101,6 +101,8 @@ class GpuDevice:
     used_bytes: int
     total_bytes: int
     processes: tuple[GpuProcess, ...] = ()
+    utilization_percent: int | None = None
+    """Compute busy time over NVML's last sample period (None when it cannot say)."""
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import signal
 from pathlib import Path
 
 import msgspec
+from textual.coordinate import Coordinate
 from textual.widgets import DataTable, Input
 from tui_fakes import FakeCapture, batch, progress, wait_for
 
@@ -18,17 +19,20 @@ from eagle_tui.core.batches.api import DeltaEvent, Progress, RequestEvent, Statu
 from eagle_tui.core.batches.detach import launch_detached
 from eagle_tui.core.batches.registry import Registry
 from eagle_tui.core.batchstate import BatchState
+from eagle_tui.core.capture.dispatch import ServerStatus
 from eagle_tui.core.capture.outlock import is_held
 from eagle_tui.core.tokenizer import bundled_tokenizer_path
 from eagle_tui.tui.app import EagleApp
 from eagle_tui.tui.options import DashboardOptions, ServerTarget
-from eagle_tui.tui.screens.batch_forms import NewBatchScreen, StopBatchScreen
+from eagle_tui.tui.render.capture import kinds_text, sort_key, sparkline
+from eagle_tui.tui.screens.batch_forms import NewBatchScreen, StopBatchScreen, stop_question
 from eagle_tui.tui.screens.capture import CaptureScreen
 from eagle_tui.tui.sources import Sources
 from eagle_tui.tui.sources.batches import DetachedCapture, delta_event, progress_of, request_event
 from eagle_tui.tui.sources.capture import BatchRequest
 from eagle_tui.tui.sources.tokenizers import TokenizerCache
 from eagle_tui.tui.widgets.batch_detail import BatchDetail
+from eagle_tui.tui.widgets.meter import Meter
 
 
 def capture_app(control: object, **options: object) -> EagleApp:
@@ -65,7 +69,8 @@ async def test_table_and_detail_show_the_batches() -> None:
         table = screen.query_one("#batch-table", DataTable)
         await wait_for(pilot, lambda: table.row_count == 2, what="rows")
         row = [str(cell) for cell in table.get_row("b2-live")]
-        assert row[:4] == ["b2-live", "running", "43%", "43/100"]  # settled: done+failed+rejected
+        # settled: done+failed+rejected; the name column came with issue 11
+        assert row[:5] == ["b2-live", "—", "running", "43%", "43/100"]
         detail = screen.query_one(BatchDetail)
         assert "b1-old" in str(detail.query_one(".batch-title").render())
         await pilot.press("down")
@@ -74,6 +79,60 @@ async def test_table_and_detail_show_the_batches() -> None:
         assert "done 40" in counts and "in flight 8" in counts
         assert "timeout 2" in str(detail.query_one(".batch-failures").render())
         assert "tool_call 4" in str(detail.query_one(".batch-flags").render())
+
+
+async def test_no_eta_unless_the_batch_is_progressing() -> None:
+    down = (ServerStatus("http://127.0.0.1:30000", "paused", "503", 0, 8, 50, 40, 2),)
+    control = FakeCapture([
+        batch("b1-paused", "paused"),
+        batch("b2-stopping", "stopping"),
+        batch("b3-down", "running", progress=progress(servers=down)),
+        batch("b4-idle", "running", progress=progress(samples_per_s=0.0)),
+        batch("b5-running", "running"),
+    ])
+    app = capture_app(control)
+    async with app.run_test(size=(140, 40)) as pilot:
+        screen = screen_of(app)
+        table = screen.query_one("#batch-table", DataTable)
+        await wait_for(pilot, lambda: table.row_count == 5, what="rows")
+        eta = {key.value: str(table.get_row(key)[7]) for key in table.rows}
+        assert eta == {"b1-paused": "—", "b2-stopping": "—", "b3-down": "—", "b4-idle": "—",
+                       "b5-running": "14s"}
+        detail = screen.query_one(BatchDetail)
+        meter = detail.query_one(".batch-progress", Meter)
+        assert meter.value.label.endswith("no ETA: paused")
+        await pilot.press("j", "j")
+        await pilot.pause()
+        assert meter.value.label.endswith("no ETA: no server ready")
+
+
+def test_rates_flags_and_stop_question_never_mislead() -> None:
+    assert sparkline([0.0, 0.0, 0.0], 3) == "▁▁▁"  # flat at zero, not full height
+    assert sparkline([0.0, 2.0, 4.0], 3) == "▁▅█"
+    assert kinds_text("flags", {}, 10) == "flags: 10 (by kind: known while the batch runs)"
+    assert kinds_text("flags", {}, 0) == "flags: none"
+    question = stop_question("b1", 8, 30.0)
+    assert "8 in-flight requests finish" in question and "after 30s are aborted" in question
+    assert sorted(["10", "9", "—", "1,200"], key=sort_key) == ["9", "10", "1,200", "—"]
+
+
+async def test_sort_by_column_keeps_the_selection_right() -> None:
+    control = FakeCapture([
+        batch("b1", "running", name="zeta", progress=progress(90, 100)),
+        batch("b2", "running", name="alpha", progress=progress(10, 100)),
+    ])
+    app = capture_app(control)
+    async with app.run_test(size=(140, 40)) as pilot:
+        screen = screen_of(app)
+        table = screen.query_one("#batch-table", DataTable)
+        await wait_for(pilot, lambda: table.row_count == 2, what="rows")
+        await pilot.press("o", "o")  # by name
+        first = table.coordinate_to_cell_key(Coordinate(0, 0)).row_key.value
+        assert first == "b2"
+        selected = screen.selected()
+        assert selected is not None and selected.batch_id == "b2"
+        await pilot.press("O")
+        assert table.coordinate_to_cell_key(Coordinate(0, 0)).row_key.value == "b1"
 
 
 async def test_actions_grey_out_when_they_do_not_apply() -> None:

@@ -1,18 +1,38 @@
-"""``eagle-tui demo``: starts the simulated server and a detached batch, shows them, and
-cleans up (server, worker, files, registry record)."""
+"""``eagle-tui demo``: paints before its server is up, runs a batch on the simulated server,
+and leaves nothing behind however it ends: ``q``, or a SIGHUP (an SSH drop), SIGINT or
+SIGKILL at a random moment (no process, port, batch record or run directory is left)."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
+import os
+import pty
+import random
+import re
+import select
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import termios
+import time
+from collections.abc import Iterator
+from pathlib import Path
 
 import psutil
+import pytest
 from tui_fakes import wait_for
 
 from eagle_tui.core.batches.registry import Registry
 from eagle_tui.core.health.phase import Phase
-from eagle_tui.tui.app import EagleApp
-from eagle_tui.tui.demo import demo_options, demo_sources, start_batch, start_demo, stop_demo
+from eagle_tui.tui.demo import DemoApp, StoppingScreen, prepare_demo
+from eagle_tui.tui.demokeeper import MARKER_ENV
 from eagle_tui.tui.widgets.server_card import ServerCard
+
+pytestmark = pytest.mark.slow
 
 
 def demo_args() -> argparse.Namespace:
@@ -24,36 +44,160 @@ def demo_args() -> argparse.Namespace:
         no_mouse=False,
         keep=False,
         log_level="INFO",
+        refresh=None,
     )
 
 
-async def test_demo_runs_a_batch_on_the_sim_and_cleans_up() -> None:
+@pytest.fixture
+def no_marker() -> Iterator[None]:
+    """The demo marks this process's environment: remove the mark after the test."""
+    yield
+    os.environ.pop(MARKER_ENV, None)
+
+
+async def test_demo_runs_a_batch_on_the_sim_and_q_cleans_up(no_marker: None) -> None:
     args = demo_args()
-    demo = start_demo(args)
-    pid = demo.server.pid
-    try:
-        app = EagleApp(demo_options(demo, args), sources=demo_sources(demo))
-        start_batch(demo, app, args)
-        async with app.run_test(size=(120, 40)) as pilot:
-            card = app.screen.query_one(ServerCard)
-            await wait_for(
-                pilot,
-                lambda: card.snapshot is not None and card.snapshot.phase == Phase.READY,
-                120,
-                "demo server ready",
-            )
-            assert app.screen.check_action("restart_server", ()) is True  # managed
-            await wait_for(
-                pilot,
-                lambda: bool(demo.capture.batches()) and demo.capture.batches()[0].state == "done",
-                120,
-                "demo batch finished",
-            )
-            progress = demo.capture.batches()[0].progress
-            assert progress is not None and progress.done == 20
-    finally:
-        stop_demo(demo, keep=False)
+    demo = prepare_demo(args)
+    app = DemoApp(demo, args)
+    async with app.run_test(size=(120, 40)) as pilot:
+        card = app.screen.query_one(ServerCard)
+        assert not demo.server_started.is_set() or card.snapshot is None  # painted first
+        await wait_for(
+            pilot,
+            lambda: card.snapshot is not None and card.snapshot.phase == Phase.READY,
+            120,
+            "demo server ready",
+        )
+        assert app.screen.check_action("restart_server", ()) is True  # managed
+        capture = app.sources.capture
+        assert capture is not None
+        await wait_for(
+            pilot,
+            lambda: bool(capture.batches()) and capture.batches()[0].state == "done",
+            120,
+            "demo batch finished",
+        )
+        progress = capture.batches()[0].progress
+        assert progress is not None and progress.done == 20
+        pid = demo.server.pid
+        await pilot.press("q")
+        await wait_for(pilot, lambda: isinstance(app.screen, StoppingScreen), 5, "stopping")
     assert Registry().all() == []  # the demo's record is gone with its files
     assert pid is not None
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     assert not demo.workdir.exists()
+
+
+# -- killed at a random moment ----------------------------------------------------------------
+
+
+def spawn_demo(state: Path) -> tuple[subprocess.Popen[bytes], int]:
+    env = {**os.environ, "EAGLE_TUI_STATE_DIR": str(state), "EAGLE_TUI_CONFIG_DIR": str(state),
+           "TERM": "xterm-256color"}
+    env.pop(MARKER_ENV, None)
+    primary, secondary = pty.openpty()
+    fcntl.ioctl(secondary, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "eagle_tui.tui.cli", "demo", "--time-scale", "0.1"],
+        stdin=secondary, stdout=secondary, stderr=secondary, env=env,
+        preexec_fn=controlling_terminal,  # as under sshd: closing it sends SIGHUP
+    )
+    os.close(secondary)
+    return process, primary
+
+
+def controlling_terminal() -> None:
+    os.setsid()
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+def ours(state: Path) -> list[psutil.Process]:
+    """Every process started for the demo under ``state`` (they all inherit its env)."""
+    found = []
+    for process in psutil.process_iter():
+        with contextlib.suppress(psutil.Error, OSError):
+            if process.environ().get("EAGLE_TUI_STATE_DIR") == str(state):
+                found.append(process)
+    return found
+
+
+def sim_ports(state: Path) -> set[int]:
+    ports = set()
+    for process in ours(state):
+        with contextlib.suppress(psutil.Error):
+            match = re.search(r"core\.sim --port (\d+)", " ".join(process.cmdline()))
+            if match:
+                ports.add(int(match.group(1)))
+    return ports
+
+
+def drain(primary: int, seconds: float, state: Path, ports: set[int]) -> None:
+    """Read the demo's terminal for ``seconds`` (noting its server's port)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([primary], [], [], 0.05)
+        if ready:
+            with contextlib.suppress(OSError):
+                os.read(primary, 65536)
+        ports |= sim_ports(state)
+
+
+def leftovers(state: Path) -> list[str]:
+    alive = [p for p in ours(state) if p.status() != psutil.STATUS_ZOMBIE]
+    return ([f"process {p.pid} {' '.join(p.cmdline())[:80]}" for p in alive]
+            + [f"record {p.name}" for p in (state / "batches").glob("*.json")]
+            + [f"run dir {p.name}" for p in (state / "demo").glob("run-*")])
+
+
+def port_free(port: int) -> bool:
+    """Nobody listens on ``port`` (TIME_WAIT leftovers of closed connections do not count:
+    a server binds with SO_REUSEADDR)."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+WINDOWS = [(0.0, 1.0), (1.0, 3.0), (3.0, 7.0)]
+"""Before the first paint and while the server starts; while the batch starts; capturing."""
+
+
+@pytest.mark.parametrize("window", WINDOWS, ids=lambda w: f"{w[0]:g}-{w[1]:g}s")
+@pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGINT, signal.SIGKILL, 0],
+                         ids=lambda s: signal.Signals(s).name if s else "terminal-closed")
+def test_a_demo_killed_at_any_moment_leaves_nothing(
+    tmp_path: Path, signum: int, window: tuple[float, float]
+) -> None:
+    """``terminal-closed``: the pseudo-terminal's other end is closed, as when an SSH
+    connection drops (the kernel sends SIGHUP and the terminal is gone)."""
+    moment = random.uniform(*window)  # named in every failure message
+    state = tmp_path / "state"
+    process, primary = spawn_demo(state)
+    ports: set[int] = set()
+    try:
+        drain(primary, moment, state, ports)
+        if signum:
+            process.send_signal(signum)
+        else:
+            os.close(primary)
+            primary = os.open(os.devnull, os.O_RDONLY)  # keeps the clean-up below simple
+        deadline = time.monotonic() + 10
+        while process.poll() is None and time.monotonic() < deadline:
+            drain(primary, 0.05, state, ports)
+        assert process.poll() is not None, f"the demo did not exit after {signum} at {moment}"
+        deadline = time.monotonic() + 10
+        while leftovers(state) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert leftovers(state) == [], f"left after signal {signum} at {moment:.2f} s"
+        assert all(port_free(port) for port in ports), f"port still held: {ports}"
+    finally:
+        for child in ours(state):
+            with contextlib.suppress(psutil.Error):
+                child.kill()
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+        os.close(primary)

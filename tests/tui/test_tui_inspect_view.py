@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from textual.widgets import DataTable, Input, Select, Static
-from tui_fakes import FakeCapture, wait_for
+from tui_fakes import FakeCapture, batch, wait_for
 from tui_shards import make_row, synthetic_rows, write_shards
 
 from eagle_tui.core import kimi
 from eagle_tui.core.tokenizer import bundled_tokenizer_path, load_tokenizer
 from eagle_tui.tui.app import EagleApp
+from eagle_tui.tui.clipboard import ClipboardReach, clipboard_reach, copy_feedback
 from eagle_tui.tui.options import DashboardOptions
 from eagle_tui.tui.screens.inspect import InspectScreen
 from eagle_tui.tui.screens.sample import SampleScreen
@@ -165,3 +167,94 @@ async def test_says_what_an_export_would_keep(tmp_path: Path) -> None:
         await wait_for(pilot, lambda: screen.page is not None, what="first page")
         line = str(screen.query_one("#inspect-export", Static).render())
         assert line == "export would keep 17 of 20 (dropped: count_mismatch 2, aborted 1)"
+
+
+# -- a running batch before its first shard; export and copy ---------------------------------
+
+
+async def test_a_running_batch_is_spot_checked_before_its_first_shard(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    control = FakeCapture(
+        [batch("b1", "running", out_dir=out, tokenizer=bundled_tokenizer_path())]
+    )
+    control.recent_rows["b1"] = synthetic_rows(12)
+    app = EagleApp(
+        DashboardOptions(start_view="inspect", shard_dirs=(out,)),
+        sources=Sources(capture=control, tokenizers=TokenizerCache(), shard_dirs=(str(out),)),
+    )
+    monkeypatch.chdir(tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = screen_of(app)
+        await wait_for(pilot, lambda: screen.page is not None, what="recent rows")
+        summary = str(screen.query_one("#inspect-summary", Static).render())
+        assert "12 recent rows from the running worker" in summary
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, SampleScreen), what="sample")
+        sample = app.screen
+        assert isinstance(sample, SampleScreen)
+        await wait_for(pilot, lambda: sample.tokens.document.decoded, 60, "decoded")
+        await pilot.press("e")
+        exported = tmp_path / f"eagle-sample-{sample.view.row.sample_id}.json"
+        await wait_for(pilot, exported.exists, what="export")
+        data = json.loads(exported.read_text())
+        assert data["input_ids"] == list(sample.view.row.input_ids)
+        assert data["output_ids"] == list(sample.view.row.output_ids)
+        assert data["decoded"]["output"]
+        app.clipboard_reach = ClipboardReach("no", "tmux drops it")  # as checked in tmux
+        app.clear_notifications()
+        await pilot.press("c")
+        toast = next(iter(app._notifications))
+        assert toast.title == "Not copied: the sample id" and "tmux drops it" in toast.message
+
+
+def test_clipboard_reach_is_honest() -> None:
+    assert clipboard_reach({"TERM": "linux"}).reach == "no"
+    assert clipboard_reach({"TERM": "screen-256color", "STY": "1.pts"}).reach == "no"
+    assert clipboard_reach({"TERM": "xterm-256color"}).reach == "unknown"
+    title, message = copy_feedback("the sample id", ClipboardReach("unknown", "no answer"))
+    assert title == "Sent the sample id to the clipboard" and "did not" in message
+
+
+@pytest.mark.slow
+async def test_a_real_worker_lists_its_recent_rows_before_any_shard(
+    tmp_path: Path, start_sim  # type: ignore[no-untyped-def]
+) -> None:
+    """GET /recent end to end: the rows a running worker lists are the rows it stores."""
+    import asyncio
+
+    from eagle_tui.core.shards.reader import ShardReader
+    from eagle_tui.tui.sources.batches import DetachedCapture
+    from eagle_tui.tui.sources.capture import BatchRequest
+
+    sim = start_sim("--tokens-per-s", "100")
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text("".join(
+        json.dumps({"id": f"p{i}", "messages": [{"role": "user", "content": f"Q{i}"}]}) + "\n"
+        for i in range(24)))
+    control = DetachedCapture()
+    out = tmp_path / "out"
+    batch_id = await asyncio.to_thread(control.start, BatchRequest(
+        prompts, out, (sim.url,), bundled_tokenizer_path(), concurrency=4, max_new_tokens=64,
+        shard_rows=1000, shard_max_age_s=600.0))
+    try:
+        rows = []
+        for _ in range(300):
+            rows = await asyncio.to_thread(control.recent, batch_id)
+            if len(rows) >= 3:
+                break
+            await asyncio.sleep(0.1)
+        assert len(rows) >= 3 and not list(out.glob("shards/*.parquet"))  # before any shard
+        for _ in range(600):
+            if not control.batches()[0].live:
+                break
+            await asyncio.sleep(0.1)
+        stored = {r["sample_id"]: r["input_ids"]
+                  for r in ShardReader(out).iter_rows(columns=["sample_id", "input_ids"])}
+        for row in rows:
+            assert list(row.input_ids) == stored[row.sample_id]
+    finally:
+        await asyncio.to_thread(control.abort_and_wait, batch_id)
+        control.close()

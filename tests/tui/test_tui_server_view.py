@@ -6,12 +6,14 @@ from tui_fakes import FakeCapture, FakeServerFeed, health, ready_health, wait_fo
 
 from eagle_tui.core.health.phase import Phase
 from eagle_tui.core.health.snapshot import Flag
+from eagle_tui.core.proc.report import GpuDevice, GpuProcess, GpuReport
 from eagle_tui.tui.app import EagleApp
 from eagle_tui.tui.options import DashboardOptions, ServerTarget
 from eagle_tui.tui.screens.confirm import ConfirmScreen
 from eagle_tui.tui.screens.server import ServerScreen
 from eagle_tui.tui.sources import Sources
 from eagle_tui.tui.sources.server import LogBatch
+from eagle_tui.tui.widgets.gpu_panel import GpuPanel
 from eagle_tui.tui.widgets.log_pane import LogPane, ServerLog
 from eagle_tui.tui.widgets.server_card import ServerCard
 
@@ -66,6 +68,48 @@ async def test_new_flag_toasts_once_with_literal_evidence() -> None:
         toasts = [n for n in app._notifications if "slow_startup" in (n.title or "")]
         assert len(toasts) == 1 and "[bold]" in toasts[0].message
         assert "[bold] (3 earlier starts)" in card_text(app)
+
+
+async def test_one_toast_per_crash_naming_the_first_fatal_line() -> None:
+    """An OOM raises several flags over two ticks; one toast, quoting the OOM line."""
+    feed = FakeServerFeed(TARGET, [health()])
+    app = app_with(feed)
+    oom = Flag("fatal:oom", "log line 'torch.OutOfMemoryError: CUDA out of memory'")
+    exited = Flag("process_exited", "PID 4242 exited with code 1")
+    rank = Flag("rank_exited", "TP3 exited")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await feed_ready(pilot, feed)
+        feed.push(health(Phase.CRASHED, flags=[exited, rank], seq=2))
+        await pilot.pause(0.3)
+        feed.push(health(Phase.CRASHED, flags=[oom, exited, rank], seq=3))
+        await wait_for(pilot, lambda: bool(app._notifications), what="a toast")
+        feed.push(health(Phase.CRASHED, flags=[oom, exited, rank, SLOW], seq=4))
+        await pilot.pause(2.0)
+        toasts = list(app._notifications)
+        assert len(toasts) == 1
+        assert toasts[0].title == "kimi-0: fatal:oom (+2 more on the card)"
+        assert "CUDA out of memory" in toasts[0].message
+
+
+async def test_gpu_panel_shows_memory_utilisation_and_foreign_holders() -> None:
+    devices = tuple(
+        GpuDevice(i, "H100", (60 + i) * 10**9, 80 * 10**9,
+                  (GpuProcess(4242, 59 * 10**9), *((GpuProcess(999, 2 * 10**9),) if i else ())),
+                  utilization_percent=97)
+        for i in range(2)
+    )
+    feed = FakeServerFeed(TARGET, [health(gpu=GpuReport(True, devices=devices))])
+    app = app_with(feed)
+    async with app.run_test(size=(160, 40)) as pilot:
+        panel = app.screen.query_one(GpuPanel)
+        await wait_for(pilot, lambda: bool(panel.lines), what="GPU lines")
+        assert panel.display
+        first, second = panel.lines
+        assert "GPU0 H100" in first and "60.0/80.0 GB" in first and "util 97%" in first
+        assert "server 4242 59.0 GB" in first and "OTHER" not in first
+        assert "OTHER 999 2.0 GB" in second  # memory a previous server still holds
+        await pilot.press("p")
+        assert not panel.display
 
 
 async def feed_ready(pilot, feed: FakeServerFeed) -> None:  # type: ignore[no-untyped-def]

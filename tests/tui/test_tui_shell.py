@@ -193,6 +193,8 @@ def test_config_file_errors_name_the_file(tmp_path: Path) -> None:
         ("theme = 3", r"\[tui\] theme: Expected `str \| null`, got `int`; it takes a theme"),
         ("tokenizer = ['a']", r"\[tui\] tokenizer: Expected `str \| null`, got `array`"),
         ('view = "nowhere"', r"\[tui\] view: unknown view 'nowhere'; it takes one of server, "),
+        ('refresh = "2"', r"\[tui\] refresh: Expected `float \| null`, got `str`; it takes "),
+        ("refresh = 0", r"\[tui\] refresh: 0 is out of range; it takes seconds between redraws"),
     ],
 )
 def test_a_config_value_of_the_wrong_type_is_an_error_naming_file_and_key(
@@ -203,6 +205,16 @@ def test_a_config_value_of_the_wrong_type_is_an_error_naming_file_and_key(
     with pytest.raises(ConfigError, match=message) as caught:
         read_config(path)
     assert str(caught.value).startswith(f"config file {path}: ")
+
+
+def test_refresh_from_the_command_line_then_the_config_file(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text("[tui]\nrefresh = 3\n")
+    assert options_from(parse(), read_config(path), {}).refresh_s == 3.0
+    assert options_from(parse("--refresh", "0.5"), read_config(path), {}).refresh_s == 0.5
+    assert options_from(parse(), TuiConfig(), {}).refresh_s == 1.0
+    with pytest.raises(SystemExit):
+        parse("--refresh", "0")
 
 
 def test_true_and_false_and_unknown_keys_read_as_before(tmp_path: Path) -> None:

@@ -136,16 +136,21 @@ def inspect_app(directory: Path, theme: str) -> EagleApp:
     )
 
 
+@pytest.mark.parametrize(("size", "theme"), [((120, 40), "eagle-light"), ((80, 24), "eagle-dark")])
 async def test_inspect_view(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_blink: None
+    size: tuple[int, int],
+    theme: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    no_blink: None,
 ) -> None:
-    app = inspect_app(shard_dir(tmp_path, monkeypatch), "eagle-light")
-    async with app.run_test(size=(120, 40)) as pilot:
+    app = inspect_app(shard_dir(tmp_path, monkeypatch), theme)
+    async with app.run_test(size=size) as pilot:
         screen = app.screen
         assert isinstance(screen, InspectScreen)
         await wait_for(pilot, lambda: screen.page is not None, what="first page")
         await pilot.pause()
-        check(app, "inspect_120x40_eagle-light")
+        check(app, f"inspect_{size[0]}x{size[1]}_{theme}")
 
 
 @pytest.mark.parametrize(("size", "theme"), [((80, 24), "eagle-dark"), ((120, 40), "eagle-light")])
@@ -208,7 +213,7 @@ async def test_streams_view(size: tuple[int, int], theme: str, no_blink: None) -
     async with app.run_test(size=size) as pilot:
         screen = app.screen
         assert isinstance(screen, StreamsScreen)
-        await wait_for(pilot, lambda: "decoded" in screen._note, 60, "tokenizer")
+        await wait_for(pilot, lambda: bool(screen._tokenizer_name), 60, "tokenizer")
         control.add_events("b1", stream_events())
         await wait_for(pilot, lambda: len(screen.boxes) == 2, what="streams")
         await pilot.pause()

@@ -14,6 +14,7 @@ from eagle_tui.core.capture.events import CaptureEvent
 from eagle_tui.core.tokenizer import bundled_tokenizer_path
 from eagle_tui.tui.app import EagleApp
 from eagle_tui.tui.options import DashboardOptions
+from eagle_tui.tui.render.tokens import document_content
 from eagle_tui.tui.screens.streams import StreamsScreen
 from eagle_tui.tui.sources import Sources
 from eagle_tui.tui.sources.batches import DetachedCapture
@@ -22,7 +23,6 @@ from eagle_tui.tui.sources.documents import KIMI_BOUNDARIES
 from eagle_tui.tui.sources.streams import StreamBoard
 from eagle_tui.tui.sources.tokenizers import TokenizerCache
 from eagle_tui.tui.widgets.stream_box import StreamBox
-from eagle_tui.tui.widgets.token_view import TokenView
 
 
 def sent(sample_id: str, attempt: int = 1) -> CaptureEvent:
@@ -38,7 +38,7 @@ def sent(sample_id: str, attempt: int = 1) -> CaptureEvent:
 
 
 def delta(sample_id: str, *ids: int) -> CaptureEvent:
-    return CaptureEvent("delta", sample_id, 0.0, new_ids=ids, total=0)
+    return CaptureEvent("delta", sample_id, 0.0, new_ids=ids, total=0)  # total 0: unchecked
 
 
 def finished(sample_id: str) -> CaptureEvent:
@@ -58,13 +58,43 @@ def test_board_segments_incrementally_and_reports_only_changes() -> None:
     assert view.document.pieces[0].ids == (10, 11, 12)
 
 
-def test_board_restarts_a_retried_request_and_keeps_the_newest() -> None:
+def test_board_restarts_a_retried_request() -> None:
     board = StreamBoard(KIMI_BOUNDARIES, keep=2)
     board.apply([sent("a"), delta("a", 1, 2, 3)])
     (view,) = board.apply([sent("a", attempt=2), delta("a", 4)])
-    assert view.total_ids == 1
-    board.apply([sent("b"), sent("c")])
-    assert [v.sample_id for v in board.views()] == ["b", "c"]
+    assert view.total_ids == 1 and view.state == "streaming"
+
+
+def test_board_never_evicts_a_generating_stream() -> None:
+    """All slots live: a newer request waits (folded, not shown) and takes the slot of the
+    stream that ended first once that one was shown ended, from its first id; beyond
+    ``keep`` waiting, newer requests are not shown at all."""
+    board = StreamBoard(KIMI_BOUNDARIES, keep=2)
+    board.apply([sent("a"), delta("a", 1, 2), sent("b"), delta("b", 5)])
+    assert board.apply([sent("c"), delta("c", 7, 8)]) == ()
+    assert [v.sample_id for v in board.views()] == ["a", "b"] and board.waiting == 1
+    board.apply([sent("d"), sent("e"), delta("e", 1)])  # d waits too; e is skipped
+    assert board.skipped == {"e"}
+    views = board.apply([finished("b"), delta("a", 3), finished("a"), delta("c", 9)])
+    assert [(v.sample_id, v.state) for v in views] == [("b", "finished"), ("a", "finished")]
+    views = board.apply([delta("e", 2)])
+    assert [(v.sample_id, v.slot, v.total_ids) for v in views] == [("c", 1, 3), ("d", 0, 0)]
+    assert [v.sample_id for v in board.views()] == ["d", "c"]
+
+
+def test_board_counts_ids_it_never_received() -> None:
+    board = StreamBoard(KIMI_BOUNDARIES)
+    board.apply([sent("a"), CaptureEvent("delta", "a", 0.0, new_ids=(1, 2), total=2)])
+    (view,) = board.apply([CaptureEvent("delta", "a", 0.0, new_ids=(9,), total=6)])
+    assert view.missed == 3 and view.total_ids == 3
+    (view,) = board.apply([CaptureEvent("finished", "a", 0.0, total=8)])
+    assert view.missed == 5 and view.state == "finished"
+
+
+def test_board_marks_a_stream_streaming_when_tokens_arrive() -> None:
+    board = StreamBoard(KIMI_BOUNDARIES)
+    (view,) = board.apply([delta("a", 1, 2)])
+    assert view.state == "streaming"
 
 
 def test_board_shows_only_the_tail_of_long_streams() -> None:
@@ -91,7 +121,7 @@ async def test_view_shows_streams_coalesced_and_toggles_ids() -> None:
         await wait_for(pilot, lambda: len(screen.boxes) == 2, what="two streams")
         await wait_for(
             pilot,
-            lambda: screen.boxes["s1"].query_one(TokenView).document.total_ids == 502,
+            lambda: screen.boxes["s1"].tokens.document.total_ids == 502,
             what="all tokens of s1",
         )
         box = screen.boxes["s1"]
@@ -100,7 +130,7 @@ async def test_view_shows_streams_coalesced_and_toggles_ids() -> None:
         assert "s1" in title and "502 ids" in title and "finished" in title
         await pilot.press("t")
         await pilot.pause()
-        view = box.query_one(TokenView)
+        view = box.tokens
         assert view.mode == "ids" and f"‹/think›{kimi.THINK_END}" in view.render().plain
         assert control.take_events("b1") == []
         await pilot.press("w")
@@ -140,19 +170,23 @@ async def test_live_streams_from_a_real_batch(tmp_path: Path, start_sim) -> None
         screen = app.screen
         assert isinstance(screen, StreamsScreen)
         await wait_for(pilot, lambda: len(screen.boxes) >= 1, 60, "a live stream")
+        def complete(box: StreamBox) -> bool:  # finished with its think end and stop token
+            title = str(box.border_title)
+            return box.has_class("-done") and "no_think_end" not in title and "trunc" not in title
+
         await wait_for(
             pilot,
-            lambda: any(b.has_class("-done") for b in screen.query(StreamBox)),
+            lambda: any(complete(b) for b in screen.query(StreamBox)),
             60,
             "a finished stream",
         )
-        done = next(b for b in screen.query(StreamBox) if b.has_class("-done"))
+        done = next(b for b in screen.query(StreamBox) if complete(b))
         await wait_for(
             pilot,
-            lambda: done.query_one(TokenView).document.decoded,
+            lambda: done.tokens.document.decoded,
             60,
             f"decoded ({screen._note})",
         )
-        plain = done.query_one(TokenView).render().plain
+        plain = document_content(done.tokens.document, "text", {}).plain  # not just the tail
         assert "‹/think›" in plain and plain.rstrip().endswith("‹stop›")
         await wait_for(pilot, lambda: not control.batches()[0].live, 60, "batch end")

@@ -27,6 +27,7 @@ from eagle_tui.core.health.snapshot import (
     StartupProgress,
 )
 from eagle_tui.core.proc.report import GpuReport, PortStatus, ProcessReport
+from eagle_tui.core.shards.schema import ShardRow
 from eagle_tui.tui.options import ServerTarget
 from eagle_tui.tui.sources.capture import BatchRequest, BatchSnapshot
 from eagle_tui.tui.sources.server import Emit, ServerAction
@@ -189,6 +190,7 @@ class FakeCapture:
         self.calls: list[tuple[str, ...]] = []
         self.started: list[BatchRequest] = []
         self.events: dict[str, list[CaptureEvent]] = {}
+        self.recent_rows: dict[str, list[ShardRow]] = {}
         self._lock = threading.Lock()
 
     def batches(self) -> tuple[BatchSnapshot, ...]:
@@ -224,6 +226,9 @@ class FakeCapture:
             taken = self.events.get(batch_id, [])[:limit]
             self.events[batch_id] = self.events.get(batch_id, [])[limit:]
             return taken
+
+    def recent(self, batch_id: str) -> list[ShardRow]:
+        return list(self.recent_rows.get(batch_id, []))
 
     def close(self) -> None:
         self.calls.append(("close",))

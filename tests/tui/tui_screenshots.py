@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT))
 
 from eagle_tui.core.health.phase import Phase  # noqa: E402
 from eagle_tui.tui.app import EagleApp  # noqa: E402
-from eagle_tui.tui.demo import demo_options, demo_sources, start_batch, start_demo, stop_demo  # noqa: E402
+from eagle_tui.tui.demo import DemoApp, finish_demo, prepare_demo  # noqa: E402
 from eagle_tui.tui.screens.sample import SampleScreen  # noqa: E402
 from eagle_tui.tui.widgets.server_card import ServerCard  # noqa: E402
 
@@ -35,6 +35,7 @@ async def until(pilot: object, condition: object, timeout: float) -> None:
 
 def save(app: EagleApp, out: Path, name: str) -> None:
     app.clear_notifications()
+    app.screen.refresh()
     svg = app.export_screenshot(title="eagle-tui")
     (out / f"{name}.svg").write_text(svg, encoding="utf-8")
     try:
@@ -64,11 +65,11 @@ async def shoot(out: Path, size: tuple[int, int], theme: str) -> None:
         no_mouse=False,
         keep=False,
         log_level="INFO",
+        refresh=None,
     )
-    demo = start_demo(args)
+    demo = prepare_demo(args)
     try:
-        app = EagleApp(demo_options(demo, args), sources=demo_sources(demo))
-        start_batch(demo, app, args)
+        app = DemoApp(demo, args)
         async with app.run_test(size=size) as pilot:
 
             def flagged() -> bool:
@@ -101,7 +102,7 @@ async def shoot(out: Path, size: tuple[int, int], theme: str) -> None:
             await pilot.pause(4.0)
             save(app, out, "sample")
     finally:
-        stop_demo(demo, keep=False)
+        finish_demo(demo)
 
 
 def main() -> None:

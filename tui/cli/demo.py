@@ -6,8 +6,9 @@ What the demo starts and how it cleans up is ``eagle_tui.tui.demo``'s job; this 
 from __future__ import annotations
 
 import argparse
+import logging
 
-from eagle_tui.tui.demo import demo_options, demo_sources, start_batch, start_demo, stop_demo
+from eagle_tui.tui.dashboard import add_refresh_argument
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -24,6 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--theme", default="eagle-dark")
     parser.add_argument("--no-mouse", action="store_true")
+    add_refresh_argument(parser)
     parser.add_argument("--keep", action="store_true", help="keep the demo's batch and logs")
     parser.add_argument(
         "--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR")
@@ -31,18 +33,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Start the demo, run the dashboard, clean up; returns the exit code."""
-    from eagle_tui.tui.app import EagleApp
+    """Paint the dashboard, start the demo behind it, clean up however it ends."""
+    from eagle_tui.tui.demo import DemoApp, finish_demo, prepare_demo
     from eagle_tui.tui.logsetup import configure_logging
 
     configure_logging(None, args.log_level)
-    demo = start_demo(args)
+    demo = prepare_demo(args)
     try:
-        app = EagleApp(demo_options(demo, args), sources=demo_sources(demo))
-        start_batch(demo, app, args)
+        app = DemoApp(demo, args)
         app.run(mouse=not args.no_mouse)
+        logging.getLogger(__name__).info("demo: the dashboard has quit")
         return app.return_code or 0
     finally:
-        stop_demo(demo, keep=args.keep)
-
-
+        finish_demo(demo, keep=args.keep)  # at once if quitting did it already
+        if args.keep:
+            print(f"eagle-tui demo: batch and logs kept in {demo.workdir}")

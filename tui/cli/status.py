@@ -1,9 +1,10 @@
 """``eagle-tui status``: one snapshot of every known server and batch, for scripts and cron.
 
 Known servers are the ``--url`` arguments plus every server a registered batch captures
-from; known batches are the registry's. Each server gets one watcher tick (``/health``
-awaited, its log read when ``--log`` names one), each batch one survey (its worker is
-asked when it runs).
+from; known batches are the registry's, except what a finished ``eagle-tui demo`` left
+behind (a batch under the demo's directory that no longer runs, and its server). Each
+server gets one watcher tick (``/health`` awaited, its log read when ``--log`` names one),
+each batch one survey (its worker is asked when it runs).
 
 Exit codes: 0 every server ready and unflagged and no batch failed or interrupted;
 3 a server is not ready or carries a flag; 4 a batch failed or was interrupted (3 wins
@@ -24,11 +25,12 @@ from urllib.parse import urlsplit
 
 from eagle_tui.core.batches.registry import Registry
 from eagle_tui.core.batches.survey import BatchView, survey_all
-from eagle_tui.core.batchstate import BatchState
+from eagle_tui.core.batchstate import LIVE_STATES, BatchState
 from eagle_tui.core.errors import UntrustedState
 from eagle_tui.core.health.assemble import WatchOptions, build_watcher
 from eagle_tui.core.health.phase import Phase
 from eagle_tui.core.health.snapshot import HealthSnapshot
+from eagle_tui.core.paths import state_dir
 from eagle_tui.core.sglang.router import look_at
 from eagle_tui.core.text import terminal_safe
 from eagle_tui.core.urls import url_error
@@ -84,7 +86,7 @@ async def collect(urls: list[str], logs: list[Path],
     """Every known server and batch, as one JSON-ready object; a router's entry also lists
     its workers (``router``)."""
     records = Registry().all()
-    views = await survey_all(records)
+    views = [view for view in await survey_all(records) if not demo_leftover(view)]
     servers = _known_servers(urls, views)
     log_of = dict(zip(urls, logs, strict=False))
     snapshots = await asyncio.gather(*(server_snapshot(u, log_of.get(u)) for u in servers))
@@ -113,6 +115,13 @@ async def router_entry(url: str, metrics_urls: list[str]) -> dict[str, Any]:
     metrics = next((m for m in metrics_urls if urlsplit(m).hostname == host), None)
     view = await look_at(url, metrics_url=metrics)
     return {} if view is None else {"router": router_json(view)}
+
+
+def demo_leftover(view: BatchView) -> bool:
+    """A batch an ``eagle-tui demo`` ran that no longer runs (its demo ended without
+    cleaning up): neither it nor its simulated server is anything to report."""
+    demo_dir = state_dir() / "demo"
+    return Path(view.record.out_dir).is_relative_to(demo_dir) and view.state not in LIVE_STATES
 
 
 def _known_servers(urls: list[str], views: list[BatchView]) -> list[str]:

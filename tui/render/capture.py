@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
+from eagle_tui.core.batchstate import BatchState
 from eagle_tui.core.capture.progress import CaptureProgress
 from eagle_tui.core.text import duration
 from eagle_tui.tui.sources.capture import BatchSnapshot
@@ -21,7 +22,7 @@ def progress_fraction(p: CaptureProgress | None) -> float | None:
 
 
 def progress_meter(snapshot: BatchSnapshot) -> MeterValue:
-    """``1,234/5,000 (24%) · ETA 3m12s``."""
+    """``1,234/5,000 (24%) · ETA 3m12s`` (or why there is no ETA)."""
     p = snapshot.progress
     fraction = progress_fraction(p)
     if p is None:
@@ -30,29 +31,50 @@ def progress_meter(snapshot: BatchSnapshot) -> MeterValue:
     label = f"{p.settled:,}/{total}"
     if fraction is not None:
         label += f" ({fraction:.0%})"
-    if snapshot.live and p.eta_s is not None:
-        label += f" · ETA {duration(p.eta_s)}"
+    eta = eta_text(snapshot)
+    if eta != "—":
+        label += f" · ETA {eta}"
+    elif snapshot.live and (why := no_eta_reason(snapshot)):
+        label += f" · no ETA: {why}"
     return MeterValue(fraction, label)
 
 
-def eta_text(snapshot: BatchSnapshot) -> str:
-    """``3m12s`` while running, ``—`` otherwise."""
+def no_eta_reason(snapshot: BatchSnapshot) -> str:
+    """Why a batch has no ETA now ("" when it has one): an ETA is only a promise while the
+    batch runs, finishes samples and has a server to send to."""
     p = snapshot.progress
-    if p is None or not snapshot.live or p.eta_s is None:
+    if snapshot.state != BatchState.RUNNING:
+        return str(snapshot.state)
+    if p is None or p.eta_s is None or p.total is None:
+        return "total not counted yet"
+    if p.servers and not any(s.state == "ready" for s in p.servers):
+        return "no server ready"
+    if p.samples_per_s <= 0:
+        return "nothing finishing"
+    return ""
+
+
+def eta_text(snapshot: BatchSnapshot) -> str:
+    """``3m12s`` while the batch is progressing, ``—`` otherwise (paused, stopping, no
+    server up, nothing finishing)."""
+    p = snapshot.progress
+    if p is None or p.eta_s is None or no_eta_reason(snapshot):
         return "—"
     return duration(p.eta_s)
 
 
 def table_cells(snapshot: BatchSnapshot) -> tuple[str, ...]:
-    """id, state, %, done/total, samples/s, tokens/s, ETA, failed, flagged."""
+    """id, name, state, %, done/total, samples/s, tokens/s, ETA, failed, flagged."""
     p = snapshot.progress
     fraction = progress_fraction(p)
     percent = f"{fraction:.0%}" if fraction is not None else "—"
+    name = snapshot.name or "—"
     if p is None:
-        return (snapshot.batch_id, snapshot.state, percent, "—", "—", "—", "—", "—", "—")
+        return (snapshot.batch_id, name, snapshot.state, percent, "—", "—", "—", "—", "—", "—")
     total = f"{p.total:,}" if p.total is not None else "?"
     return (
         snapshot.batch_id,
+        name,
         snapshot.state,
         percent,
         f"{p.settled:,}/{total}",
@@ -81,9 +103,12 @@ def counts_text(p: CaptureProgress) -> str:
     return " · ".join(parts)
 
 
-def kinds_text(title: str, counts: Mapping[str, int]) -> str:
-    """``failures: timeout 2, reset 1`` (``none`` when empty), largest first."""
+def kinds_text(title: str, counts: Mapping[str, int], total: int = 0) -> str:
+    """``failures: timeout 2, reset 1``, largest first; ``none`` only when ``total`` (the
+    batch's own count) is 0 too: a batch that is not running has counts but no kinds."""
     if not counts:
+        if total:
+            return f"{title}: {total:,} (by kind: known while the batch runs)"
         return f"{title}: none"
     ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
     return f"{title}: " + ", ".join(f"{name} {count:,}" for name, count in ordered)
@@ -101,6 +126,33 @@ def servers_text(p: CaptureProgress) -> str:
             line += f"  ({s.reason})"
         lines.append(line)
     return "\n".join(lines) if lines else "no server status yet"
+
+
+SPARK = " ▁▂▃▄▅▆▇█"
+
+
+def sparkline(values: Sequence[float], width: int) -> str:
+    """The newest ``width`` values as bars scaled from 0 to their largest (all zero: a flat
+    baseline, never full-height bars)."""
+    shown = list(values)[-width:] if width > 0 else []
+    top = max(shown, default=0.0)
+    if top <= 0:
+        return SPARK[1] * len(shown)
+    steps = len(SPARK) - 2
+    return "".join(SPARK[1 + round(max(0.0, v) / top * steps)] for v in shown)
+
+
+def sort_key(cell: str) -> tuple[int, float, str]:
+    """How a table cell sorts: numbers (``1,234``, ``40%``, ``3m12s`` as text) by value,
+    the rest as text, dashes last."""
+    text = cell.strip()
+    if text in ("", "—", "?"):
+        return (2, 0.0, "")
+    number = text.split("/")[0].replace(",", "").rstrip("%")
+    try:
+        return (0, float(number), "")
+    except ValueError:
+        return (1, 0.0, text.lower())
 
 
 class BatchHistory:

@@ -1,19 +1,37 @@
-"""What every view screen shares: the view bar on top, the footer below, help text, and
-palette commands."""
+"""What every view screen shares: the view bar on top, the footer below, help text, palette
+commands, and the one keyboard model: ``Esc`` leaves any text input, ``Tab``/``Shift+Tab``
+move between fields in the order keys arrive (a burst of keys over a laggy link or a paste
+stays in its field), ``/`` searches the view's table in a search box."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, ClassVar, cast
 
+from textual import on
 from textual.app import ComposeResult, SystemCommand
+from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import Footer
+from textual.widget import Widget
+from textual.widgets import Footer, Input
 
+from eagle_tui.tui.widgets.nav_table import NavTable
 from eagle_tui.tui.widgets.view_tabs import ViewTab, ViewTabs
 
 if TYPE_CHECKING:
     from eagle_tui.tui.app import EagleApp
+
+FIELD_KEYS: list[BindingType] = [
+    # Priority: handled when the key arrives, before later keys of a burst are handed to a
+    # field; otherwise keys typed after a Tab can still land in the field it left.
+    Binding("tab", "app.focus_next", "Next field", show=False, priority=True, id="field.next"),
+    Binding("shift+tab", "app.focus_previous", "Previous field", show=False, priority=True,
+            id="field.prev"),
+]
+
+
+class SearchBox(Input):
+    """The view's search box (shown by ``/`` in a table; Enter searches, Esc leaves)."""
 
 
 class ViewScreen(Screen[None]):
@@ -26,6 +44,11 @@ class ViewScreen(Screen[None]):
     MUTATING_ACTIONS: ClassVar[frozenset[str]] = frozenset()
     """Actions hidden in ``--readonly`` mode."""
 
+    BINDINGS: ClassVar[list[BindingType]] = [
+        *FIELD_KEYS,
+        Binding("escape", "leave_input", "Leave field", show=False, id="view.escape"),
+    ]
+
     @property
     def eagle(self) -> EagleApp:
         """The app, typed."""
@@ -34,7 +57,13 @@ class ViewScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield ViewTabs(self.VIEW)
         yield from self.compose_body()
-        yield Footer(compact=True)
+        box = SearchBox(placeholder="search the table (Enter: find, n/N: next/previous)",
+                        id="view-search", compact=True)
+        box.display = False
+        yield box
+        # The palette's hint sits in the view bar: in the footer it overlapped the keys at 80
+        # columns.
+        yield Footer(compact=True, show_command_palette=False)
 
     def compose_body(self) -> ComposeResult:
         """The view's own widgets, between the view bar and the footer."""
@@ -48,6 +77,8 @@ class ViewScreen(Screen[None]):
         """Hide mutating actions in read-only mode (False); otherwise ask ``action_state``."""
         if action in self.MUTATING_ACTIONS and self.eagle.options.readonly:
             return False
+        if action == "leave_input":
+            return isinstance(self.focused, Input)
         return self.action_state(action)
 
     def action_state(self, action: str) -> bool | None:
@@ -56,3 +87,40 @@ class ViewScreen(Screen[None]):
 
     def on_view_tab_chosen(self, message: ViewTab.Chosen) -> None:
         self.eagle.switch_view(message.view)
+
+    # -- leaving fields and searching --------------------------------------------------------
+
+    def action_leave_input(self) -> None:
+        """Esc in a text field: give the keys back to the view (q quits again)."""
+        box = self.query_one(SearchBox)
+        box.display = False
+        self.focus_main()
+
+    def focus_main(self) -> None:
+        """Focus the view's main widget (its table or log), else nothing."""
+        target = self.main_widget()
+        if target is not None:
+            target.focus()
+        else:
+            self.set_focus(None)
+
+    def main_widget(self) -> Widget | None:
+        """What has the keys when no field does: the view's table (the one ``/`` searches)."""
+        tables = self.query(NavTable)
+        return tables.first() if tables else None
+
+    @on(NavTable.SearchRequested)
+    def _open_search(self, event: NavTable.SearchRequested) -> None:
+        event.stop()
+        box = self.query_one(SearchBox)
+        box.display = True
+        box.focus()
+
+    @on(Input.Submitted, "#view-search")
+    def _search(self, event: Input.Submitted) -> None:
+        event.stop()
+        event.input.display = False
+        tables = self.query(NavTable)
+        if tables:
+            tables.first().focus()
+            tables.first().set_search(event.value)

@@ -14,6 +14,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
 from eagle_tui.core.errors import ConfigError
+from eagle_tui.core.text import duration
+from eagle_tui.tui.screens.base import FIELD_KEYS
 from eagle_tui.tui.sources.capture import PRESETS, BatchRequest, validate_request
 
 StopChoice = str
@@ -52,6 +54,7 @@ class NewBatchScreen(ModalScreen[BatchRequest | None]):
     """Asks for a batch; validates it (in a worker) before dismissing with the request."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
+        *FIELD_KEYS,
         Binding("escape", "cancel", "Cancel", id="form.cancel"),
         Binding("ctrl+s", "submit", "Start", id="form.start"),
     ]
@@ -73,7 +76,8 @@ class NewBatchScreen(ModalScreen[BatchRequest | None]):
             yield Static(Content.styled("New capture batch", "bold"), id="form-title")
             for name, label in self.FIELDS:
                 yield Label(label)
-                yield Input(self._defaults.get(name, ""), id=f"form-{name}", compact=True)
+                yield Input(self._defaults.get(name, ""), id=f"form-{name}", compact=True,
+                            select_on_focus=False)  # a burst typed after Tab appends
             with Horizontal(classes="form-row"):
                 yield Select(
                     [(name, name) for name in PRESETS],
@@ -123,6 +127,20 @@ class NewBatchScreen(ModalScreen[BatchRequest | None]):
         self.dismiss(None)
 
 
+def stop_question(batch_id: str, in_flight: int | None, grace_s: float | None) -> str:
+    """What drain and abort do, in this batch's numbers (when known)."""
+    requests = f"{in_flight} in-flight requests" if in_flight is not None else "in-flight requests"
+    grace = duration(grace_s) if grace_s is not None else "the batch's stop grace period"
+    return (
+        f"Stop batch {batch_id}?\n"
+        f"Drain: send nothing new; {requests} finish and are stored. Any still running after "
+        f"{grace} are aborted (drain turns into abort then).\n"
+        "Abort: cut in-flight requests now; they are not stored and are captured again on "
+        "resume.\n"
+        "Either way every finished sample is flushed to the shards; `r` resumes later."
+    )
+
+
 class StopBatchScreen(ModalScreen[StopChoice | None]):
     """Drain (finish in-flight requests), abort (cut them), or cancel."""
 
@@ -132,18 +150,18 @@ class StopBatchScreen(ModalScreen[StopChoice | None]):
         Binding("escape,n", "choose('')", "Cancel", id="stop.cancel"),
     ]
 
-    def __init__(self, batch_id: str) -> None:
+    def __init__(
+        self, batch_id: str, *, in_flight: int | None = None, grace_s: float | None = None
+    ) -> None:
         super().__init__()
         self._batch_id = batch_id
+        self._in_flight = in_flight
+        self._grace_s = grace_s
 
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm-box"):
-            question = (
-                f"Stop batch {self._batch_id}?\n"
-                "Drain: send nothing new, let in-flight requests finish, then stop.\n"
-                "Abort: cut in-flight requests now (they are captured again on resume)."
-            )
-            yield Static(Content(question), id="confirm-question")
+            yield Static(Content(stop_question(self._batch_id, self._in_flight, self._grace_s)),
+                         id="confirm-question")
             with Horizontal(id="confirm-buttons"):
                 yield Button("Drain (d)", id="stop-drain", variant="warning")
                 yield Button("Abort (a)", id="stop-abort", variant="error")

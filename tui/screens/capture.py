@@ -15,15 +15,17 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.coordinate import Coordinate
 from textual.widgets import DataTable, Static
 
 from eagle_tui.core.batchstate import BatchState
 from eagle_tui.core.errors import ConfigError
-from eagle_tui.tui.render.capture import BatchHistory, table_cells
+from eagle_tui.tui.render.capture import BatchHistory, sort_key, table_cells
 from eagle_tui.tui.screens.base import ViewScreen
 from eagle_tui.tui.screens.batch_forms import NewBatchScreen, StopBatchScreen
 from eagle_tui.tui.sources.capture import BatchRequest, BatchSnapshot, CaptureControl
 from eagle_tui.tui.widgets.batch_detail import BatchDetail
+from eagle_tui.tui.widgets.nav_table import NavTable
 
 HELP = """\
 Every capture batch in the registry (detached workers: they keep running when the
@@ -33,12 +35,19 @@ counts, failures and flags by kind, and each server's in-flight requests.
 
 `n` starts a new batch from a form that is checked before anything starts. `space` pauses
 or resumes the selected batch (in-flight requests finish either way). `s` stops it: drain
-(let in-flight requests finish) or abort. `w` streams its next 8 requests to the Streams
-view. `r` continues a stopped, failed or interrupted batch in a new worker. Actions that
-do not apply now are greyed out; `--readonly` hides them.
+(in-flight requests finish for the batch's stop grace period, then the rest are aborted) or
+abort (at once); the dialog says how many requests and how long. `w` streams its next 8
+requests to the Streams view. `r` continues a stopped, failed or interrupted batch in a new
+worker. Actions that do not apply now are greyed out; `--readonly` hides them.
+
+ETA is shown only while the batch is running, finishing samples and has a server ready;
+otherwise the bar says why there is none. Rates are drawn from zero (a flat line is no
+progress). `o` sorts by the next column (or click a header), `O` reverses; `j`/`k`, `g`/`G`
+move, `/` searches the table, `n`/`N` next/previous match.
 """
-COLUMNS = ("batch", "state", "%", "done/total", "smp/s", "tok/s", "ETA", "failed", "flags")
-REFRESH_S = 0.25
+COLUMNS = (
+    "batch", "name", "state", "%", "done/total", "smp/s", "tok/s", "ETA", "failed", "flagged"
+)
 WATCH_COUNT = 8
 
 
@@ -55,12 +64,16 @@ class CaptureScreen(ViewScreen):
         Binding("s", "stop_batch", "Stop", id="capture.stop"),
         Binding("w", "watch", "Watch 8", id="capture.watch"),
         Binding("r", "resume_run", "Resume run", id="capture.resume"),
+        Binding("o", "sort_next", "Sort", id="capture.sort"),
+        Binding("O", "sort_reverse", "Reverse sort", show=False, id="capture.sort_reverse"),
     ]
 
     def __init__(self) -> None:
         super().__init__()
         self.histories: dict[str, BatchHistory] = {}
         self.snapshots: tuple[BatchSnapshot, ...] = ()
+        self.sort_column: int | None = None
+        self.sort_reverse = False
 
     @property
     def control(self) -> CaptureControl | None:
@@ -68,7 +81,7 @@ class CaptureScreen(ViewScreen):
         return self.eagle.sources.capture
 
     def compose_body(self) -> ComposeResult:
-        table: DataTable[Text] = DataTable(id="batch-table", cursor_type="row")
+        table = NavTable(id="batch-table", cursor_type="row")
         table.add_columns(*COLUMNS)
         yield table
         yield Static("no batches yet: press n to start one", id="batch-empty", markup=False)
@@ -76,7 +89,7 @@ class CaptureScreen(ViewScreen):
 
     def on_mount(self) -> None:
         self.refresh_batches()
-        self.set_interval(REFRESH_S, self.refresh_batches)
+        self.set_interval(self.eagle.options.refresh_s, self.refresh_batches)
 
     # -- refresh -----------------------------------------------------------------------------
 
@@ -103,7 +116,14 @@ class CaptureScreen(ViewScreen):
         known = {snapshot.batch_id for snapshot in self.snapshots}
         for row_key in [row_key for row_key in table.rows if row_key.value not in known]:
             table.remove_row(row_key)  # forgotten from the registry
+        self._sort(table)
         self.query_one("#batch-empty").display = not self.snapshots
+
+    def _sort(self, table: DataTable[Text]) -> None:
+        if self.sort_column is None or not table.row_count:
+            return
+        column = list(table.columns)[self.sort_column]
+        table.sort(column, key=lambda cell: sort_key(cell.plain), reverse=self.sort_reverse)
 
     def _update_detail(self) -> None:
         detail = self.query_one(BatchDetail)
@@ -113,12 +133,37 @@ class CaptureScreen(ViewScreen):
             detail.show(selected, self.histories[selected.batch_id])
 
     def selected(self) -> BatchSnapshot | None:
-        """The batch under the table cursor."""
+        """The batch under the table cursor (rows may be sorted: found by key)."""
         table = self.query_one("#batch-table", DataTable)
         if not self.snapshots or table.row_count == 0:
             return None
-        index = min(max(table.cursor_row, 0), len(self.snapshots) - 1)
-        return self.snapshots[index]
+        row = min(max(table.cursor_row, 0), table.row_count - 1)
+        key = table.coordinate_to_cell_key(Coordinate(row, 0)).row_key.value
+        return next((s for s in self.snapshots if s.batch_id == key), None)
+
+    def action_sort_next(self) -> None:
+        """Sort by the next column (the first press sorts by the first)."""
+        count = len(COLUMNS)
+        self.sort_column = 0 if self.sort_column is None else (self.sort_column + 1) % count
+        self._resort()
+
+    def action_sort_reverse(self) -> None:
+        self.sort_reverse = not self.sort_reverse
+        self._resort()
+
+    @on(DataTable.HeaderSelected, "#batch-table")
+    def _header_selected(self, event: DataTable.HeaderSelected) -> None:
+        if self.sort_column == event.column_index:
+            self.sort_reverse = not self.sort_reverse
+        self.sort_column = event.column_index
+        self._resort()
+
+    def _resort(self) -> None:
+        self._sort(self.query_one("#batch-table", DataTable))
+        column = COLUMNS[self.sort_column] if self.sort_column is not None else "registry order"
+        order = "descending" if self.sort_reverse else "ascending"
+        self.notify(f"sorted by {column}, {order}", markup=False, timeout=2)
+        self._update_detail()
 
     @on(DataTable.RowHighlighted, "#batch-table")
     def _row_highlighted(self) -> None:
@@ -203,7 +248,9 @@ class CaptureScreen(ViewScreen):
                 self.control.stop(batch_id, abort=choice == "abort")
                 self.notify(f"{choice} requested", title=batch_id, markup=False)
 
-        self.app.push_screen(StopBatchScreen(batch_id), chosen)
+        in_flight = selected.progress.in_flight if selected.progress is not None else None
+        screen = StopBatchScreen(batch_id, in_flight=in_flight, grace_s=selected.stop_grace_s)
+        self.app.push_screen(screen, chosen)
 
     def action_watch(self) -> None:
         selected = self.selected()

@@ -21,7 +21,8 @@ from textual.widgets import DataTable, Input, Select, Static
 
 from eagle_tui.core.validate import FLAGS
 from eagle_tui.tui.screens.base import ViewScreen
-from eagle_tui.tui.screens.sample import SampleScreen, SampleView
+from eagle_tui.tui.screens.sample import SampleScreen, SampleView, copy_with_feedback
+from eagle_tui.tui.sources.recent import RecentSource
 from eagle_tui.tui.sources.samples import (
     ANY,
     CLEAN,
@@ -33,6 +34,7 @@ from eagle_tui.tui.sources.samples import (
     ShardSummary,
 )
 from eagle_tui.tui.widgets.flags import badge_text
+from eagle_tui.tui.widgets.nav_table import NavTable
 
 HELP = """\
 Pick a batch directory, a `shards/` directory or one parquet file (`o` edits the path,
@@ -48,12 +50,13 @@ sample id.
 """
 COLUMNS = ("#", "sample_id", "prompt", "output", "finish", "flags")
 FINISH_CHOICES = ("stop", "length", "abort")
+Samples = SampleSource | RecentSource
 
 
 class SourceOpened(Message):
     """Shards were opened (``source`` None and ``error`` set when they could not be)."""
 
-    def __init__(self, source: SampleSource | None, summary: ShardSummary | None, error: str):
+    def __init__(self, source: Samples | None, summary: ShardSummary | None, error: str):
         super().__init__()
         self.source = source
         self.summary = summary
@@ -97,7 +100,11 @@ def summary_text(summary: ShardSummary, page: SamplePage | None) -> str:
     """``1,234 rows in 3 shards · 56 flagged · page 1/13 (100 shown of 1,234)``."""
     flagged = summary.rows - summary.clean
     shards = f"{summary.shards} shard" + ("" if summary.shards == 1 else "s")
-    parts = [f"{summary.rows:,} rows in {shards}", f"{flagged:,} flagged"]
+    if summary.shards or not summary.rows:
+        head = f"{summary.rows:,} rows in {shards}"
+    else:
+        head = f"{summary.rows:,} recent rows from the running worker (no shard yet; r reloads)"
+    parts = [head, f"{flagged:,} flagged"]
     if summary.ignored:
         parts.append(f"{len(summary.ignored)} files ignored")
     if page is not None:
@@ -133,7 +140,7 @@ class InspectScreen(ViewScreen):
 
     def __init__(self) -> None:
         super().__init__()
-        self.source: SampleSource | None = None
+        self.source: Samples | None = None
         self.summary: ShardSummary | None = None
         self.page: SamplePage | None = None
         self._open_sample: SampleScreen | None = None
@@ -158,9 +165,7 @@ class InspectScreen(ViewScreen):
             )
         yield Static("no shards open", id="inspect-summary", markup=False)
         yield Static("", id="inspect-export", markup=False)
-        table: DataTable[Text] = DataTable(
-            id="inspect-table", cursor_type="row", zebra_stripes=True
-        )
+        table = NavTable(id="inspect-table", cursor_type="row", zebra_stripes=True)
         table.add_columns(*COLUMNS)
         yield table
 
@@ -193,14 +198,35 @@ class InspectScreen(ViewScreen):
     @work(thread=True, exclusive=True, group="inspect-open", exit_on_error=False)
     def _open(self, path: Path) -> None:
         self._set_summary(f"opening {path} …")
+        source: Samples
         try:
             source = SampleSource(path)
             summary = source.summary()
         except Exception as exc:  # ShardError, OSError, pyarrow errors: show them
-            self.post_message(SourceOpened(None, None, f"cannot open {path}: {exc}"))
-            return
+            recent = self._recent_of_running_batch(path)
+            if recent is None:
+                self.post_message(SourceOpened(None, None, f"cannot open {path}: {exc}"))
+                return
+            source, summary = recent, recent.summary()
+        if not summary.rows and (recent := self._recent_of_running_batch(path)) is not None:
+            source.close()  # no shard yet: the worker's recent rows instead
+            source, summary = recent, recent.summary()
         self.post_message(SourceOpened(source, summary, ""))
         self.post_message(PageReady(source.page(0)))
+
+    def _recent_of_running_batch(self, path: Path) -> RecentSource | None:
+        """A running batch writing to ``path`` that has no shard yet: its worker's recent
+        rows (so it can be spot-checked before its first shard). Blocking."""
+        control = self.eagle.sources.capture
+        if control is None:
+            return None
+        wanted = path.expanduser().resolve()
+        for snapshot in control.batches():
+            if snapshot.live and snapshot.out_dir.expanduser().resolve() == wanted:
+                rows = control.recent(snapshot.batch_id)
+                if rows:
+                    return RecentSource(path, rows, snapshot.batch_id, snapshot.tokenizer)
+        return None
 
     def _set_summary(self, text: str) -> None:
         self.app.call_from_thread(self.query_one("#inspect-summary", Static).update, Content(text))
@@ -294,8 +320,7 @@ class InspectScreen(ViewScreen):
     def action_copy_id(self) -> None:
         row = self.highlighted_row()
         if row is not None:
-            self.app.copy_to_clipboard(row.sample_id)
-            self.notify(row.sample_id, title="Copied sample id", markup=False)
+            copy_with_feedback(self, row.sample_id, "the sample id")
 
     @on(DataTable.RowSelected, "#inspect-table")
     def _row_selected(self, event: DataTable.RowSelected) -> None:
@@ -319,7 +344,10 @@ class InspectScreen(ViewScreen):
         metadata = self.summary.metadata if self.summary else None
         raw = sample_document(row, metadata, None)
         self.post_message(SampleReady(SampleView(row, raw, "decoding…"), final=False))
-        tokenizer, why = cache.try_load(cache.choose(metadata)) if cache else (None, "")
+        wanted = source.tokenizer if isinstance(source, RecentSource) else None
+        tokenizer, why = (
+            cache.try_load(wanted or cache.choose(metadata)) if cache else (None, "")
+        )
         document = sample_document(row, metadata, tokenizer) if tokenizer else raw
         note = f"decoded with {tokenizer.name}" if tokenizer else f"raw ids: {why}"
         self.post_message(SampleReady(SampleView(row, document, note), final=True))

@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar
 
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.content import Content
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from eagle_tui.core.fsio import write_atomic
 from eagle_tui.core.shards.schema import ShardRow
+from eagle_tui.tui.clipboard import ClipboardReach, copy_feedback
+from eagle_tui.tui.render.sample_export import decoded_text, export_path, sample_json
 from eagle_tui.tui.render.tokens import TokenDocument
 from eagle_tui.tui.widgets.flags import FlagBadges
 from eagle_tui.tui.widgets.token_view import TokenLegend, TokenView
@@ -28,15 +34,17 @@ class SampleView:
 
 
 def sample_header(row: ShardRow) -> str:
-    """``id · prompt 812 + output 1,034 tokens · finish stop (163586) · endpoint · 3.2 s``."""
+    """Two lines (no collision at 80 columns): ``id · prompt 812 + output 1,034 tokens ·
+    finish stop (163586)`` and ``think_end at 900 · 3.20 s · endpoint rid R``."""
     output = len(row.input_ids) - row.prompt_len
     stop = f" ({row.matched_stop})" if row.matched_stop is not None else ""
     turn = (f" · conversation {row.conversation_id} turn {row.turn} (parent "
             f"{row.parent_id or 'none'})" if row.conversation_id is not None else "")
     return (
         f"{row.sample_id} · prompt {row.prompt_len:,} + output {output:,} tokens · "
-        f"finish {row.finish_reason}{stop} · think_end at {row.think_end} · "
-        f"{row.endpoint} rid {row.rid} · {row.latency_s:.2f} s{turn}"
+        f"finish {row.finish_reason}{stop}\n"
+        f"think_end at {row.think_end} · {row.latency_s:.2f} s · {row.endpoint} rid {row.rid}"
+        f"{turn}"
     )
 
 
@@ -48,8 +56,18 @@ class SampleScreen(Screen[None]):
         Binding("t", "toggle_mode", "Text/ids", id="sample.mode"),
         Binding("p", "toggle_prompt", "Prompt", id="sample.prompt"),
         Binding("c", "copy_id", "Copy id", id="sample.copy"),
+        Binding("y", "copy_text", "Copy text", id="sample.copy_text"),
+        Binding("e", "export", "Export JSON", id="sample.export"),
+        Binding("j", "scroll(1)", "Down", show=False, id="sample.down"),
+        Binding("k", "scroll(-1)", "Up", show=False, id="sample.up"),
+        Binding("g", "edge(0)", "Top", show=False, id="sample.top"),
+        Binding("G", "edge(1)", "Bottom", show=False, id="sample.bottom"),
     ]
-    HELP = "`t` decoded text or raw ids, `p` show or hide the prompt, `c` copy the sample id."
+    HELP = (
+        "`t` decoded text or raw ids, `p` show or hide the prompt, `c` copy the sample id, "
+        "`y` copy the output text, `e` export the sample (ids and decoded text) as JSON to "
+        "the current directory."
+    )
 
     def __init__(self, view: SampleView) -> None:
         super().__init__(classes="sample-screen")
@@ -66,7 +84,7 @@ class SampleScreen(Screen[None]):
         yield TokenLegend()
         with VerticalScroll(id="sample-body"):
             yield self.tokens
-        yield Footer(compact=True)
+        yield Footer(compact=True, show_command_palette=False)
 
     def show_document(self, document: TokenDocument, note: str) -> None:
         """Swap in the decoded document once the tokenizer has loaded (safe before the
@@ -81,5 +99,56 @@ class SampleScreen(Screen[None]):
         self.tokens.show_prompt = not self.tokens.show_prompt
 
     def action_copy_id(self) -> None:
-        self.app.copy_to_clipboard(self.view.row.sample_id)
-        self.notify(self.view.row.sample_id, title="Copied sample id", markup=False)
+        copy_with_feedback(self, self.view.row.sample_id, "the sample id")
+
+    def action_copy_text(self) -> None:
+        document = self.tokens.document
+        text = decoded_text(document)
+        if text is None:
+            text = " ".join(str(i) for i in self.view.row.output_ids)
+        what = "the output text" if document.decoded else "the output ids (not decoded)"
+        copy_with_feedback(self, text, what, offer_export=True)
+
+    def action_export(self) -> None:
+        self._export(Path.cwd())
+
+    @work(thread=True, group="sample-export", exit_on_error=False)
+    def _export(self, directory: Path) -> None:
+        path = export_path(directory, self.view.row.sample_id)
+        data = sample_json(self.view.row, self.tokens.document, str(self.decoder.content))
+        try:
+            write_atomic(path, data)
+        except OSError as exc:
+            self.app.call_from_thread(self.notify, f"{path}: {exc}", title="Export failed",
+                                      severity="error", markup=False)
+            return
+        self.app.call_from_thread(self.notify, str(path), title="Sample exported",
+                                  markup=False)
+
+    def action_scroll(self, step: int) -> None:
+        self.query_one("#sample-body", VerticalScroll).scroll_relative(y=step * 3, animate=False)
+
+    def action_edge(self, end: int) -> None:
+        body = self.query_one("#sample-body", VerticalScroll)
+        if end:
+            body.scroll_end(animate=False)
+        else:
+            body.scroll_home(animate=False)
+
+
+def copy_with_feedback(
+    screen: Screen[None], text: str, what: str, *, offer_export: bool = False
+) -> None:
+    """Copy ``text`` with OSC 52 and say honestly whether it can have arrived."""
+    from eagle_tui.tui.app import EagleApp
+
+    app = screen.app
+    app.copy_to_clipboard(text)
+    reach = app.clipboard_reach if isinstance(app, EagleApp) else ClipboardReach("unknown")
+    title, message = copy_feedback(what, reach)
+    if reach.reach == "no" and offer_export:
+        message += "; `e` exports the sample to a file instead"
+    shown = text if len(text) <= 120 else text[:117] + "…"
+    body = f"{shown}\n{message}" if message else shown
+    severity: SeverityLevel = "warning" if reach.reach == "no" else "information"
+    screen.notify(body, title=title, severity=severity, markup=False)

@@ -7,7 +7,9 @@ batches here; the screen keeps per-server history and log buffers and updates th
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar
 from urllib.parse import urlsplit
 
@@ -17,21 +19,24 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.notifications import SeverityLevel
+from textual.widget import Widget
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
 from eagle_tui.tui.options import ServerTarget
+from eagle_tui.tui.render.gpu import gpu_lines
+from eagle_tui.tui.render.incidents import HOLD_S, IncidentDesk
 from eagle_tui.tui.render.server import ServerHistory
 from eagle_tui.tui.screens.base import ViewScreen
 from eagle_tui.tui.screens.confirm import ConfirmScreen
 from eagle_tui.tui.sources.server import DISCOVER_EVERY_S, LogBatch, ServerAction
-from eagle_tui.tui.widgets.flags import flag_severity
-from eagle_tui.tui.widgets.log_pane import LogBuffer, LogPane
+from eagle_tui.tui.widgets.gpu_panel import GpuPanel
+from eagle_tui.tui.widgets.log_pane import HEALTH_NOISE, LogBuffer, LogPane, ServerLog
 from eagle_tui.tui.widgets.router_card import RouterWorkers
 from eagle_tui.tui.widgets.server_card import ServerCard
 
 if TYPE_CHECKING:
-    from eagle_tui.core.health.snapshot import Flag, HealthSnapshot
+    from eagle_tui.core.health.snapshot import HealthSnapshot
     from eagle_tui.core.sglang.router import RouterView
     from eagle_tui.tui.sources.server import FeedItem, ServerFeed
 
@@ -42,9 +47,15 @@ loading, the phase **timeline** with last start-up's durations in brackets, **fl
 their evidence, process / port / GPU state, the `/health` latency sparkline and, once
 serving, running and queued requests and tokens/s.
 
-Below: the selected server's **log**. `/` filters it (a regular expression; lower case
-ignores case), `f` turns follow on or off (scrolling up turns it off), End jumps back, `h` shows the
-lines quiet mode hides (our own `/health` polls and progress-bar redraws).
+Below: the selected server's **log**, newest at the bottom, redrawn once per refresh
+period. `/` searches it (a regular expression; lower case ignores case): matches are
+highlighted, `n`/`N` jump to the next/previous match, `m` switches between matching lines
+only (the default) and every line. `e`/`E` jump to the next/previous error. `j`/`k` scroll,
+`g` goes to the top; `f` turns follow on or off (scrolling up turns it off), End or `G`
+follow again. `c` folds lines that differ only in their tensor-parallel rank into one
+(`TP0-7 … ×8 ranks`, on by default), `w` wraps long lines, `t` hides time stamps, `h` shows
+the lines quiet mode hides (our own `/health` polls and progress-bar redraws, which are
+never the card's "last log" either). `Esc` leaves the search box.
 
 With several servers, `]` and `[` select the one whose log is shown.
 A server that is SGLang's router lists its workers on its card (state, the router's load,
@@ -52,6 +63,11 @@ running and queued requests); each worker gets a card of its own, watched like a
 Managed servers (started by eagle-tui) can be restarted (`r`) or stopped (`x`).
 Started with no `--url`, the view finds the SGLang servers on this host (and those started
 later) in the process table, with the log files their output goes to.
+
+The **GPU panel** (`p` hides or shows it) has one line per GPU of a local server's host:
+memory used of total, utilisation, and every process holding memory, marked `server` (the
+server or one of its ranks) or `OTHER` (memory still held by a previous server shows
+here while a new one starts). Without an NVIDIA driver the card says so instead.
 """
 
 NO_SERVER = (
@@ -89,10 +105,13 @@ class ServerScreen(ViewScreen):
     AUTO_FOCUS = "ServerLog"
     MUTATING_ACTIONS = frozenset({"restart_server", "stop_server"})
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("bracketright", "select_server(1)", "Next server", id="server.next"),
-        Binding("bracketleft", "select_server(-1)", "Prev server", id="server.prev"),
+        Binding("bracketright", "select_server(1)", "Next server", key_display="]",
+                id="server.next"),
+        Binding("bracketleft", "select_server(-1)", "Prev server", key_display="[",
+                id="server.prev"),
         Binding("r", "restart_server", "Restart", id="server.restart"),
         Binding("x", "stop_server", "Stop server", id="server.stop"),
+        Binding("p", "toggle_gpus", "GPUs", show=False, id="server.gpus"),
     ]
 
     def __init__(self) -> None:
@@ -101,6 +120,13 @@ class ServerScreen(ViewScreen):
         self.histories: list[ServerHistory] = []
         self.buffers: list[LogBuffer] = []
         self._busy: set[int] = set()
+        self.desks: list[IncidentDesk] = []
+        self.show_gpus = True
+        self._last_line: dict[int, tuple[str, float]] = {}
+        """Per server, the newest log line that is not our own polling, and when it came."""
+        self._pending: dict[int, list[FeedItem]] = {}
+        """Feed items received since the last redraw, per server (applied once per refresh:
+        over a slow link every redraw costs bytes, so a second's log lines scroll once)."""
 
     @property
     def feeds(self) -> tuple[ServerFeed, ...]:
@@ -109,6 +135,7 @@ class ServerScreen(ViewScreen):
 
     def compose_body(self) -> ComposeResult:
         self.histories = [ServerHistory() for _ in self.feeds]
+        self.desks = [IncidentDesk(feed.target.label) for feed in self.feeds]
         self.buffers = [LogBuffer() for _ in self.feeds]
         with VerticalScroll(id="server-cards"):
             if not self.feeds:
@@ -116,12 +143,19 @@ class ServerScreen(ViewScreen):
                 yield Static(LOOKING if looking else NO_SERVER, classes="placeholder", markup=False)
             for index, feed in enumerate(self.feeds):
                 yield ServerCard(feed.target, index)
+        yield GpuPanel(id="server-gpus")
         yield LogPane(self.buffers[0] if self.buffers else None, id="server-log")
+
+    def main_widget(self) -> Widget | None:
+        logs = self.query(ServerLog)
+        return logs.first() if logs else None
 
     def on_mount(self) -> None:
         self._mark_selected()
         for index, feed in enumerate(self.feeds):
             self._run_feed(index, feed)
+        self.set_interval(self.eagle.options.refresh_s, self.apply_pending)
+        self.set_interval(HOLD_S / 3, self._toast_incidents)
         if self.eagle.sources.discovery is not None:
             self._discover()
 
@@ -140,24 +174,30 @@ class ServerScreen(ViewScreen):
 
     @on(ServersFound)
     async def _servers_found(self, message: ServersFound) -> None:
-        from eagle_tui.tui.sources.server import ServerFeed
-
         for placeholder in self.query(".placeholder"):
             await placeholder.remove()
-        cards = self.query_one("#server-cards", VerticalScroll)
         for target in message.targets:
-            feed = ServerFeed(target)
-            sources = self.eagle.sources
-            sources.servers = (*sources.servers, feed)
-            index = len(self.feeds) - 1
-            self.histories.append(ServerHistory())
-            self.buffers.append(LogBuffer())
-            await cards.mount(ServerCard(target, index))
+            index = self._add_server(target)
             if index == 0:
                 self.query_one(LogPane).use_buffer(self.buffers[0])
-            self._run_feed(index, feed)
         self._mark_selected()
         self.refresh_bindings()
+
+    def _add_server(self, target: ServerTarget) -> int:
+        """Watch one more server (found on the host, or a router's worker): its card, its
+        history, log buffer and incident desk, and its feed; the new index."""
+        from eagle_tui.tui.sources.server import ServerFeed
+
+        feed = ServerFeed(target)
+        sources = self.eagle.sources
+        sources.servers = (*sources.servers, feed)
+        index = len(sources.servers) - 1
+        self.histories.append(ServerHistory())
+        self.buffers.append(LogBuffer())
+        self.desks.append(IncidentDesk(target.label))
+        self.query_one("#server-cards", VerticalScroll).mount(ServerCard(target, index))
+        self._run_feed(index, feed)
+        return index
 
     # -- feeds -------------------------------------------------------------------------------
 
@@ -175,14 +215,34 @@ class ServerScreen(ViewScreen):
 
     @on(FeedMessage)
     def _feed_item(self, message: FeedMessage) -> None:
+        first = not self.histories[message.index].latest and not self._pending
+        self._pending.setdefault(message.index, []).append(message.item)
+        if first:  # the first look at a server is shown at once
+            self.apply_pending()
+
+    def apply_pending(self) -> None:
+        """Show what the feeds sent since the last redraw: every log line (one write per
+        server), the newest router view and snapshot."""
+        pending, self._pending = self._pending, {}
+        with self.app.batch_update():
+            for index, items in pending.items():
+                self._apply(index, items)
+
+    def _apply(self, index: int, items: list[FeedItem]) -> None:
         from eagle_tui.core.sglang.router import RouterView
 
-        if isinstance(message.item, LogBatch):
-            self._log_batch(message.index, message.item)
-        elif isinstance(message.item, RouterView):
-            self._router_view(message.index, message.item)
-        else:
-            self._snapshot(message.index, message.item)
+        batches = [item for item in items if isinstance(item, LogBatch)]
+        if batches:
+            last = batches[-1]
+            lines = tuple(line for batch in batches for line in batch.lines)
+            self._note_last_line(index, lines)
+            self._log_batch(index, LogBatch(lines, last.partial, (), last.error))
+        views = [item for item in items if isinstance(item, RouterView)]
+        if views:
+            self._router_view(index, views[-1])
+        snapshots = [item for item in items if not isinstance(item, LogBatch | RouterView)]
+        if snapshots:
+            self._snapshots(index, snapshots)
 
     def _router_view(self, index: int, view: RouterView) -> None:
         """Show a router's workers on its card, and give each worker a card of its own."""
@@ -195,38 +255,54 @@ class ServerScreen(ViewScreen):
         watched = {feed.target.url.rstrip("/") for feed in self.feeds}
         for worker in view.workers:
             if worker.url not in watched:
-                self._watch_worker(card.target, worker.url)
+                name = f"{card.target.label} › {urlsplit(worker.url).netloc or worker.url}"
+                self._add_server(ServerTarget(url=worker.url, name=name))
+    def _show_gpus(self, snapshot: HealthSnapshot | None) -> None:
+        lines = gpu_lines(snapshot.gpu, snapshot.process) if snapshot is not None else []
+        self.query_one(GpuPanel).show_lines(lines, wanted=self.show_gpus)
 
-    def _watch_worker(self, router: ServerTarget, url: str) -> None:
-        from eagle_tui.tui.sources.server import ServerFeed
+    def action_toggle_gpus(self) -> None:
+        self.show_gpus = not self.show_gpus
+        self._show_gpus(self.histories[self.selected].latest if self.histories else None)
 
-        name = f"{router.label} › {urlsplit(url).netloc or url}"
-        feed = ServerFeed(ServerTarget(url=url, name=name))
-        sources = self.eagle.sources
-        sources.servers = (*sources.servers, feed)
-        index = len(sources.servers) - 1
-        self.histories.append(ServerHistory())
-        self.buffers.append(LogBuffer())
-        self.query_one("#server-cards", VerticalScroll).mount(ServerCard(feed.target, index))
-        self._run_feed(index, feed)
+    def _note_last_line(self, index: int, lines: tuple[str, ...]) -> None:
+        meaningful = [line for line in lines if not HEALTH_NOISE.search(line)]
+        if meaningful:
+            self._last_line[index] = (meaningful[-1], time.monotonic())
 
-    def _snapshot(self, index: int, snapshot: HealthSnapshot) -> None:
-        new_flags = self.histories[index].record(snapshot)
-        self.query_one(f"#server-card-{index}", ServerCard).show(snapshot, self.histories[index])
-        for flag in new_flags:
-            self._toast_flag(index, flag)
+    def _without_polls(self, index: int, snapshot: HealthSnapshot) -> HealthSnapshot:
+        """The snapshot with its "last log" line being the newest one that is not the
+        dashboard's own ``/health`` or ``/metrics`` poll (those say nothing of the server)."""
+        line = snapshot.last_log_line
+        if line is None or not HEALTH_NOISE.search(line):
+            return snapshot
+        seen = self._last_line.get(index)
+        if seen is None:
+            return replace(snapshot, last_log_line=None, last_log_age_s=None)
+        return replace(snapshot, last_log_line=seen[0],
+                       last_log_age_s=max(0.0, time.monotonic() - seen[1]))
+
+    def _snapshots(self, index: int, snapshots: list[HealthSnapshot]) -> None:
+        """Record every snapshot (latency points, new flags); show the newest."""
+        history = self.histories[index]
+        new_flags = [flag for snapshot in snapshots for flag in history.record(snapshot)]
+        shown = self._without_polls(index, snapshots[-1])
+        self.query_one(f"#server-card-{index}", ServerCard).show(shown, history)
+        if index == self.selected:
+            self._show_gpus(shown)
+        self.desks[index].add(new_flags, time.monotonic())
+        self._toast_incidents()
         self.refresh_bindings()
 
-    def _toast_flag(self, index: int, flag: Flag) -> None:
-        severity: SeverityLevel = "error" if flag_severity(flag.name) == "error" else "warning"
-        label = self.feeds[index].target.label
-        self.notify(
-            flag.evidence,
-            title=f"{label}: {flag.name}",
-            severity=severity,
-            markup=False,
-            timeout=8,
-        )
+    def _toast_incidents(self) -> None:
+        """One toast per incident, naming its root cause (see ``render.incidents``)."""
+        now = time.monotonic()
+        for desk in self.desks:
+            toast = desk.due(now)
+            if toast is not None:
+                severity: SeverityLevel = "error" if toast.severity == "error" else "warning"
+                self.notify(toast.message, title=toast.title, severity=severity, markup=False,
+                            timeout=10)
 
     def _log_batch(self, index: int, batch: LogBatch) -> None:
         if index != self.selected:
@@ -247,6 +323,7 @@ class ServerScreen(ViewScreen):
         pane = self.query_one(LogPane)
         pane.use_buffer(self.buffers[self.selected])
         pane.set_partial("")
+        self._show_gpus(self.histories[self.selected].latest)
         self.refresh_bindings()
 
     def _mark_selected(self) -> None:

@@ -1,15 +1,18 @@
 """The Streams view: the requests a batch streams live, token by token, highlighted.
 
-A thread worker drains the watched batch's events every ``FLUSH_S`` seconds, folds them
-into a ``StreamBoard`` (segmenting and decoding there, off the UI thread) and posts one
-``StreamsUpdate`` per flush with the streams that changed, so the UI is updated at most
-``1 / FLUSH_S`` times a second however fast tokens arrive.
+A thread worker drains the watched batch's events every refresh period (``--refresh``,
+half of it for this view, at most ``MAX_FLUSH_HZ`` a second), folds them into a
+``StreamBoard`` (segmenting and decoding there, off the UI thread) and posts one
+``StreamsUpdate`` per flush with the streams that changed. The board gives each stream a
+slot and keeps it there until it has ended; the screen has one box per slot.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from textual import on, work
@@ -18,6 +21,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
@@ -25,35 +29,58 @@ from eagle_tui.tui.screens.base import ViewScreen
 from eagle_tui.tui.sources.capture import BatchSnapshot, CaptureControl
 from eagle_tui.tui.sources.documents import KIMI_BOUNDARIES
 from eagle_tui.tui.sources.streams import KEEP_STREAMS, StreamBoard, StreamView
+from eagle_tui.tui.sources.tokenizers import SharedTokenizer
 from eagle_tui.tui.widgets.stream_box import StreamBox
 from eagle_tui.tui.widgets.token_view import TokenLegend
 
-FLUSH_S = 0.1
+MAX_FLUSH_HZ = 10.0
 AUTO_WATCH_S = 1.0
 WATCH_COUNT = 8
 HELP = """\
 The requests the selected batch streams live (`w` in the Capture view, or `w` here, asks
 it to stream its next 8 requests; every other request is sent without streaming). Each box
-is one request, newest at the bottom, updated ten times a second:
+is one request and keeps it from its first token to its end; a finished box makes room for
+a new request only when one starts (the box that ended first goes first). While all eight
+boxes are still generating, newer requests are not shown.
 
 reasoning (italic), the `‹/think›` end-of-reasoning token (163607), the answer, tool-call
 tokens (`‹tools›`, `‹call›`, `‹args›` …) and their arguments (underlined), and the stop token
 `‹stop›`, each in its own style. The capture sends prompt ids only, so a stream starts with
-the model's first output token, inside reasoning.
+the model's first output token, inside reasoning. A box that lost ids (the dashboard fell
+behind and the worker dropped events) says so in its title.
 
 `t` switches every box between decoded text and raw token ids; `a` keeps 8 requests
-streaming (it asks for more as watched ones end).
+streaming (it asks for more as watched ones end); `j`/`k` scroll, `g`/`G` top and bottom.
 """
+
+
+@dataclass
+class TokenizerLoad:
+    """A tokenizer being loaded off the streams thread."""
+
+    done: threading.Event = field(default_factory=threading.Event)
+    tokenizer: SharedTokenizer | None = None
+    why: str = ""
 
 
 class StreamsUpdate(Message):
     """The streams that changed in one flush (posted from the worker thread)."""
 
-    def __init__(self, batch_id: str, views: tuple[StreamView, ...], note: str = "") -> None:
+    def __init__(
+        self,
+        batch_id: str,
+        views: tuple[StreamView, ...],
+        note: str = "",
+        *,
+        live: int = 0,
+        seen: int = 0,
+    ) -> None:
         super().__init__()
         self.batch_id = batch_id
         self.views = views
         self.note = note
+        self.live = live
+        self.seen = seen
 
 
 class StreamsScreen(ViewScreen):
@@ -66,6 +93,10 @@ class StreamsScreen(ViewScreen):
         Binding("t", "toggle_mode", "Text/ids", id="streams.mode"),
         Binding("w", "watch_more", "Watch 8 more", id="streams.watch"),
         Binding("a", "toggle_auto", "Keep 8 live", id="streams.auto"),
+        Binding("j", "scroll(1)", "Down", show=False, id="streams.down"),
+        Binding("k", "scroll(-1)", "Up", show=False, id="streams.up"),
+        Binding("g,home", "edge(0)", "Top", show=False, id="streams.top"),
+        Binding("G,end", "edge(1)", "Bottom", show=False, id="streams.bottom"),
     ]
 
     def __init__(self) -> None:
@@ -73,12 +104,14 @@ class StreamsScreen(ViewScreen):
         self.boxes: dict[str, StreamBox] = {}
         """The box showing each stream on screen, by sample id."""
         self.slots: list[StreamBox] = []
-        self._tick = 0
+        """One box per board slot, in slot order."""
         self._requested = 0
-        self._assigned = 0
+        self._seen = 0
+        self._live = 0
         self.mode = "text"
         self.batch_id: str | None = None
         self._note = ""
+        self._tokenizer_name = ""
 
     @property
     def control(self) -> CaptureControl | None:
@@ -97,56 +130,87 @@ class StreamsScreen(ViewScreen):
     def on_mount(self) -> None:
         if self.control is not None:
             self._follow_streams(self.control)
-            self.set_interval(AUTO_WATCH_S, self._top_up)
+            self.set_interval(AUTO_WATCH_S, self._tick)
+
+    def _tick(self) -> None:
+        self._top_up()
+        self._show_status()
 
     def _top_up(self) -> None:
         """With "keep 8 live" on, ask the batch to stream more as watched requests end."""
         control, batch_id = self.control, self.eagle.watching
         if not self.eagle.auto_watch or control is None or batch_id is None:
             return
-        live = sum(1 for box in self.slots if not box.ended)
-        outstanding = max(0, self._requested - self._assigned)
-        wanted = KEEP_STREAMS - live - outstanding
+        snapshot = _find(control.batches(), batch_id)
+        if snapshot is None or not snapshot.live:
+            return
+        outstanding = max(0, self._requested - self._seen)
+        wanted = KEEP_STREAMS - self._live - outstanding
         if wanted > 0:
             control.watch(batch_id, wanted)
             self._requested += wanted
 
     # -- the worker --------------------------------------------------------------------------
 
+    def flush_s(self) -> float:
+        """How often the streams are redrawn: half the refresh period, at most 10 a second."""
+        return max(1.0 / MAX_FLUSH_HZ, self.eagle.options.refresh_s / 2)
+
     @work(thread=True, group="streams", exit_on_error=False)
     def _follow_streams(self, control: CaptureControl) -> None:
         stop = get_current_worker().cancelled_event
         board: StreamBoard | None = None
         batch_id: str | None = None
-        while not stop.wait(FLUSH_S):
+        loading: TokenizerLoad | None = None
+        while not stop.wait(self.flush_s()):
             try:
                 wanted = self.eagle.watching
                 if wanted != batch_id:
                     batch_id, board = wanted, StreamBoard(KIMI_BOUNDARIES)
+                    loading = self._start_tokenizer_load(control, batch_id)
                     if batch_id is not None:
-                        self._load_tokenizer(board, control, batch_id)
+                        self.post_message(StreamsUpdate(batch_id, ()))
                 if batch_id is None or board is None:
                     continue
+                if loading is not None and loading.done.is_set():
+                    self._use_tokenizer(board, batch_id, loading)
+                    loading = None
                 views = board.apply(control.take_events(batch_id))
                 if views:
-                    self.post_message(StreamsUpdate(batch_id, views))
+                    self.post_message(
+                        StreamsUpdate(batch_id, views, live=board.live, seen=board.seen)
+                    )
             except Exception as exc:  # keep following; show what went wrong
                 self.post_message(StreamsUpdate(batch_id or "", (), f"streams: {exc}"))
                 time.sleep(1.0)
 
-    def _load_tokenizer(self, board: StreamBoard, control: CaptureControl, batch_id: str) -> None:
-        """Decode with the batch's tokenizer (raw ids until, or if, it loads)."""
+    def _start_tokenizer_load(
+        self, control: CaptureControl, batch_id: str | None
+    ) -> TokenizerLoad | None:
+        """Load the batch's tokenizer in the background: streams show raw ids meanwhile
+        (a first load imports transformers: seconds)."""
         cache = self.eagle.sources.tokenizers
         snapshot = _find(control.batches(), batch_id)
         path = snapshot.tokenizer if snapshot is not None else None
         if cache is None or path is None:
-            return
-        tokenizer, why = cache.try_load(path)
+            return None
+        load = TokenizerLoad()
+
+        def run() -> None:
+            load.tokenizer, load.why = cache.try_load(path)
+            load.done.set()
+
+        threading.Thread(target=run, name="streams-tokenizer", daemon=True).start()
+        return load
+
+    def _use_tokenizer(self, board: StreamBoard, batch_id: str, load: TokenizerLoad) -> None:
+        tokenizer = load.tokenizer
         if tokenizer is None:
-            self.post_message(StreamsUpdate(batch_id, (), f"raw ids: {why}"))
+            self.post_message(StreamsUpdate(batch_id, (), f"no tokenizer ({load.why})"))
             return
         board.use_tokenizer(tokenizer, tokenizer.boundary_ids())
-        self.post_message(StreamsUpdate(batch_id, board.views(), f"decoded with {tokenizer.name}"))
+        self._tokenizer_name = tokenizer.name
+        self.post_message(StreamsUpdate(batch_id, board.views(), live=board.live, seen=board.seen))
 
     # -- updates -----------------------------------------------------------------------------
 
@@ -156,6 +220,8 @@ class StreamsScreen(ViewScreen):
             self._note = message.note
         if message.batch_id != self.batch_id:
             self._reset(message.batch_id)
+        if message.views:
+            self._live, self._seen = message.live, message.seen
         grid = self.query_one("#streams-grid", VerticalScroll)
         with self.app.batch_update():
             for view in message.views:
@@ -168,47 +234,70 @@ class StreamsScreen(ViewScreen):
             box.remove()
         self.slots.clear()
         self.boxes.clear()
+        self._requested = self._seen = self._live = 0
 
     def _show(self, grid: VerticalScroll, view: StreamView) -> None:
-        """Update the stream's box; a new stream takes a new slot while there are fewer than
-        ``KEEP_STREAMS``, then the slot of the stream that ended (or changed) longest ago.
-        Boxes are reused, never removed: no layout pass while streams come and go."""
-        self._tick += 1
-        box = self.boxes.get(view.sample_id)
-        if box is None:
-            self._assigned += 1
-            if len(self.slots) < KEEP_STREAMS:
-                box = StreamBox(view)
-                self.slots.append(box)
-                grid.mount(box)
-                self._apply_mode(box)
-            else:
-                box = min(self.slots, key=lambda b: (not b.ended, b.updated))
-                self.boxes.pop(box.sample_id, None)
-                box.show(view)
-            self.boxes[view.sample_id] = box
-        else:
-            box.show(view)
-        box.updated = self._tick
+        """Show ``view`` in the box of its slot (boxes are made once per slot and reused:
+        no layout pass while streams come and go)."""
+        while len(self.slots) <= view.slot:
+            box = StreamBox(view)
+            self.slots.append(box)
+            grid.mount(box)
+            self._apply_mode(box)
+        box = self.slots[view.slot]
+        if box.sample_id != view.sample_id:
+            self.boxes.pop(box.sample_id, None)
+        box.show(view)
+        self.boxes[view.sample_id] = box
 
-    def _show_status(self) -> None:
+    def status_text(self) -> str:
+        """``batch B · running · 8 shown, 5 generating · keeping 8 live · decoded with T``:
+        the batch's state now, and how the boxes are drawn now."""
         snapshot = _find(self.control.batches(), self.batch_id) if self.control else None
-        parts = [f"batch {self.batch_id}" if self.batch_id else "no batch watched"]
+        if self.batch_id is None:
+            return "no batch is being watched: press w in the Capture view"
+        parts = [f"batch {self.batch_id}"]
         if snapshot is not None:
-            parts.append(snapshot.state)
-        parts.append(f"{len(self.boxes)} streams")
-        if self.eagle.auto_watch:
+            parts.append(str(snapshot.state))
+        parts.append(f"{len(self.boxes)} shown, {self._live} generating")
+        if self.eagle.auto_watch and snapshot is not None and snapshot.live:
             parts.append(f"keeping {KEEP_STREAMS} live")
+        parts.append(self._mode_text())
         if self._note:
             parts.append(self._note)
-        self.query_one("#streams-status", Static).update(Content(" · ".join(parts)))
+        return " · ".join(parts)
+
+    def _mode_text(self) -> str:
+        if self.mode == "ids":
+            return "raw ids (t: text)"
+        if self._tokenizer_name:
+            return f"decoded with {self._tokenizer_name}"
+        return "raw ids: no tokenizer" if self._note else "raw ids until the tokenizer loads"
+
+    def _show_status(self) -> None:
+        self.query_one("#streams-status", Static).update(Content(self.status_text()))
 
     # -- actions -----------------------------------------------------------------------------
+
+    def main_widget(self) -> Widget | None:
+        return self.query_one("#streams-grid", VerticalScroll)
+
+    def action_scroll(self, step: int) -> None:
+        grid = self.query_one("#streams-grid", VerticalScroll)
+        grid.scroll_relative(y=step * 3, animate=False)
+
+    def action_edge(self, end: int) -> None:
+        grid = self.query_one("#streams-grid", VerticalScroll)
+        if end:
+            grid.scroll_end(animate=False)
+        else:
+            grid.scroll_home(animate=False)
 
     def action_toggle_mode(self) -> None:
         self.mode = "ids" if self.mode == "text" else "text"
         for box in self.slots:
             self._apply_mode(box)
+        self._show_status()
 
     def _apply_mode(self, box: StreamBox) -> None:
         box.tokens.mode = "ids" if self.mode == "ids" else "text"

@@ -30,12 +30,20 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Coroutine
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from eagle_tui.core.batches.api import DeltaEvent, Lost, Progress, RequestEvent, StatusDoc
+from eagle_tui.core.batches.api import (
+    DeltaEvent,
+    Lost,
+    Progress,
+    RecentSamples,
+    RequestEvent,
+    StatusDoc,
+)
 from eagle_tui.core.batches.control_client import BatchClient
 from eagle_tui.core.batches.detach import launch_detached, relaunch
 from eagle_tui.core.batches.events import END, HELLO
@@ -48,12 +56,17 @@ from eagle_tui.core.capture.progress import CaptureProgress
 from eagle_tui.core.errors import BatchError, ConfigError, EagleError
 from eagle_tui.tui.sources.capture import BatchRequest, BatchSnapshot, validate_request
 
+if TYPE_CHECKING:
+    from eagle_tui.core.shards.schema import ShardRow
+
 log = logging.getLogger(__name__)
 
 POLL_S = 0.5
 SURVEY_TIMEOUT_S = 2.0
 EVENT_BUFFER = 50_000
 HELLO_WAIT_S = 3.0
+CLOSE_WAIT_S = 0.5
+"""How long closing waits for the follower thread (a daemon: it never holds the exit up)."""
 _ENDED_KINDS = frozenset({"finished", "failed", "rejected"})
 
 Launcher = Callable[..., Any]
@@ -139,6 +152,30 @@ class DetachedCapture:
                 taken.append(events.popleft())
         return taken
 
+    def recent(self, batch_id: str) -> list[ShardRow]:
+        """The worker's newest finished rows (BLOCKING, up to ``SURVEY_TIMEOUT_S``)."""
+        from eagle_tui.core.shards.schema import ShardRow  # pyarrow: only when asked
+
+        self._ensure_thread()
+        loop = self._loop
+        if loop is None:
+            return []
+
+        async def ask() -> RecentSamples:
+            return await self._client(batch_id).recent()
+
+        try:
+            reply = asyncio.run_coroutine_threadsafe(ask(), loop).result(SURVEY_TIMEOUT_S + 1)
+        except Exception as exc:  # an old worker (404), one that ended, a timeout
+            log.info("recent rows of %s: %s", batch_id, exc)
+            return []
+        return [
+            ShardRow(s.sample_id, s.input_ids, s.prompt_len, s.finish_reason, s.matched_stop,
+                     s.think_end, s.flags, s.endpoint, s.rid, s.latency_s,
+                     datetime.fromtimestamp(s.created_at, UTC))
+            for s in reply.samples
+        ]
+
     def close(self) -> None:
         """Stop following (the batches keep running: they are detached). Idempotent."""
         self._closed = True
@@ -146,7 +183,7 @@ class DetachedCapture:
         if loop is not None and thread is not None:
             with contextlib.suppress(RuntimeError):  # the loop already ended
                 loop.call_soon_threadsafe(self._shutdown)
-            thread.join(timeout=5.0)
+            thread.join(timeout=CLOSE_WAIT_S)
 
     # -- beyond the interface ----------------------------------------------------------------
 
@@ -378,6 +415,7 @@ def snapshot_of(view: BatchView, error: str | None = None) -> BatchSnapshot:
         error=error or view.detail,
         name=record.name,
         resumable=view.state in RESUMABLE_STATES,
+        stop_grace_s=config.stop_grace_s,
     )
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from eagle_tui.core.batchstate import LIVE_STATES, BatchState
 from eagle_tui.core.capture.config import CaptureConfig
@@ -19,6 +19,9 @@ from eagle_tui.core.capture.events import CaptureEvent
 from eagle_tui.core.capture.progress import CaptureProgress
 from eagle_tui.core.errors import ConfigError
 from eagle_tui.core.sampling import SamplingPreset
+
+if TYPE_CHECKING:
+    from eagle_tui.core.shards.schema import ShardRow
 
 PRESETS: dict[str, SamplingPreset] = {
     "greedy": SamplingPreset("", temperature=0.0),
@@ -77,6 +80,8 @@ class BatchSnapshot:
     error: str | None = None
     name: str = ""
     resumable: bool = False
+    stop_grace_s: float | None = None
+    """How long a drain lets in-flight requests finish before it aborts them."""
 
     @property
     def live(self) -> bool:
@@ -113,6 +118,11 @@ class CaptureControl(Protocol):
 
     def take_events(self, batch_id: str, limit: int = 10_000) -> list[CaptureEvent]:
         """Events of watched requests since the last call (oldest first)."""
+        ...
+
+    def recent(self, batch_id: str) -> list[ShardRow]:
+        """The newest finished rows of a running batch, from its worker (BLOCKING: call
+        from a worker thread); [] when it cannot say. Samples before its first shard."""
         ...
 
     def close(self) -> None:

@@ -11,7 +11,6 @@ inside reasoning (the Kimi thinking template ends the prompt with the think toke
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -39,13 +38,24 @@ class StreamView:
     document: TokenDocument
     flags: tuple[str, ...] = ()
     detail: str = ""
+    slot: int = 0
+    missed: int = 0
+    """Output ids that never reached the dashboard: the box is incomplete."""
+
+    @property
+    def ended(self) -> bool:
+        """True once the request finished or failed for good."""
+        return self.state in ("finished", "failed")
 
 
 class _Stream:
     """Mutable per-request state (owned by the board's thread)."""
 
-    def __init__(self, sample_id: str, boundary: BoundaryIds) -> None:
+    def __init__(self, sample_id: str, boundary: BoundaryIds, slot: int) -> None:
         self.sample_id = sample_id
+        self.slot = slot
+        self.missed = 0
+        """Output ids that never arrived (events dropped for a slow reader)."""
         self.rid: str | None = None
         self.endpoint: str | None = None
         self.state: StreamState = "waiting"
@@ -55,9 +65,23 @@ class _Stream:
         self.segmenter = Segmenter(boundary, prompt_len=0, reasoning_open=True)
         self.pieces: list[Piece | None] = []
 
+    @property
+    def ended(self) -> bool:
+        """True once the request finished or failed for good."""
+        return self.state in ("finished", "failed")
+
 
 class StreamBoard:
-    """The newest ``keep`` watched requests of one batch."""
+    """Up to ``keep`` watched requests of one batch, each in a fixed slot.
+
+    A stream keeps its slot from its first event until it has ended, has been shown ended
+    (its final view returned by one ``apply``), and its slot is needed: slots are freed
+    from the stream that ended first. A stream that starts while every slot is live waits,
+    folded like the others, and takes the next slot that frees up, shown from its first id;
+    beyond ``keep`` waiting streams, newer ones are not shown at all (and their later
+    events are ignored). So a box never switches requests mid-generation and never shows
+    the middle of a request as if it were its start.
+    """
 
     def __init__(
         self,
@@ -71,22 +95,46 @@ class StreamBoard:
         self.tokenizer = tokenizer
         self.keep = keep
         self.tail_ids = tail_ids
-        self._streams: OrderedDict[str, _Stream] = OrderedDict()
+        self._streams: dict[str, _Stream] = {}
+        """Every stream followed: shown (in a slot) or waiting for one."""
+        self._slots: list[str | None] = [None] * keep
+        self._waiting: list[str] = []
+        self._ended_order: list[str] = []
+        """Ended streams shown ended already, the one that ended first first."""
+        self.skipped: set[str] = set()
+        """Streams not shown because every slot was live and enough were waiting."""
+        self.seen = 0
+        """Distinct streams met so far (shown, waiting or skipped)."""
 
     def views(self) -> tuple[StreamView, ...]:
-        """Every kept stream, oldest first."""
-        return tuple(self._view(stream) for stream in self._streams.values())
+        """Every stream in a slot, by slot."""
+        return tuple(self._view(self._streams[sid]) for sid in self._slots if sid is not None)
 
     def apply(self, events: Iterable[CaptureEvent]) -> tuple[StreamView, ...]:
-        """Fold ``events`` in; the views of the streams that changed (oldest first)."""
-        changed: dict[str, _Stream] = {}
+        """Fold ``events`` in; the views of the shown streams that changed (by first change)."""
+        changed: dict[str, _Stream] = {s.sample_id: s for s in self._promote_waiting()}
         for event in events:
-            stream = self._stream(event.sample_id)
+            stream = self._stream(event)
+            if stream is None:
+                continue
             self._fold(stream, event)
             changed[stream.sample_id] = stream
-        for stream in changed.values():
+        shown = [s for s in changed.values() if s.slot >= 0]
+        for stream in shown:
             self._redecode_changed(stream)
-        return tuple(self._view(s) for s in changed.values() if s.sample_id in self._streams)
+            if stream.ended and stream.sample_id not in self._ended_order:
+                self._ended_order.append(stream.sample_id)  # free from the next apply on
+        return tuple(self._view(s) for s in shown)
+
+    @property
+    def live(self) -> int:
+        """Streams shown that have not ended."""
+        return sum(1 for sid in self._slots if sid is not None and not self._streams[sid].ended)
+
+    @property
+    def waiting(self) -> int:
+        """Streams waiting for a slot."""
+        return len(self._waiting)
 
     def use_tokenizer(self, tokenizer: SharedTokenizer, boundary: BoundaryIds) -> None:
         """Decode with ``tokenizer`` from now on (every kept stream is decoded again)."""
@@ -100,31 +148,88 @@ class StreamBoard:
 
     # -- folding -----------------------------------------------------------------------------
 
-    def _stream(self, sample_id: str) -> _Stream:
+    def _stream(self, event: CaptureEvent) -> _Stream | None:
+        """The stream ``event`` belongs to; a new one takes a free slot, else waits for one
+        (None when too many wait already, or for a stream not shown)."""
+        sample_id = event.sample_id
         stream = self._streams.get(sample_id)
-        if stream is None:
-            stream = _Stream(sample_id, self.boundary)
-            self._streams[sample_id] = stream
-            while len(self._streams) > self.keep:
-                self._streams.popitem(last=False)
+        if stream is not None:
+            return stream
+        if sample_id in self.skipped:
+            if event.kind in ("finished", "failed", "rejected"):
+                self.skipped.discard(sample_id)
+            return None
+        self.seen += 1
+        slot = self._free_slot()
+        if slot is None and len(self._waiting) >= self.keep:
+            if event.kind not in ("finished", "failed", "rejected"):
+                self.skipped.add(sample_id)
+            return None
+        stream = _Stream(sample_id, self.boundary, -1 if slot is None else slot)
+        self._streams[sample_id] = stream
+        if slot is None:
+            self._waiting.append(sample_id)
+        else:
+            self._slots[slot] = sample_id
         return stream
+
+    def _promote_waiting(self) -> list[_Stream]:
+        """Waiting streams that get a slot now (oldest first)."""
+        promoted = []
+        while self._waiting:
+            slot = self._free_slot()
+            if slot is None:
+                break
+            stream = self._streams[self._waiting.pop(0)]
+            stream.slot = slot
+            self._slots[slot] = stream.sample_id
+            promoted.append(stream)
+        return promoted
+
+    def _free_slot(self) -> int | None:
+        if None in self._slots:
+            return self._slots.index(None)
+        if not self._ended_order:
+            return None
+        oldest = self._ended_order.pop(0)
+        gone = self._streams.pop(oldest)
+        self._slots[gone.slot] = None
+        return gone.slot
 
     def _fold(self, stream: _Stream, event: CaptureEvent) -> None:
         stream.rid = event.rid or stream.rid
         stream.endpoint = event.endpoint or stream.endpoint
         if event.kind == "sent":
-            if stream.ids:  # a retry starts the generation over
-                stream.ids, stream.pieces = [], []
-                stream.segmenter = Segmenter(self.boundary, prompt_len=0, reasoning_open=True)
-            stream.state = "streaming"
+            if stream.ids or stream.missed:  # a retry starts the generation over
+                self._restart(stream)
+            stream.state, stream.detail = "streaming", ""
         elif event.kind == "delta":
-            self._add_ids(stream, event.new_ids)
+            self._delta(stream, event)
         elif event.kind == "retry":
             stream.state, stream.detail = "retrying", event.detail or event.error_kind or ""
         elif event.kind == "finished":
             stream.state, stream.flags = "finished", event.flags
-        elif event.kind == "failed":
+            self._note_missing(stream, event.total)
+        elif event.kind in ("failed", "rejected"):
             stream.state, stream.detail = "failed", event.detail or event.error_kind or ""
+
+    def _restart(self, stream: _Stream) -> None:
+        stream.ids, stream.pieces, stream.missed = [], [], 0
+        stream.segmenter = Segmenter(self.boundary, prompt_len=0, reasoning_open=True)
+
+    def _delta(self, stream: _Stream, event: CaptureEvent) -> None:
+        if stream.state in ("waiting", "retrying"):
+            stream.state = "streaming"
+        # ``total`` counts every output id so far: more than we hold means ids were lost
+        # (the worker drops events for a reader that falls behind).
+        self._note_missing(stream, event.total - len(event.new_ids))
+        self._add_ids(stream, event.new_ids)
+
+    @staticmethod
+    def _note_missing(stream: _Stream, expected: int) -> None:
+        held = len(stream.ids) + stream.missed
+        if expected > held:
+            stream.missed += expected - held
 
     def _add_ids(self, stream: _Stream, ids: Sequence[int]) -> None:
         if not ids:
@@ -169,4 +274,6 @@ class StreamBoard:
             document,
             stream.flags,
             stream.detail,
+            stream.slot,
+            stream.missed,
         )

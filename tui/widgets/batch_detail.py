@@ -5,11 +5,22 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
-from textual.widgets import Sparkline, Static
+from textual.reactive import reactive
+from textual.widget import Widget
+from textual.widgets import Static
 
 from eagle_tui.tui.render import capture as text
 from eagle_tui.tui.sources.capture import BatchSnapshot
 from eagle_tui.tui.widgets.meter import Meter
+
+
+class RateSpark(Widget):
+    """Recent rates as one line of bars from 0 to their largest (flat at zero)."""
+
+    values: reactive[tuple[float, ...]] = reactive(())
+
+    def render(self) -> Content:
+        return Content(text.sparkline(self.values, self.size.width))
 
 
 class BatchDetail(Vertical):
@@ -20,9 +31,9 @@ class BatchDetail(Vertical):
         yield Meter(classes="batch-progress")
         with Horizontal(classes="batch-rates"):
             yield Static("samples/s", classes="rate-label", markup=False)
-            yield Sparkline([], summary_function=max, classes="rate-samples")
+            yield RateSpark(classes="rate-samples")
             yield Static("tokens/s", classes="rate-label", markup=False)
-            yield Sparkline([], summary_function=max, classes="rate-tokens")
+            yield RateSpark(classes="rate-tokens")
         yield Static("", classes="batch-counts", markup=False)
         yield Static("", classes="batch-failures", markup=False)
         yield Static("", classes="batch-flags", markup=False)
@@ -31,15 +42,17 @@ class BatchDetail(Vertical):
 
     def show(self, snapshot: BatchSnapshot, history: text.BatchHistory) -> None:
         """Update every line from ``snapshot`` and the batch's rate history."""
-        title = f"{snapshot.batch_id} · {snapshot.state} · {snapshot.out_dir} · {snapshot.prompts}"
+        name = f" ({snapshot.name})" if snapshot.name else ""
+        title = f"{snapshot.batch_id}{name} · {snapshot.state} · {snapshot.out_dir}"
         self._set("batch-title", title)
         self.query_one(".batch-progress", Meter).value = text.progress_meter(snapshot)
-        self.query_one(".rate-samples", Sparkline).data = list(history.samples_per_s)
-        self.query_one(".rate-tokens", Sparkline).data = list(history.tokens_per_s)
+        self.query_one(".rate-samples", RateSpark).values = tuple(history.samples_per_s)
+        self.query_one(".rate-tokens", RateSpark).values = tuple(history.tokens_per_s)
         p = snapshot.progress
         self._set("batch-counts", text.counts_text(p) if p else "")
-        self._set("batch-failures", text.kinds_text("failures", p.failures) if p else "")
-        self._set("batch-flags", text.kinds_text("flags", p.flags) if p else "")
+        failures = text.kinds_text("failures", p.failures, p.failed) if p else ""
+        self._set("batch-failures", failures)
+        self._set("batch-flags", text.kinds_text("flags", p.flags, p.flagged) if p else "")
         self._set("batch-servers", text.servers_text(p) if p else "")
         self._set("batch-error", f"error: {snapshot.error}" if snapshot.error else "")
         self.query_one(".batch-error").display = bool(snapshot.error)

@@ -1,13 +1,18 @@
 """A server-log pane: a ``Log`` fed in batches from a bounded ring buffer.
 
-- ``add_lines`` takes a batch (the caller coalesces reads to a few per second); lines go
-  into the ring buffer and, when they match the filter, into the ``Log`` in one call.
-- The filter is a regular expression (smart case: case-insensitive unless it has a capital);
-  changing it re-feeds the ``Log`` from the ring buffer. A bad pattern is shown, not raised.
+- ``add_lines`` takes a batch (the caller coalesces reads to one per redraw); lines go into
+  the ring buffer and, as displayed, into the ``Log`` in one call.
+- Search (``/``): a regular expression (smart case: case-insensitive unless it has a
+  capital); its matches are highlighted, ``n``/``N`` jump to the next/previous matching
+  line. "Matches only" (on until ``m``) lists just the matching lines (a filter). A bad
+  pattern is shown, not raised.
+- ``e``/``E`` jump to the next/previous error line; ``w`` wraps long lines; ``c`` collapses
+  runs of lines that differ only in their tensor-parallel rank into one (on by default:
+  an 8-rank server says everything eight times); ``t`` hides the time stamps.
 - Quiet (on until ``h``): ``/health`` and ``/metrics`` access lines (our own polling) and
   progress-bar redraws short of 100% are not listed (the live bar shows below the log).
-- Follow: new lines scroll into view while on; scrolling up turns it off; ``f`` or End turn
-  it back on.
+- Follow: new lines scroll into view while on; scrolling up (or ``k``, ``g``, a jump) turns
+  it off; ``f``, End or ``G`` turn it back on.
 - Error and warning lines are highlighted (styles ``log-pane--error``/``--warning``).
 - The unterminated last line (a progress bar being redrawn with ``\\r``) shows below the log.
 Text is always literal: ``Log`` renders plain strings, never markup, and every line has its
@@ -36,6 +41,13 @@ from textual.timer import Timer
 from textual.widgets import Input, Log, Static
 
 from eagle_tui.core.text import terminal_safe
+from eagle_tui.tui.render.logview import (
+    RankGroup,
+    collapse_ranks,
+    find_line,
+    strip_timestamp,
+    wrap_line,
+)
 
 ERROR_LINE = re.compile(
     r"\b(ERROR|CRITICAL|FATAL|Traceback|Exception|\w+Error\b|out of memory|Killed)",
@@ -102,11 +114,13 @@ def compile_filter(text: str) -> re.Pattern[str] | None:
 
 
 class LineSeverityHighlighter(Highlighter):
-    """Styles a whole line as an error or warning line."""
+    """Styles a whole line as an error or warning line, and every search match in it."""
 
     def __init__(self) -> None:
         self.error_style = Style(bold=True)
         self.warning_style = Style()
+        self.match_style = Style(reverse=True)
+        self.pattern: re.Pattern[str] | None = None
 
     def highlight(self, text: Text) -> None:
         plain = text.plain
@@ -114,15 +128,42 @@ class LineSeverityHighlighter(Highlighter):
             text.stylize(self.error_style)
         elif WARNING_LINE.search(plain):
             text.stylize(self.warning_style)
+        if self.pattern is not None:
+            for match in self.pattern.finditer(plain):
+                if match.end() > match.start():
+                    text.stylize(self.match_style, match.start(), match.end())
 
 
 class ServerLog(Log):
-    """``Log`` that reports the user scrolling up and highlights error lines."""
+    """``Log`` with the pane's keys (it has the focus), error and match highlighting, and a
+    report when the user scrolls up."""
 
-    COMPONENT_CLASSES: ClassVar[set[str]] = {"log-pane--error", "log-pane--warning"}
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "log-pane--error",
+        "log-pane--warning",
+        "log-pane--match",
+    }
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("j", "scroll_down", "Down", show=False, id="log.down"),
+        Binding("k", "line_up", "Up", show=False, id="log.up"),
+        Binding("g,home", "top", "Top", show=False, id="log.top"),
+        Binding("G,end", "follow", "End (follow)", show=False, id="log.end"),
+        Binding("n", "search(1)", "Next match", show=False, id="log.next"),
+        Binding("N", "search(-1)", "Prev match", show=False, id="log.prev"),
+        Binding("e", "error(1)", "Next error", id="log.error"),
+        Binding("E", "error(-1)", "Prev error", show=False, id="log.error_prev"),
+    ]
 
     class ScrolledUp(Message):
         """The user scrolled away from the end."""
+
+    class Jump(Message):
+        """A key asked for a jump: ``what`` is follow, top, search or error."""
+
+        def __init__(self, what: str, step: int = 1) -> None:
+            super().__init__()
+            self.what = what
+            self.step = step
 
     def __init__(self, *, max_lines: int) -> None:
         super().__init__(highlight=True, max_lines=max_lines, auto_scroll=True)
@@ -140,6 +181,7 @@ class ServerLog(Log):
             self._styles_stale = False
             self.severity.error_style = self.get_component_rich_style("log-pane--error")
             self.severity.warning_style = self.get_component_rich_style("log-pane--warning")
+            self.severity.match_style = self.get_component_rich_style("log-pane--match")
         return super().render_line(y)
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
@@ -148,7 +190,8 @@ class ServerLog(Log):
             self.post_message(self.ScrolledUp())
 
     def replace_lines(self, lines: Sequence[str]) -> None:
-        """Show exactly ``lines`` (used when the filter changes)."""
+        """Show exactly ``lines`` (when what is shown changes: filter, modes, a new rank)."""
+        keep_y = self.scroll_y
         self.refeeding = True
         try:
             self.clear()
@@ -157,21 +200,50 @@ class ServerLog(Log):
             self.refeeding = False
         if self.auto_scroll:
             self.scroll_end(animate=False, x_axis=False)
+        else:
+            self.scroll_to(y=keep_y, animate=False)
+
+    def action_line_up(self) -> None:
+        self.scroll_up(animate=False)
+        self.post_message(self.ScrolledUp())
+
+    def action_top(self) -> None:
+        self.post_message(self.Jump("top"))
+
+    def action_follow(self) -> None:
+        self.post_message(self.Jump("follow"))
+
+    def action_search(self, step: int) -> None:
+        self.post_message(self.Jump("search", step))
+
+    def action_error(self, step: int) -> None:
+        self.post_message(self.Jump("error", step))
+
+    def show_line(self, index: int) -> None:
+        """Scroll so line ``index`` is in view, a third of the way down."""
+        self.scroll_to(y=max(0, index - self.size.height // 3), animate=False)
 
 
 class LogPane(Vertical):
-    """Filter box, follow state, the log, and the live partial line."""
+    """Search box, modes, the log, and the live partial line."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f", "toggle_follow", "Follow", id="log.follow"),
-        Binding("end", "follow_on", "End", show=False, id="log.end"),
-        Binding("slash", "focus_filter", "Filter", id="log.filter"),
+        Binding("slash", "focus_filter", "Search", key_display="/", id="log.filter"),
+        Binding("m", "toggle_matches_only", "Matches only", show=False, id="log.matches"),
         Binding("h", "toggle_noise", "Quiet", id="log.noise"),
+        Binding("w", "toggle_wrap", "Wrap", show=False, id="log.wrap"),
+        Binding("c", "toggle_collapse", "Collapse ranks", show=False, id="log.collapse"),
+        Binding("t", "toggle_timestamps", "Timestamps", show=False, id="log.stamps"),
     ]
-    HELP = "Server log. `/` filter (regex), `f` follow on/off, End jump to the end."
+    HELP = "Server log. `/` search (regex), `n`/`N` next/previous match, `f` follow."
 
     follow: reactive[bool] = reactive(True)
     hide_noise: reactive[bool] = reactive(True)
+    matches_only: reactive[bool] = reactive(True)
+    wrap: reactive[bool] = reactive(False)
+    collapse: reactive[bool] = reactive(True)
+    timestamps: reactive[bool] = reactive(True)
 
     def __init__(self, buffer: LogBuffer | None = None, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -179,16 +251,28 @@ class LogPane(Vertical):
         self._pattern: re.Pattern[str] | None = None
         self._filter_timer: Timer | None = None
         self._source_problem = ""
+        self._open_group: RankGroup | None = None
+        """The last line shown, while more ranks may still join it."""
+        self._wrap_width = 0
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="log-pane--bar"):
-            yield Input(placeholder="/ filter (regex)", classes="log-pane--filter", compact=True)
+            yield Input(placeholder="/ search (regex)", classes="log-pane--filter", compact=True)
             yield Static("", classes="log-pane--status", markup=False)
         yield ServerLog(max_lines=self.buffer.capacity)
         yield Static("", classes="log-pane--partial", markup=False)
 
     def on_mount(self) -> None:
         self._show_status()
+
+    def on_resize(self) -> None:
+        if self.wrap and self._log_width() != self._wrap_width:
+            self._refeed()
+
+    @property
+    def server_log(self) -> ServerLog:
+        """The log widget."""
+        return self.query_one(ServerLog)
 
     # -- feeding ---------------------------------------------------------------------------
 
@@ -198,9 +282,13 @@ class LogPane(Vertical):
             return
         lines = [terminal_safe(line) for line in lines]  # a log is written by others
         self.buffer.extend(lines)
-        shown = self._visible(lines)
-        if shown:
-            log = self.query_one(ServerLog)
+        kept = self._kept(lines)
+        if kept:
+            shown = self._display(kept, continue_open=True)
+            if shown is None:  # the open line gained ranks: its text changed
+                self._refeed()
+                return
+            log = self.server_log
             log.write_lines(shown, scroll_end=False)
             if self.follow:
                 log.scroll_end(animate=False, x_axis=False)
@@ -211,19 +299,72 @@ class LogPane(Vertical):
         self.buffer = buffer
         self._refeed()
 
-    def _visible(self, lines: Iterable[str]) -> list[str]:
-        return filter_lines(lines, self._pattern, QUIET if self.hide_noise else None)
+    def _kept(self, lines: Iterable[str]) -> list[str]:
+        pattern = self._pattern if self.matches_only else None
+        return filter_lines(lines, pattern, QUIET if self.hide_noise else None)
+
+    def _display(self, lines: Sequence[str], *, continue_open: bool) -> list[str] | None:
+        """Kept lines as shown: stamps, rank runs, wrapping. None when the first lines join
+        the line shown last (more ranks): the caller re-feeds."""
+        if not self.timestamps:
+            lines = [strip_timestamp(line) for line in lines]
+        if self.collapse:
+            open_group = self._open_group if continue_open else None
+            before = len(open_group.ranks) if open_group is not None else 0
+            groups = list(collapse_ranks(lines, open_group))
+            if open_group is not None and len(open_group.ranks) > before:
+                return None
+            if groups and groups[0] is open_group:
+                groups = groups[1:]
+            self._open_group = groups[-1] if groups else self._open_group
+            lines = [group.text() for group in groups]
+        if self.wrap:
+            width = self._wrap_width = self._log_width()
+            lines = [piece for line in lines for piece in wrap_line(line, width)]
+        return list(lines)
+
+    def _log_width(self) -> int:
+        return max(0, self.server_log.scrollable_content_region.width - 1)
 
     def _refeed(self) -> None:
-        self.query_one(ServerLog).replace_lines(self._visible(self.buffer.matching(None)))
+        self._open_group = None
+        shown = self._display(self._kept(self.buffer.matching(None)), continue_open=False)
+        self.server_log.replace_lines(shown or [])
         self._show_status()
+
+    def _toggle_and_refeed(self) -> None:
+        if self.is_mounted:
+            self._refeed()
 
     def action_toggle_noise(self) -> None:
         self.hide_noise = not self.hide_noise
 
     def watch_hide_noise(self) -> None:
-        if self.is_mounted:
-            self._refeed()
+        self._toggle_and_refeed()
+
+    def action_toggle_matches_only(self) -> None:
+        self.matches_only = not self.matches_only
+
+    def watch_matches_only(self) -> None:
+        self._toggle_and_refeed()
+
+    def action_toggle_wrap(self) -> None:
+        self.wrap = not self.wrap
+
+    def watch_wrap(self) -> None:
+        self._toggle_and_refeed()
+
+    def action_toggle_collapse(self) -> None:
+        self.collapse = not self.collapse
+
+    def watch_collapse(self) -> None:
+        self._toggle_and_refeed()
+
+    def action_toggle_timestamps(self) -> None:
+        self.timestamps = not self.timestamps
+
+    def watch_timestamps(self) -> None:
+        self._toggle_and_refeed()
 
     def set_source_problem(self, problem: str | None) -> None:
         """Say what is wrong with the log source (a missing file…); None clears it."""
@@ -236,10 +377,10 @@ class LogPane(Vertical):
         partial.update(Content(terminal_safe(text)))
         partial.display = bool(text)
 
-    # -- follow ----------------------------------------------------------------------------
+    # -- follow and jumps ------------------------------------------------------------------
 
     def watch_follow(self, follow: bool) -> None:
-        log = self.query_one(ServerLog)
+        log = self.server_log
         log.auto_scroll = follow
         if follow:
             log.scroll_end(animate=False, immediate=True)
@@ -256,7 +397,35 @@ class LogPane(Vertical):
         event.stop()
         self.follow = False
 
-    # -- filter ----------------------------------------------------------------------------
+    @on(ServerLog.Jump)
+    def _jump(self, event: ServerLog.Jump) -> None:
+        event.stop()
+        if event.what == "follow":
+            self.follow = True
+        elif event.what == "top":
+            self.follow = False
+            self.server_log.scroll_home(animate=False)
+        else:
+            pattern = self._pattern if event.what == "search" else ERROR_LINE
+            self.jump_to_match(pattern, event.step)
+
+    def jump_to_match(self, pattern: re.Pattern[str] | None, step: int) -> int | None:
+        """Show the next (``step`` 1) or previous (-1) line matching ``pattern``; its index."""
+        log = self.server_log
+        if pattern is None:
+            self._show_status("no search: press / first")
+            return None
+        start = int(log.scroll_y) + log.size.height // 3
+        index = find_line(log.lines, pattern, start, backwards=step < 0)
+        if index is None:
+            self._show_status(f"no line matches {pattern.pattern!r}")
+            return None
+        self.follow = False
+        log.show_line(index)
+        self._show_status(f"line {index + 1}/{log.line_count}")
+        return index
+
+    # -- search ----------------------------------------------------------------------------
 
     def action_focus_filter(self) -> None:
         self.query_one(Input).focus()
@@ -272,10 +441,10 @@ class LogPane(Vertical):
     def _filter_submitted(self, event: Input.Submitted) -> None:
         event.stop()
         self.apply_filter()
-        self.query_one(ServerLog).focus()
+        self.server_log.focus()
 
     def apply_filter(self) -> None:
-        """Compile the filter box's text and re-feed the log from the buffer."""
+        """Compile the search box's text, highlight it and re-feed the log."""
         box = self.query_one(Input)
         try:
             pattern = compile_filter(box.value)
@@ -285,19 +454,23 @@ class LogPane(Vertical):
             return
         box.remove_class("-invalid")
         self._pattern = pattern
+        self.server_log.severity.pattern = pattern
         self._refeed()
 
     @property
     def filter_error(self) -> bool:
-        """True while the filter text is not a valid regex."""
+        """True while the search text is not a valid regex."""
         return self.query_one(Input).has_class("-invalid")
 
     def _show_status(self, problem: str = "") -> None:
-        log = self.query_one(ServerLog)
-        state = "following" if self.follow else "paused · f to follow"
-        shown = f"{log.line_count}/{len(self.buffer)} lines" if self._pattern else ""
-        if self.hide_noise:
-            shown = " ".join(p for p in (shown, "quiet") if p)
-        parts = (self._source_problem, problem, shown, state)
+        log = self.server_log
+        state = "following" if self.follow else "paused · End to follow"
+        shown = ""
+        if self._pattern and self.matches_only:
+            shown = f"{log.line_count}/{len(self.buffer)} lines"
+        modes = [name for name, on in (("quiet", self.hide_noise), ("wrap", self.wrap),
+                                       ("ranks folded", self.collapse),
+                                       ("no stamps", not self.timestamps)) if on]
+        parts = (self._source_problem, problem, shown, " ".join(modes), state)
         text = "  ".join(part for part in parts if part)
         self.query_one(".log-pane--status", Static).update(Content(text))

@@ -16,6 +16,8 @@ STATES = ("streaming", "retrying", "finished", "failed", "waiting")
 def stream_title(view: StreamView) -> str:
     """``s00012 · r-abc · 1,234 ids · streaming`` (plus flags or the failure)."""
     parts = [view.sample_id, view.rid or "?", f"{view.total_ids:,} ids", view.state]
+    if view.missed:
+        parts.append(f"{view.missed:,} ids lost (incomplete)")
     if view.flags:
         parts.append(badge_text(view.flags))
     if view.detail:
@@ -31,8 +33,6 @@ class StreamBox(Vertical):
         super().__init__(classes="stream-box")
         self.sample_id = view.sample_id
         self.tokens = TokenView(view.document, tail=True, classes="stream-tokens")
-        self.updated = 0
-        """When this box last changed (the screen's update counter)."""
         self.ended = False
         self._set_state(view)
 
@@ -46,7 +46,7 @@ class StreamBox(Vertical):
         self.tokens.show(view.document)
 
     def _set_state(self, view: StreamView) -> None:
-        self.ended = view.state in ("finished", "failed")
+        self.ended = view.ended
         self.border_title = Content(stream_title(view))
         self.set_class(view.state == "finished", "-done")
         self.set_class(view.state == "failed", "-failed")

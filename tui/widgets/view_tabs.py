@@ -35,7 +35,7 @@ class ViewTab(Static):
 class ViewTabs(Horizontal):
     """``eagle-tui  1 Server  2 Capture  3 Streams  4 Inspect   <status>``."""
 
-    def __init__(self, active: str, status: str = "") -> None:
+    def __init__(self, active: str, status: str = "? help · ^p palette") -> None:
         super().__init__()
         self.active = active
         self._status = status

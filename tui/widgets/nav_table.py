@@ -1,0 +1,92 @@
+"""A ``DataTable`` with the dashboard's one keyboard model: ``j``/``k`` down and up, ``g``/``G``
+first and last row, ``/`` search (in the view's search box), ``n``/``N`` next and previous
+matching row while a search is set, ``Esc`` clears it (``n`` then falls back to the view's
+own key, e.g. next page or new batch)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from rich.text import Text
+from textual.binding import Binding, BindingType
+from textual.message import Message
+from textual.widgets import DataTable
+
+
+def row_matches(cells: Sequence[object], needle: str) -> bool:
+    """True when any cell's text holds ``needle`` (case-insensitive)."""
+    wanted = needle.lower()
+    for cell in cells:
+        text = cell.plain if isinstance(cell, Text) else str(cell)
+        if wanted in text.lower():
+            return True
+    return False
+
+
+class NavTable(DataTable[Text]):
+    """Rows with vi-style keys and a text search over every cell."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("j", "cursor_down", "Down", show=False, id="table.down"),
+        Binding("k", "cursor_up", "Up", show=False, id="table.up"),
+        Binding("g", "first_row", "First", show=False, id="table.first"),
+        Binding("G", "last_row", "Last", show=False, id="table.last"),
+        Binding("slash", "search_box", "Search", key_display="/", id="table.search"),
+        Binding("n", "search(1)", "Next match", show=False, id="table.next"),
+        Binding("N", "search(-1)", "Prev match", show=False, id="table.prev"),
+        Binding("escape", "clear_search", "Clear search", show=False, id="table.clear"),
+    ]
+
+    class SearchRequested(Message):
+        """``/`` was pressed: the view shows its search box."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.search = ""
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("search", "clear_search"):
+            return bool(self.search)  # False: the key goes on to the view's own binding
+        return super().check_action(action, parameters)
+
+    def action_first_row(self) -> None:
+        if self.row_count:
+            self.move_cursor(row=0)
+
+    def action_last_row(self) -> None:
+        if self.row_count:
+            self.move_cursor(row=self.row_count - 1)
+
+    def action_search_box(self) -> None:
+        self.post_message(self.SearchRequested())
+
+    def set_search(self, text: str) -> int | None:
+        """Search for ``text`` and move to the first match at or after the cursor; its
+        row, or None."""
+        self.search = text.strip()
+        self.refresh_bindings()
+        return self.find(0) if self.search else None
+
+    def action_search(self, step: int) -> None:
+        self.find(step)
+
+    def action_clear_search(self) -> None:
+        self.search = ""
+        self.refresh_bindings()
+
+    def find(self, step: int) -> int | None:
+        """Move to the next (1), previous (-1) or current-or-next (0) matching row."""
+        count = self.row_count
+        if not self.search or not count:
+            return None
+        start = self.cursor_row
+        offsets = range(count) if step == 0 else range(1, count + 1)
+        direction = -1 if step < 0 else 1
+        for offset in offsets:
+            row = (start + direction * offset) % count
+            if row_matches(self.get_row_at(row), self.search):
+                self.move_cursor(row=row)
+                return row
+        self.notify(f"no row holds {self.search!r}", markup=False, timeout=3)
+        return None
