@@ -41,12 +41,6 @@ async def generate(request: Request) -> Response:
         check_contract(body)
     except (BodyRejected, ContractRejected) as e:
         return _answered(ctx, counted, JSONResponse(e.body(), status_code=400))
-    fault = ctx.faults.pick() if counted else None
-    if fault == "reset":
-        return DroppedConnection()
-    if fault == "garbage":
-        return _answered(ctx, counted, Response(ctx.faults.garbage(), 200,
-                                                media_type="application/json"))
     try:
         call = normalize(body, model=ctx.model_dir, context_length=ctx.capacity.context_len,
                          in_flight=ctx.state.in_flight)
@@ -57,6 +51,15 @@ async def generate(request: Request) -> Response:
             stream = StreamingResponse(iter(events), media_type=SSE_MEDIA_TYPE)
             return _answered(ctx, counted, stream)
         return _answered(ctx, counted, JSONResponse(e.body(), status_code=400))
+    # Faults strike requests that passed validation, so a request SGLang refuses (too long,
+    # bad ids) always gets its 400 first time: which rows fault must not decide which
+    # rows fail permanently, or fault tests depend on arrival order.
+    fault = ctx.faults.pick() if counted else None
+    if fault == "reset":
+        return DroppedConnection()
+    if fault == "garbage":
+        return _answered(ctx, counted, Response(ctx.faults.garbage(), 200,
+                                                media_type="application/json"))
     return await _run(ctx, request, call, fault, counted)
 
 
