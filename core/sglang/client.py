@@ -64,6 +64,13 @@ class ClientTimeouts:
     generate: float = 1800.0
 
 
+KEEPALIVE_EXPIRY_S = 4.0
+"""Idle pooled connections are dropped before SGLang's uvicorn closes them (its keep-alive is
+5 s, ``SGLANG_TIMEOUT_KEEP_ALIVE``). httpx's own default is also 5 s: a request sent on a
+connection the server is closing at that moment fails with "Server disconnected", which
+costs the row an attempt and pauses the server."""
+
+
 class SGLangClient:
     """Async client for SGLang's native API at ``base_url`` (e.g. ``http://127.0.0.1:30000``).
 
@@ -91,7 +98,8 @@ class SGLangClient:
             headers=headers,
             timeout=httpx.Timeout(self.timeouts.info, connect=self.timeouts.connect),
             limits=httpx.Limits(
-                max_connections=max_connections, max_keepalive_connections=max_connections
+                max_connections=max_connections, max_keepalive_connections=max_connections,
+                keepalive_expiry=KEEPALIVE_EXPIRY_S,
             ),
             transport=transport,
         )

@@ -106,7 +106,7 @@ def test_hostile_answers_fail_rows_clearly_with_bounded_memory(
     failures = [json.loads(x) for x in (out / "failures.jsonl").read_text().splitlines()]
     assert sorted(f["sample_id"] for f in failures) == [f"h{i}" for i in range(6)]
     assert all(f["kind"] == "bad_response" and reason in f["reason"] for f in failures), \
-        failures[0]
+        [f["reason"] for f in failures]
     assert "failed permanently    6  (bad_response 6)" in err
 
 

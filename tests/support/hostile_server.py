@@ -63,8 +63,11 @@ async def polite(writer: asyncio.StreamWriter, path: str) -> None:
 
 
 async def send(writer: asyncio.StreamWriter, status: int, body: bytes,
-               content_type: str = "application/json") -> None:
-    writer.write(f"HTTP/1.1 {status} X\r\ncontent-type: {content_type}\r\n"
+               content_type: str = "application/json", *, close: bool = False) -> None:
+    """One response; ``close`` says the connection ends after it (as HTTP requires: a client
+    that was not told could reuse the connection while it closes, and fail that request)."""
+    ending = "connection: close\r\n" if close else ""
+    writer.write(f"HTTP/1.1 {status} X\r\ncontent-type: {content_type}\r\n{ending}"
                  f"content-length: {len(body)}\r\n\r\n".encode() + body)
     await writer.drain()
 
@@ -83,21 +86,23 @@ async def generate(writer: asyncio.StreamWriter, mode: str, request: dict[str, o
     sampling = request.get("sampling_params")
     max_new = int(sampling.get("max_new_tokens", 16)) if isinstance(sampling, dict) else 16
     if mode == "huge_ids":
-        await send(writer, 200, answer(",".join(["1"] * 5_000_002).join("[]"), max_new))
+        await send(writer, 200, answer(",".join(["1"] * 5_000_002).join("[]"), max_new),
+                   close=True)
     elif mode == "long_ok":
-        await send(writer, 200, answer([1] * (max_new + 6), max_new))
+        await send(writer, 200, answer([1] * (max_new + 6), max_new), close=True)
     elif mode == "nested":
         deep = b"[" * 100_000 + b"]" * 100_000
-        await send(writer, 200, b'{"output_ids": [1], "meta_info": {"deep": ' + deep + b"}}")
+        await send(writer, 200, b'{"output_ids": [1], "meta_info": {"deep": ' + deep + b"}}",
+                   close=True)
     elif mode == "nested_top":
-        await send(writer, 200, b"[" * 100_000 + b"]" * 100_000)
+        await send(writer, 200, b"[" * 100_000 + b"]" * 100_000, close=True)
     elif mode == "oversized":
         writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
                      b"connection: close\r\n\r\n" + b'{"output_ids": [')
         await stream_forever(writer, b"1," * (CHUNK // 2))
     elif mode == "announced":
-        writer.write(f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
-                     f"content-length: {HUGE}\r\n\r\n".encode() + b'{"output_ids": [')
+        writer.write(f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close"
+                     f"\r\ncontent-length: {HUGE}\r\n\r\n".encode() + b'{"output_ids": [')
         await stream_forever(writer, b"1," * (CHUNK // 2))
     elif mode == "gzip_bomb":
         await gzip_bomb(writer)
