@@ -156,10 +156,21 @@ def drain(primary: int, seconds: float, state: Path, ports: set[int]) -> None:
 
 
 def leftovers(state: Path) -> list[str]:
-    alive = [p for p in ours(state) if p.status() != psutil.STATUS_ZOMBIE]
-    return ([f"process {p.pid} {' '.join(p.cmdline())[:80]}" for p in alive]
+    alive = [described for p in ours(state) if (described := alive_process(p))]
+    return (alive
             + [f"record {p.name}" for p in (state / "batches").glob("*.json")]
             + [f"run dir {p.name}" for p in (state / "demo").glob("run-*")])
+
+
+def alive_process(process: psutil.Process) -> str:
+    """``process PID CMDLINE`` while it runs; "" once it exited (even if not yet reaped: it
+    may turn into a zombie between any two questions asked of it)."""
+    try:
+        if process.status() == psutil.STATUS_ZOMBIE:
+            return ""
+        return f"process {process.pid} {' '.join(process.cmdline())[:80]}"
+    except psutil.Error:
+        return ""
 
 
 def port_free(port: int) -> bool:
