@@ -12,6 +12,9 @@ come first, so a test's own flags override them (argparse keeps the last value).
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -25,6 +28,25 @@ PROCESS_FIXTURES = frozenset({"sim_server", "start_sim", "sims", "sim", "slow_si
                               "port_holders", "garbage_server"})
 """Fixtures that start real processes: a test using one is marked ``slow`` automatically
 (files that start processes themselves say ``pytestmark = pytest.mark.slow``)."""
+
+_OWN_DIRS: list[str] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Every test process gets its own state and config directories, so a test run never
+    writes into the user's real ones (start-up history would teach the dashboard test
+    windows) nor reads their settings. Tests that need a directory of their own still set
+    ``EAGLE_TUI_STATE_DIR`` themselves."""
+    for variable in ("EAGLE_TUI_STATE_DIR", "EAGLE_TUI_CONFIG_DIR"):
+        directory = tempfile.mkdtemp(prefix=f"eagle-tui-tests-{variable[10:].lower()}-")
+        _OWN_DIRS.append(directory)
+        os.environ[variable] = directory
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for directory in _OWN_DIRS:
+        shutil.rmtree(directory, ignore_errors=True)
+
 
 StartSim = Callable[..., SimProcess]
 SpawnHolder = Callable[..., Holder]
