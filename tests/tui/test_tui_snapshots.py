@@ -9,9 +9,11 @@ are made with one Textual version (8.2.8): a Textual upgrade may need a delibera
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
+from textual.pilot import Pilot
 from tui_fakes import FakeCapture, FakeServerFeed, batch, health, progress, wait_for
 from tui_shards import make_row, synthetic_rows, write_shards
 
@@ -42,19 +44,35 @@ LOG_LINES = (
 SLOW = Flag("slow_startup", "elapsed 2m10s > expected window 2m00s (3 earlier starts)")
 
 
-def check(app: EagleApp, name: str) -> None:
+async def settled_screenshot(app: EagleApp, pilot: Pilot[None]) -> str:
+    """The screen once two renderings 50 ms apart agree: on a loaded machine a widget may
+    still be applying what the test waited for (CI once caught the Inspect table mid-way)."""
+    svg = app.export_screenshot(title="eagle-tui")
+    for _ in range(100):
+        await pilot.pause(0.05)
+        again = app.export_screenshot(title="eagle-tui")
+        if again == svg:
+            return svg
+        svg = again
+    return svg
+
+
+async def check(app: EagleApp, pilot: Pilot[None], name: str) -> None:
     """Compare the app's screen with ``snapshots/<name>.svg`` (write it when updating)."""
     app.clear_notifications()
-    svg = app.export_screenshot(title="eagle-tui")
+    svg = await settled_screenshot(app, pilot)
     path = SNAPSHOTS / f"{name}.svg"
     if UPDATE or not path.exists():
         SNAPSHOTS.mkdir(exist_ok=True)
         path.write_text(svg, encoding="utf-8")
         if not UPDATE:
             pytest.fail(f"new snapshot {path.name} written; look at it, then run again")
-    assert svg == path.read_text(encoding="utf-8"), (
-        f"{name} changed; look at the new rendering and rerun with EAGLE_UPDATE_SNAPSHOTS=1"
-    )
+    if svg != path.read_text(encoding="utf-8"):
+        seen = Path(tempfile.gettempdir()) / "eagle-tui-snapshots" / f"{name}.svg"
+        seen.parent.mkdir(exist_ok=True)
+        seen.write_text(svg, encoding="utf-8")
+        pytest.fail(f"{name} changed (this rendering: {seen}); look at it, and if it is right "
+                    "rerun with EAGLE_UPDATE_SNAPSHOTS=1")
 
 
 def server_app(theme: str) -> tuple[EagleApp, FakeServerFeed]:
@@ -77,7 +95,7 @@ async def test_server_view(size: tuple[int, int], theme: str, no_blink: None) ->
         await wait_for(pilot, lambda: len(screen.buffers[0]) == len(LOG_LINES), what="log")
         await wait_for(pilot, lambda: screen.query_one(ServerCard).snapshot is not None)
         await pilot.pause()
-        check(app, f"server_{size[0]}x{size[1]}_{theme}")
+        await check(app, pilot, f"server_{size[0]}x{size[1]}_{theme}")
 
 
 @pytest.mark.parametrize(("size", "theme"), [((120, 40), "eagle-dark"), ((80, 24), "eagle-light")])
@@ -100,7 +118,7 @@ async def test_capture_view(size: tuple[int, int], theme: str, no_blink: None) -
         await wait_for(pilot, lambda: len(histories["b2-kimi-zh"].samples_per_s) >= 2,
                        what="two rate points")
         await pilot.pause()
-        check(app, f"capture_{size[0]}x{size[1]}_{theme}")
+        await check(app, pilot, f"capture_{size[0]}x{size[1]}_{theme}")
 
 
 def shard_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -150,7 +168,7 @@ async def test_inspect_view(
         assert isinstance(screen, InspectScreen)
         await wait_for(pilot, lambda: screen.page is not None, what="first page")
         await pilot.pause()
-        check(app, f"inspect_{size[0]}x{size[1]}_{theme}")
+        await check(app, pilot, f"inspect_{size[0]}x{size[1]}_{theme}")
 
 
 @pytest.mark.parametrize(("size", "theme"), [((80, 24), "eagle-dark"), ((120, 40), "eagle-light")])
@@ -171,7 +189,7 @@ async def test_sample_screen(
         view = app.screen.query_one(TokenView)
         await wait_for(pilot, lambda: view.document.decoded, 60, "decoded")
         await pilot.pause()
-        check(app, f"sample_{size[0]}x{size[1]}_{theme}")
+        await check(app, pilot, f"sample_{size[0]}x{size[1]}_{theme}")
 
 
 def stream_events() -> list[CaptureEvent]:
@@ -217,4 +235,4 @@ async def test_streams_view(size: tuple[int, int], theme: str, no_blink: None) -
         control.add_events("b1", stream_events())
         await wait_for(pilot, lambda: len(screen.boxes) == 2, what="streams")
         await pilot.pause()
-        check(app, f"streams_{size[0]}x{size[1]}_{theme}")
+        await check(app, pilot, f"streams_{size[0]}x{size[1]}_{theme}")
