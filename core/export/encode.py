@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from eagle_tui.core.export.options import ExportFormat, MaskStart, mask_offset
+from eagle_tui.core.shards.schema import TURN_COLUMNS
 
 JSONL_COLUMNS = ("sample_id", "input_ids", "prompt_len", "finish_reason", "matched_stop",
                  "think_end", "flags", "endpoint", "rid")
@@ -87,6 +88,7 @@ def _metadata(row: dict[str, Any], fingerprint: str) -> dict[str, Any]:
         "endpoint": row["endpoint"],
         "rid": row["rid"],
         "tokenizer_fingerprint": fingerprint,
+        **{name: row[name] for name in TURN_COLUMNS if name in row},  # multi-turn batches
     }
 
 

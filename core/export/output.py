@@ -18,24 +18,33 @@ import pyarrow.parquet as pq
 from eagle_tui.core.export.encode import JSONL_COLUMNS, MASK_TYPE, jsonl_lines, with_loss_mask
 from eagle_tui.core.export.options import ExportFormat, MaskStart
 from eagle_tui.core.fsio import HashingFile
-from eagle_tui.core.shards.schema import COLUMNS, SHARD_SCHEMA
+from eagle_tui.core.shards.schema import COLUMNS, SHARD_SCHEMA, SHARD_SCHEMA_V2, TURN_COLUMNS
 from eagle_tui.core.shards.writer import COMPRESSION, STATISTICS_COLUMNS
 
 EXPORT_SCHEMA: pa.Schema = SHARD_SCHEMA.append(pa.field("loss_mask", MASK_TYPE, nullable=False))
+# With a multi-turn batch among the sources the file carries its turn columns too; they are
+# nullable here, because a single-turn batch exported alongside has none (its rows read as
+# null, as the shard reader reads them).
+EXPORT_SCHEMA_TURNS: pa.Schema = pa.schema([
+    *SHARD_SCHEMA,
+    *(SHARD_SCHEMA_V2.field(name).with_nullable(True) for name in TURN_COLUMNS),
+    pa.field("loss_mask", MASK_TYPE, nullable=False),
+])
 # A dictionary over ~160k distinct token ids costs twice the write time and saves nothing
 # once zstd has run (measured in tests/benchmarks/bench_export.py); the other columns keep it.
-DICTIONARY_COLUMNS = [name for name in EXPORT_SCHEMA.names if name != "input_ids"]
+DICTIONARY_COLUMNS = [name for name in EXPORT_SCHEMA_TURNS.names if name != "input_ids"]
 
 
 class ExportSink:
     """Writes kept rows in ``fmt`` to ``tmp``; :meth:`finish` syncs and closes it."""
 
     def __init__(self, tmp: Path, fmt: ExportFormat, mask_start: MaskStart,
-                 fingerprint: str) -> None:
+                 fingerprint: str, *, turns: bool = False) -> None:
         self.tmp = tmp
         self.fmt = fmt
         self.mask_start = mask_start
         self.fingerprint = fingerprint
+        self.schema = EXPORT_SCHEMA_TURNS if turns else EXPORT_SCHEMA
         self.rows = 0
         self.file = HashingFile(tmp)
         self._parquet: Any = None
@@ -44,24 +53,34 @@ class ExportSink:
                 {"mask_start": mask_start, "tokenizer_fingerprint": fingerprint},
                 sort_keys=True).encode()}
             self._parquet = pq.ParquetWriter(
-                self.file, EXPORT_SCHEMA.with_metadata(footer), compression=COMPRESSION,
+                self.file, self.schema.with_metadata(footer), compression=COMPRESSION,
                 write_statistics=STATISTICS_COLUMNS, use_dictionary=DICTIONARY_COLUMNS,
             )
 
     @property
     def columns(self) -> list[str]:
-        """Shard columns this format needs (JSONL leaves latency and time behind)."""
+        """Shard columns this format needs from every batch (JSONL leaves latency and time
+        behind); a multi-turn batch adds :data:`TURN_COLUMNS`."""
         return list(COLUMNS) if self.fmt == "parquet" else list(JSONL_COLUMNS)
 
     def write(self, table: pa.Table) -> None:
         """Append the kept rows of one row group (``table`` has every shard column)."""
         self.rows += table.num_rows
         if self._parquet is not None:
-            table = with_loss_mask(table.select(list(COLUMNS)), self.mask_start)
-            self._parquet.write_table(table.cast(EXPORT_SCHEMA), row_group_size=table.num_rows)
+            table = with_loss_mask(self._shard_columns(table), self.mask_start)
+            self._parquet.write_table(table.cast(self.schema), row_group_size=table.num_rows)
             return
         text = jsonl_lines(table, self.fmt, self.mask_start, self.fingerprint)
         self.file.write(text.encode("utf-8"))
+
+    def _shard_columns(self, table: pa.Table) -> pa.Table:
+        """The shard columns of this file's schema; turn columns null where a batch has none."""
+        names = [name for name in self.schema.names if name != "loss_mask"]
+        for name in names:
+            if name not in table.column_names:
+                table = table.append_column(
+                    self.schema.field(name), pa.nulls(table.num_rows, self.schema.field(name).type))
+        return table.select(names)
 
     def finish(self) -> None:
         """Footer (parquet), flush and fsync: the bytes are final and hashed."""

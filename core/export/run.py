@@ -26,6 +26,7 @@ from eagle_tui.core.export.output import ExportSink
 from eagle_tui.core.export.sources import RESTORE, SourceBatch, SourceShard, open_batches
 from eagle_tui.core.export.tally import KeepCounts, KeepTally
 from eagle_tui.core.fsio import TMP_SUFFIX, fsync_dir, write_atomic
+from eagle_tui.core.shards.schema import MULTI_TURN_SCHEMA_VERSION, TURN_COLUMNS
 
 Progress = Callable[[int, int], None]
 """Called after each row group with (rows read, rows in all batches)."""
@@ -56,7 +57,7 @@ def export(directories: Sequence[str | Path], out: str | Path, options: ExportOp
     mask_start = options.effective_mask_start
     fingerprint = batches[0].tokenizer_fingerprint
     tally = KeepTally(options.filter, mask_start, options.max_length)
-    sink = _open_sink(path, options, fingerprint)
+    sink = _open_sink(path, options, fingerprint, turns=any(map(_multi_turn, batches)))
     tmp_manifest = manifest_path.with_name(manifest_path.name + TMP_SUFFIX)
     try:
         _stream(batches, sink, tally, progress)
@@ -85,10 +86,16 @@ def _check_output(path: Path, manifest_path: Path, force: bool) -> None:
                           "choose another --out")
 
 
-def _open_sink(path: Path, options: ExportOptions, fingerprint: str) -> ExportSink:
+def _multi_turn(batch: SourceBatch) -> bool:
+    return batch.manifest.schema_version >= MULTI_TURN_SCHEMA_VERSION
+
+
+def _open_sink(path: Path, options: ExportOptions, fingerprint: str, *,
+               turns: bool) -> ExportSink:
     tmp = path.with_name(path.name + TMP_SUFFIX)
     try:
-        return ExportSink(tmp, options.format, options.effective_mask_start, fingerprint)
+        return ExportSink(tmp, options.format, options.effective_mask_start, fingerprint,
+                          turns=turns)
     except OSError as e:
         tmp.unlink(missing_ok=True)
         raise ExportError(f"cannot create {tmp}: {e}") from e
@@ -101,8 +108,9 @@ def _stream(batches: list[SourceBatch], sink: ExportSink, tally: KeepTally,
     total = sum(batch.rows for batch in batches)
     done = 0
     for batch in batches:
+        read = [*columns, *TURN_COLUMNS] if _multi_turn(batch) else columns
         for shard in batch.shards:
-            for table in _row_groups(batch, shard, columns):
+            for table in _row_groups(batch, shard, read):
                 kept = table.filter(tally.decide(table))
                 if kept.num_rows:
                     _write(sink, kept)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -29,10 +30,11 @@ def config(fingerprint: str = FINGERPRINT) -> BatchConfig:
                        "ef" * 32, SamplingIdentity(64, (SamplingPreset(),)))
 
 
-def metadata(fingerprint: str = FINGERPRINT) -> ShardMetadata:
+def metadata(fingerprint: str = FINGERPRINT, schema_version: int = 1) -> ShardMetadata:
     return ShardMetadata("kimi-k2.5-tiny", "/models/kimi", fingerprint, "ef" * 32,
                          {"max_new_tokens": 64}, None, "0.5.23",
-                         {"think": kimi.THINK, "think_end": kimi.THINK_END}, kimi.VOCAB_SIZE)
+                         {"think": kimi.THINK, "think_end": kimi.THINK_END}, kimi.VOCAB_SIZE,
+                         schema_version=schema_version)
 
 
 # (flags, finish) cycled over rows: clean, informational, and every default-dropped flag
@@ -70,13 +72,23 @@ def make_row(i: int, prefix: str = "s") -> ShardRow:
     )
 
 
+def make_turn_row(i: int, turns: int = 3) -> ShardRow:
+    """Row ``i`` of a multi-turn batch: turn ``i % turns`` of conversation ``c{i // turns}``,
+    its parent the conversation's previous turn."""
+    conversation, turn = f"c{i // turns:04d}", i % turns
+    return replace(make_row(i), sample_id=f"{conversation}#turn{turn}",
+                   conversation_id=conversation, turn=turn,
+                   parent_id=f"{conversation}#turn{turn - 1}" if turn else None)
+
+
 def write_batch(directory: Path, rows: Sequence[ShardRow], *, fingerprint: str = FINGERPRINT,
-                max_rows: int = 40, row_group_rows: int = 7) -> Path:
+                max_rows: int = 40, row_group_rows: int = 7, schema_version: int = 1) -> Path:
     """A batch directory (manifest + shards) holding ``rows``, several shards and groups."""
-    manifest = Manifest(directory, config(fingerprint))
+    manifest = Manifest(directory, config(fingerprint), schema_version=schema_version)
     manifest.save_atomic()
-    with ShardWriter(directory, metadata=metadata(fingerprint), manifest=manifest,
-                     max_rows=max_rows, row_group_rows=row_group_rows) as writer:
+    with ShardWriter(directory, metadata=metadata(fingerprint, schema_version),
+                     manifest=manifest, max_rows=max_rows,
+                     row_group_rows=row_group_rows) as writer:
         for row in rows:
             writer.add(row)
     return directory
