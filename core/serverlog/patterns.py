@@ -399,7 +399,10 @@ DIST_RULES: tuple[Rule, ...] = (
         r"|\bdistributed_init_method=\S+ backend=",
         dist("begin"),
     ),
-    rule("DIST_END", r"^Init (?:torch distributed|parallel|process group) ends?\.", dist("end")),
+    # 0.5.x logs "Memory baseline taken" once the ranks' collective memory check after
+    # parallel init returns: distributed init is over then, too.
+    rule("DIST_END", r"^Init (?:torch distributed|parallel|process group) ends?\."
+         r"|^Memory baseline taken\.", dist("end")),
     rule("DIST_NCCL", r"sglang is using nccl==|^\[Gloo\] Rank \d+ is connected to", dist("nccl")),
     rule(
         "DIST_COMM",

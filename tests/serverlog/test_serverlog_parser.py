@@ -343,6 +343,7 @@ def test_recorded_real_startup_log_yields_the_startup_sequence_and_no_fatal() ->
         ev.ServerArgsSeen,
         ev.DistributedInit,  # "Init parallel begin." (distributed init is read since issue 10)
         ev.DistributedInit,  # "Init parallel ends."
+        ev.DistributedInit,  # "Memory baseline taken." (after the ranks' memory check)
         ev.WeightLoadBegin,
         ev.ShardProgress,
         ev.ShardProgress,
