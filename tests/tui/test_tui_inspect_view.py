@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from textual.widgets import DataTable, Input, Select, Static
 from tui_fakes import FakeCapture, batch, wait_for
-from tui_shards import make_row, synthetic_rows, write_shards
+from tui_shards import make_row, metadata, synthetic_rows, write_shards
 
 from eagle_tui.core import kimi
+from eagle_tui.core.shards.schema import ShardRow
 from eagle_tui.core.tokenizer import bundled_tokenizer_path, load_tokenizer
 from eagle_tui.tui.app import EagleApp
 from eagle_tui.tui.clipboard import ClipboardReach, clipboard_reach, copy_feedback
@@ -258,3 +260,56 @@ async def test_a_real_worker_lists_its_recent_rows_before_any_shard(
     finally:
         await asyncio.to_thread(control.abort_and_wait, batch_id)
         control.close()
+
+
+# -- multi-turn batches: a conversation's turns in order -----------------------------------
+
+
+def conversation_rows() -> list[ShardRow]:
+    """Four conversations of three turns, stored as a multi-turn batch stores them: turns of
+    different conversations interleaved, and c2's turn 2 before its turn 1."""
+    order = [("c0", 0), ("c1", 0), ("c0", 1), ("c2", 0), ("c1", 1), ("c2", 2), ("c0", 2),
+             ("c3", 0), ("c2", 1), ("c1", 2), ("c3", 1), ("c3", 2)]
+    rows = synthetic_rows(len(order))
+    return [replace(row, sample_id=f"{c}#turn{t}", conversation_id=c, turn=t,
+                    parent_id=f"{c}#turn{t - 1}" if t else None)
+            for row, (c, t) in zip(rows, order, strict=True)]
+
+
+async def test_v_lists_a_conversation_in_turn_order_and_back(tmp_path: Path) -> None:
+    rows = conversation_rows()
+    app = inspect_app(write_shards(tmp_path / "batch", rows, per_file=5, row_group=2,
+                                   meta=metadata(schema_version=2)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = screen_of(app)
+        await wait_for(pilot, lambda: screen.page is not None, what="first page")
+        assert screen.check_action("conversation", ()) is True
+        table = screen.query_one("#inspect-table", DataTable)
+        table.move_cursor(row=5)  # c2#turn2
+        await pilot.press("v")
+        await wait_for(pilot, lambda: screen.page is not None
+                       and screen.page.filter.conversation == "c2", what="conversation")
+        assert [r.sample_id for r in screen.page.rows] == ["c2#turn0", "c2#turn1", "c2#turn2"]
+        summary = str(screen.query_one("#inspect-summary", Static).render())
+        assert "conversation c2: 3 turns (v: all rows)" in summary
+        screen.query_one("#inspect-flag", Select).value = "truncated"  # within the conversation
+        await wait_for(pilot, lambda: screen.page is not None
+                       and screen.page.filter.flag == "truncated", what="flag filter")
+        assert screen.page.filter.conversation == "c2"
+        assert [r.sample_id for r in screen.page.rows] == ["c2#turn0"]
+        await pilot.press("v")
+        await wait_for(pilot, lambda: screen.page is not None
+                       and screen.page.filter.conversation is None, what="all rows")
+        truncated = [row.sample_id for row in rows if "truncated" in row.flags]
+        assert [r.sample_id for r in screen.page.rows] == truncated == ["c2#turn0", "c3#turn1"]
+
+
+async def test_v_does_nothing_in_a_single_turn_batch(tmp_path: Path) -> None:
+    app = inspect_app(write_shards(tmp_path / "batch", synthetic_rows(10)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = screen_of(app)
+        await wait_for(pilot, lambda: screen.page is not None, what="first page")
+        assert screen.check_action("conversation", ()) is False  # not offered (hidden)
+        await pilot.press("v")
+        await pilot.pause()
+        assert screen.page is not None and screen.page.filter.conversation is None

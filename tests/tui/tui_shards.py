@@ -20,7 +20,8 @@ BOUNDARIES = {
 }
 
 
-def metadata(tokenizer_name: str = "kimi-k2.5-tiny", tokenizer_path: str = "") -> ShardMetadata:
+def metadata(tokenizer_name: str = "kimi-k2.5-tiny", tokenizer_path: str = "",
+             schema_version: int = 1) -> ShardMetadata:
     """Footer metadata naming the bundled tokenizer."""
     return ShardMetadata(
         tokenizer_name=tokenizer_name,
@@ -31,6 +32,7 @@ def metadata(tokenizer_name: str = "kimi-k2.5-tiny", tokenizer_path: str = "") -
         server_model_path="sim",
         server_version="0.5.23",
         boundary_ids=BOUNDARIES,
+        schema_version=schema_version,
     )
 
 
@@ -90,12 +92,14 @@ def write_shards(
     row_group: int = 25,
     meta: ShardMetadata | None = None,
 ) -> Path:
-    """``directory/shards/part-NNNNN.parquet`` files holding ``rows``; returns directory."""
+    """``directory/shards/part-NNNNN.parquet`` files holding ``rows``; returns directory.
+    The shard schema is the one ``meta`` names (2 for multi-turn rows)."""
     shards = directory / "shards"
     shards.mkdir(parents=True, exist_ok=True)
-    footer = (meta or metadata()).to_parquet()
+    meta = meta or metadata()
+    footer = meta.to_parquet()
     for number, start in enumerate(range(0, len(rows), per_file)):
-        table = rows_to_table(rows[start : start + per_file])
+        table = rows_to_table(rows[start : start + per_file], meta.schema_version)
         table = table.replace_schema_metadata(footer)
         pq.write_table(
             table,

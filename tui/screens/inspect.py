@@ -7,6 +7,7 @@ for counts and filters, one page of rows at a time); results come back as messag
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import ClassVar
 
@@ -42,7 +43,8 @@ Enter opens it). The table pages through the samples without loading the shards 
 `n`/`p` next and previous page, `r` reloads (a running batch keeps adding shards).
 Filter by **flag** (`clean`, `flagged` or one flag) and by **finish reason** with the two
 selectors. The line under the summary says how many rows `eagle-tui export` would keep with
-its default filter, and why it would drop the others.
+its default filter, and why it would drop the others. In a multi-turn batch `v` lists the
+highlighted row's conversation, every stored turn in order; `v` again lists all rows.
 
 Enter opens the highlighted sample: decoded with the same highlighting as live streams
 (`t` switches to raw ids, `p` hides the prompt), with its validation flags. `c` copies the
@@ -107,7 +109,10 @@ def summary_text(summary: ShardSummary, page: SamplePage | None) -> str:
     parts = [head, f"{flagged:,} flagged"]
     if summary.ignored:
         parts.append(f"{len(summary.ignored)} files ignored")
-    if page is not None:
+    if page is not None and page.filter.conversation is not None:
+        turns = f"{page.matching} turn" + ("" if page.matching == 1 else "s")
+        parts.append(f"conversation {page.filter.conversation}: {turns} (v: all rows)")
+    elif page is not None:
         parts.append(f"page {page.page + 1}/{page.pages} of {page.matching:,} matching")
     return " · ".join(parts)
 
@@ -136,6 +141,7 @@ class InspectScreen(ViewScreen):
         Binding("n", "page(1)", "Next page", id="inspect.next"),
         Binding("p", "page(-1)", "Prev page", id="inspect.prev"),
         Binding("c", "copy_id", "Copy id", id="inspect.copy"),
+        Binding("v", "conversation", "Conversation", id="inspect.conversation"),
     ]
 
     def __init__(self) -> None:
@@ -264,12 +270,25 @@ class InspectScreen(ViewScreen):
             self._load_page(self.current_filter(), 0)
 
     def current_filter(self) -> SampleFilter:
-        """The filter the two selectors describe."""
+        """The filter the two selectors describe (within the conversation shown, if any)."""
         flag = self.query_one("#inspect-flag", Select).value
         finish = self.query_one("#inspect-finish", Select).value
         return SampleFilter(
-            str(flag) if flag != Select.NULL else ANY, str(finish) if finish != Select.NULL else ANY
+            str(flag) if flag != Select.NULL else ANY,
+            str(finish) if finish != Select.NULL else ANY,
+            self.page.filter.conversation if self.page is not None else None,
         )
+
+    def action_conversation(self) -> None:
+        """List every turn of the highlighted row's conversation; again: all rows."""
+        if self.page is None:
+            return
+        if self.page.filter.conversation is not None:
+            self._load_page(replace(self.page.filter, conversation=None), 0)
+            return
+        row = self.highlighted_row()
+        if row is not None and row.conversation_id is not None:
+            self._load_page(replace(self.page.filter, conversation=row.conversation_id), 0)
 
     def action_page(self, step: int) -> None:
         if self.source is not None and self.page is not None:
@@ -306,7 +325,20 @@ class InspectScreen(ViewScreen):
             return None if self.page is None or self.page.pages < 2 else True
         if action == "copy_id":
             return None if self.highlighted_row() is None else True
+        if action == "conversation":
+            return self._conversation_state()
         return True
+
+    def _conversation_state(self) -> bool | None:
+        """Hidden unless the rows are turns of conversations (a multi-turn batch)."""
+        if self.page is None:
+            return False
+        if self.page.filter.conversation is not None:
+            return True
+        if not any(row.conversation_id is not None for row in self.page.rows):
+            return False
+        row = self.highlighted_row()
+        return True if row is not None and row.conversation_id is not None else None
 
     # -- samples -------------------------------------------------------------------------------
 

@@ -29,6 +29,8 @@ def keeps(row: ShardRow, wanted: SampleFilter) -> bool:
     """True when ``wanted`` lists ``row``."""
     if wanted.finish != ANY and row.finish_reason != wanted.finish:
         return False
+    if wanted.conversation is not None and row.conversation_id != wanted.conversation:
+        return False
     if wanted.flag == CLEAN:
         return not row.flags
     if wanted.flag == FLAGGED:
@@ -64,6 +66,8 @@ class RecentSource:
     def select(self, wanted: SampleFilter) -> int:
         self._filter = wanted
         self._selected = [i for i, row in enumerate(self._rows) if keeps(row, wanted)]
+        if wanted.conversation is not None:
+            self._selected.sort(key=lambda i: self._rows[i].turn or 0)
         return len(self._selected)
 
     def page(self, number: int, size: int = PAGE_SIZE) -> SamplePage:
@@ -83,4 +87,4 @@ class RecentSource:
         row = self._rows[index]
         return SampleRow(index, row.sample_id, row.prompt_len,
                          len(row.input_ids) - row.prompt_len, row.finish_reason,
-                         tuple(row.flags))
+                         tuple(row.flags), row.conversation_id)

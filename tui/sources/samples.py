@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 
 from eagle_tui.core.export.options import RowFilter
 from eagle_tui.core.export.tally import KeepCounts, KeepTally
+from eagle_tui.core.shards.conversations import conversation_indices, is_multi_turn
 from eagle_tui.core.shards.reader import ShardReader
 from eagle_tui.core.shards.schema import ShardMetadata, ShardRow
 
@@ -32,15 +33,17 @@ _PAGE_COLUMNS = ["sample_id", "input_ids", "prompt_len", "finish_reason", "flags
 @dataclass(frozen=True)
 class SampleFilter:
     """Which rows to list: ``flag`` is any / clean / flagged / a flag name; ``finish`` is
-    any or a finish reason."""
+    any or a finish reason; ``conversation`` (multi-turn batches) lists that conversation's
+    turns only, in turn order."""
 
     flag: str = ANY
     finish: str = ANY
+    conversation: str | None = None
 
     @property
     def is_all(self) -> bool:
         """True when nothing is filtered out."""
-        return self.flag == ANY and self.finish == ANY
+        return self.flag == ANY and self.finish == ANY and self.conversation is None
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,7 @@ class SampleRow:
     output_len: int
     finish_reason: str
     flags: tuple[str, ...]
+    conversation_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -88,6 +92,7 @@ class SampleSource:
         """Open the shards' footers; raises ShardError when ``path`` holds none."""
         self.reader = ShardReader(path)
         self.path = self.reader.path
+        self.multi_turn = is_multi_turn(self.reader)
         self._lock = threading.Lock()
         self._filter = SampleFilter()
         self._selected: pa.Array | None = None
@@ -134,9 +139,17 @@ class SampleSource:
                 pc.add(pc.cast(pc.indices_nonzero(_mask(table, wanted)), pa.int64()), offset)
                 for offset, table in self._offset_batches()
             ]
-        self._selected = pa.chunked_array(parts, type=pa.int64()).combine_chunks()
-        self._filter = wanted
+            selected = pa.chunked_array(parts, type=pa.int64()).combine_chunks()
+            if wanted.conversation is not None:
+                selected = self._turns_of(wanted.conversation, selected)
+        self._selected, self._filter = selected, wanted
         return len(self._selected)
+
+    def _turns_of(self, conversation: str, among: pa.Array) -> pa.Array:
+        """The rows of ``conversation`` that are ``among`` the selected ones, in turn order."""
+        keep = set(among.to_pylist())
+        turns = conversation_indices(self.reader, conversation)
+        return pa.array([i for i in turns if i in keep], pa.int64())
 
     def page(self, number: int, size: int = PAGE_SIZE) -> SamplePage:
         """Page ``number`` (0-based, clamped) of the current selection."""
@@ -175,7 +188,10 @@ class SampleSource:
         return [int(i) for i in self._selected.slice(start, stop - start).to_pylist()]
 
     def _read(self, start: int, count: int) -> list[SampleRow]:
-        table = self.reader.page(start, count, columns=_PAGE_COLUMNS)
+        columns = [*_PAGE_COLUMNS, "conversation_id"] if self.multi_turn else _PAGE_COLUMNS
+        table = self.reader.page(start, count, columns=columns)
+        conversations = (table["conversation_id"].to_pylist() if self.multi_turn
+                         else [None] * table.num_rows)
         lengths = pc.list_value_length(table["input_ids"]).to_pylist()
         ids = table["sample_id"].to_pylist()
         prompts = table["prompt_len"].to_pylist()
@@ -189,6 +205,7 @@ class SampleSource:
                 (lengths[i] or 0) - prompts[i],
                 finishes[i],
                 tuple(flags[i] or ()),
+                conversations[i],
             )
             for i in range(table.num_rows)
         ]
