@@ -176,6 +176,13 @@ async def test_a_port_conflict_names_the_holder_until_it_is_resolved(
         server.close()
 
 
+def card_states(app: EagleApp) -> list[str]:
+    """``pid url phase (verdict)`` of every server card, for failure messages."""
+    return [f"{c.target.pid} {c.target.url} "
+            + (f"{c.snapshot.phase.value} ({c.snapshot.verdict})" if c.snapshot else "no snapshot")
+            for c in app.screen.query(ServerCard)]
+
+
 async def test_with_no_arguments_the_dashboard_finds_servers_and_their_logs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -192,13 +199,17 @@ async def test_with_no_arguments_the_dashboard_finds_servers_and_their_logs(
             for sim, log in ((a, logs[0]), (b, logs[1])):
                 target = found()[sim.pid]
                 assert target.log_file == log and target.url == sim.url
-            await wait_for(
-                pilot,
-                lambda: all(
-                    c.snapshot is not None and c.snapshot.phase == Phase.READY
-                    for c in app.screen.query(ServerCard)
-                    if c.target.pid in (a.pid, b.pid)
-                ),
-                LIVE_WAIT,
-                "both watched to ready",
-            )
+            ours = (a.pid, b.pid)
+            try:
+                await wait_for(
+                    pilot,
+                    lambda: all(
+                        c.snapshot is not None and c.snapshot.phase == Phase.READY
+                        for c in app.screen.query(ServerCard)
+                        if c.target.pid in ours
+                    ),
+                    LIVE_WAIT,
+                    "both watched to ready",
+                )
+            except AssertionError as timeout:  # say where each card stood (seen once in CI)
+                raise AssertionError(f"{timeout}; cards: {card_states(app)}") from None
