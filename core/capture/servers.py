@@ -32,6 +32,7 @@ from eagle_tui.core.capture.routed import (
 from eagle_tui.core.clock import Clock
 from eagle_tui.core.errors import SGLangError
 from eagle_tui.core.sglang import ClientTimeouts, SGLangClient
+from eagle_tui.core.sglang.client import KEEPALIVE_EXPIRY_S
 from eagle_tui.core.sglang.router import RouterProbe
 from eagle_tui.core.shards.manifest import RouterRecord
 from eagle_tui.core.shards.schema import ShardMetadata
@@ -55,7 +56,8 @@ def default_client_factory(config: CaptureConfig) -> ClientMaker:
     # http:// URLs); one shared default context keeps certificate checks for https.
     tls = ssl.create_default_context()
     limits = httpx.Limits(max_connections=POOL_SIZE + 2,  # +2: health and abort calls
-                          max_keepalive_connections=POOL_SIZE + 2)
+                          max_keepalive_connections=POOL_SIZE + 2,
+                          keepalive_expiry=KEEPALIVE_EXPIRY_S)  # a transport's own limits
 
     def make(url: str, limit: int | None = None) -> ServerClient:
         clients: list[ServerClient] = [

@@ -11,14 +11,38 @@ a server sees for two requests, back to back and after an idle gap between our e
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
+import pytest
+
+from eagle_tui.core.capture.config import CaptureConfig
+from eagle_tui.core.capture.servers import default_client_factory
 from eagle_tui.core.sglang import SGLangClient
 from eagle_tui.core.sglang.client import KEEPALIVE_EXPIRY_S
+from eagle_tui.core.tokenizer import bundled_tokenizer_path
 
 SGLANG_KEEP_ALIVE_S = 5.0  # sglang/srt/environ.py: SGLANG_TIMEOUT_KEEP_ALIVE = EnvInt(5)
 
 
-async def connections_for_two_health_checks(gap_s: float) -> int:
+def plain_client(url: str) -> Any:
+    return SGLangClient(url)
+
+
+def capture_client(url: str) -> Any:
+    """The clients a capture batch uses (small pools with transports of their own)."""
+    config = CaptureConfig(prompts=Path("p.jsonl"), out_dir=Path("out"), servers=(url,),
+                           tokenizer=bundled_tokenizer_path())
+    return default_client_factory(config)(url)
+
+
+MAKERS = pytest.mark.parametrize("make", [plain_client, capture_client],
+                                 ids=["SGLangClient", "capture"])
+
+
+async def connections_for_two_health_checks(gap_s: float,
+                                            make: Callable[[str], Any] = plain_client) -> int:
     """Connections a real server accepts for two ``/health`` calls ``gap_s`` apart."""
     accepted = 0
 
@@ -36,18 +60,25 @@ async def connections_for_two_health_checks(gap_s: float) -> int:
 
     server = await asyncio.start_server(serve, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
-    async with server, SGLangClient(f"http://127.0.0.1:{port}") as client:
-        await client.health()
-        await asyncio.sleep(gap_s)
-        await client.health()
+    async with server:
+        client = make(f"http://127.0.0.1:{port}")
+        try:
+            await client.health()
+            await asyncio.sleep(gap_s)
+            await client.health()
+        finally:
+            await client.aclose()
     return accepted
 
 
-async def test_a_busy_connection_is_reused() -> None:
-    assert await connections_for_two_health_checks(0.0) == 1
+@MAKERS
+async def test_a_busy_connection_is_reused(make: Callable[[str], Any]) -> None:
+    assert await connections_for_two_health_checks(0.0, make) == 1
 
 
-async def test_an_idle_connection_is_dropped_before_sglang_would_close_it() -> None:
+@MAKERS
+async def test_an_idle_connection_is_dropped_before_sglang_would_close_it(
+        make: Callable[[str], Any]) -> None:
     assert KEEPALIVE_EXPIRY_S < SGLANG_KEEP_ALIVE_S
     gap = (KEEPALIVE_EXPIRY_S + SGLANG_KEEP_ALIVE_S) / 2
-    assert await connections_for_two_health_checks(gap) == 2
+    assert await connections_for_two_health_checks(gap, make) == 2
