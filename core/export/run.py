@@ -26,7 +26,8 @@ from eagle_tui.core.export.output import ExportSink
 from eagle_tui.core.export.sources import RESTORE, SourceBatch, SourceShard, open_batches
 from eagle_tui.core.export.tally import KeepCounts, KeepTally
 from eagle_tui.core.fsio import TMP_SUFFIX, fsync_dir, write_atomic
-from eagle_tui.core.shards.schema import MULTI_TURN_SCHEMA_VERSION, TURN_COLUMNS
+from eagle_tui.core.shards.conversations import is_multi_turn
+from eagle_tui.core.shards.schema import TURN_COLUMNS
 
 Progress = Callable[[int, int], None]
 """Called after each row group with (rows read, rows in all batches)."""
@@ -57,7 +58,8 @@ def export(directories: Sequence[str | Path], out: str | Path, options: ExportOp
     mask_start = options.effective_mask_start
     fingerprint = batches[0].tokenizer_fingerprint
     tally = KeepTally(options.filter, mask_start, options.max_length)
-    sink = _open_sink(path, options, fingerprint, turns=any(map(_multi_turn, batches)))
+    turns = any(is_multi_turn(batch.reader) for batch in batches)
+    sink = _open_sink(path, options, fingerprint, turns=turns)
     tmp_manifest = manifest_path.with_name(manifest_path.name + TMP_SUFFIX)
     try:
         _stream(batches, sink, tally, progress)
@@ -86,10 +88,6 @@ def _check_output(path: Path, manifest_path: Path, force: bool) -> None:
                           "choose another --out")
 
 
-def _multi_turn(batch: SourceBatch) -> bool:
-    return batch.manifest.schema_version >= MULTI_TURN_SCHEMA_VERSION
-
-
 def _open_sink(path: Path, options: ExportOptions, fingerprint: str, *,
                turns: bool) -> ExportSink:
     tmp = path.with_name(path.name + TMP_SUFFIX)
@@ -108,7 +106,7 @@ def _stream(batches: list[SourceBatch], sink: ExportSink, tally: KeepTally,
     total = sum(batch.rows for batch in batches)
     done = 0
     for batch in batches:
-        read = [*columns, *TURN_COLUMNS] if _multi_turn(batch) else columns
+        read = [*columns, *TURN_COLUMNS] if is_multi_turn(batch.reader) else columns
         for shard in batch.shards:
             for table in _row_groups(batch, shard, read):
                 kept = table.filter(tally.decide(table))
