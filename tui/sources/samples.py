@@ -135,21 +135,29 @@ class SampleSource:
             self._filter, self._selected = wanted, None
             return self.rows
         with self._lock:
-            parts = [
-                pc.add(pc.cast(pc.indices_nonzero(_mask(table, wanted)), pa.int64()), offset)
-                for offset, table in self._offset_batches()
-            ]
-            selected = pa.chunked_array(parts, type=pa.int64()).combine_chunks()
-            if wanted.conversation is not None:
-                selected = self._turns_of(wanted.conversation, selected)
+            if wanted.conversation is None:
+                selected = self._matching(wanted)
+            else:
+                selected = self._turns_of(wanted)
         self._selected, self._filter = selected, wanted
         return len(self._selected)
 
-    def _turns_of(self, conversation: str, among: pa.Array) -> pa.Array:
-        """The rows of ``conversation`` that are ``among`` the selected ones, in turn order."""
-        keep = set(among.to_pylist())
-        turns = conversation_indices(self.reader, conversation)
-        return pa.array([i for i in turns if i in keep], pa.int64())
+    def _matching(self, wanted: SampleFilter) -> pa.Array:
+        """Global indices of the rows the flag and finish filters keep (two small columns)."""
+        parts = [
+            pc.add(pc.cast(pc.indices_nonzero(_mask(table, wanted)), pa.int64()), offset)
+            for offset, table in self._offset_batches()
+        ]
+        return pa.chunked_array(parts, type=pa.int64()).combine_chunks()
+
+    def _turns_of(self, wanted: SampleFilter) -> pa.Array:
+        """The rows of ``wanted.conversation`` in turn order, those the other filters keep
+        (the conversation's few indices are matched in Arrow, never a set of every row)."""
+        assert wanted.conversation is not None
+        turns = pa.array(conversation_indices(self.reader, wanted.conversation), pa.int64())
+        if wanted.flag == ANY and wanted.finish == ANY:
+            return turns
+        return pc.filter(turns, pc.is_in(turns, value_set=self._matching(wanted)))
 
     def page(self, number: int, size: int = PAGE_SIZE) -> SamplePage:
         """Page ``number`` (0-based, clamped) of the current selection."""
