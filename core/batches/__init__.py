@@ -8,7 +8,8 @@
 - ``events`` / ``status`` / ``hub``: the event stream, the status document and the bounded
   event fan-out;
 - ``registry`` / ``survey``: the records under the state dir and the derived live state;
-- ``configjson``: ``StoredConfig``, the capture config a record keeps (no secrets);
+- ``secretenv``: the API key and raw server URLs a worker gets through its environment
+  (a record keeps its ``CaptureConfig`` ``without_secrets``);
 - ``lock``: one controller per output directory;
 - ``cli_*``: the ``batches``, ``pause``, ``resume`` and ``stop`` verbs.
 """

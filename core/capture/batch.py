@@ -70,7 +70,7 @@ def prepare_batch(config: CaptureConfig, tokenizer: LoadedTokenizer | None = Non
     ``tokenizer`` skips loading (tests and callers that already hold one).
     """
     source = open_prompts(config.prompts)
-    if config.partition is not None:
+    if config.partition:
         source = PartitionedSource(source, config.partition)
     if tokenizer is None:
         tokenizer = load_tokenizer(config.tokenizer, trust_remote_code=config.trust_remote_code)
@@ -138,7 +138,7 @@ def open_output(
     """A new batch directory, or the resumed one with its trusted shards scanned."""
     out_dir = config.out_dir
     scan = scan_completed(out_dir)
-    partition = None if config.partition is None else str(config.partition)
+    partition = str(config.partition) if config.partition else None
     if scan.manifest is None:
         _check_fresh(out_dir, scan)
         manifest = Manifest(out_dir=out_dir, config=batch_config,

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from eagle_tui.core.errors import ConfigError
+from eagle_tui.core.wire import TextValue
 
 _SPEC = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 
@@ -34,8 +35,8 @@ class Placed(Protocol):
 
 
 @dataclass(frozen=True)
-class Partition:
-    """Slice ``index`` (0-based) of ``count``."""
+class Partition(TextValue):
+    """Slice ``index`` (0-based) of ``count``; JSON holds it as its text, ``"I/N"``."""
 
     index: int
     count: int

@@ -55,13 +55,14 @@ def default_client_factory(config: CaptureConfig) -> ClientMaker:
     # httpx builds a TLS context per client unless given one (~35 ms each, even for
     # http:// URLs); one shared default context keeps certificate checks for https.
     tls = ssl.create_default_context()
+    api_key = config.api_key or None
     limits = httpx.Limits(max_connections=POOL_SIZE + 2,  # +2: health and abort calls
                           max_keepalive_connections=POOL_SIZE + 2,
                           keepalive_expiry=KEEPALIVE_EXPIRY_S)  # a transport's own limits
 
     def make(url: str, limit: int | None = None) -> ServerClient:
         clients: list[ServerClient] = [
-            SGLangClient(url, api_key=config.api_key, timeouts=timeouts,
+            SGLangClient(url, api_key=api_key, timeouts=timeouts,
                          transport=httpx.AsyncHTTPTransport(verify=tls, limits=limits))
             for _ in range(pools_for(limit or config.concurrency))
         ]
@@ -99,8 +100,8 @@ async def _open(url: str, config: CaptureConfig, make: ClientMaker) -> tuple[Ser
     """The client and request limit of one server URL: a RoutedClient with clients for
     ``--concurrency`` per listed worker when the URL is SGLang's router."""
     timeouts = ClientTimeouts(connect=5.0, health=20.0, info=INFO_TIMEOUT_S)
-    probe = RouterProbe(SGLangClient(url, api_key=config.api_key, timeouts=timeouts),
-                        api_key=config.api_key)
+    api_key = config.api_key or None
+    probe = RouterProbe(SGLangClient(url, api_key=api_key, timeouts=timeouts), api_key=api_key)
     if not await probe.detect():
         await probe.client.aclose()
         return make(url), config.concurrency

@@ -193,11 +193,11 @@ async def child_rss(args: argparse.Namespace) -> dict[str, Any]:
     samples: list[tuple[int, float]] = [(0, rss_mb())]
     while not run.done():
         await asyncio.wait([run], timeout=2.0)
-        samples.append((engine.progress().done, rss_mb()))
+        samples.append((engine.progress().counts.done, rss_mb()))
     summary = await run
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"samples": summary.progress.done, "peak_rss_mb": peak, "trace": samples,
-            "wall": summary.progress.elapsed_s}
+    return {"samples": summary.progress.counts.done, "peak_rss_mb": peak, "trace": samples,
+            "wall": summary.progress.counts.elapsed_s}
 
 
 CHILDREN = {"capture": child_capture, "bare": child_bare, "render": child_render,

@@ -319,7 +319,7 @@ def test_resume_never_mixes_single_and_multi_turn_shards(tmp_path: Path) -> None
 
 
 def test_a_detached_multi_turn_batch_keeps_its_settings(tmp_path: Path) -> None:
-    from eagle_tui.core.batches.configjson import config_from_json, config_to_json
+    from eagle_tui.core.capture.config import config_from_json, config_to_json
 
     config = make_config(tmp_path, ["http://a:1"], turns=MultiTurn("model", "dataset"))
     back = config_from_json(config_to_json(config))
@@ -370,5 +370,5 @@ async def test_a_turn_that_cannot_render_is_a_reject_with_file_and_line(
     assert stored == sorted(["good#turn0", "good#turn1", "bad#turn0"])
     # with the dataset's history turn 2 is tried too (its history holds the same broken
     # call): one more rejected row, the record's line logged once
-    assert summary.progress.rejected == (2 if history == "dataset" else 1)
+    assert summary.progress.counts.rejected == (2 if history == "dataset" else 1)
     assert summary.exit_code == 1

@@ -6,8 +6,9 @@ import time
 
 import msgspec
 
-from eagle_tui.core.batches.api import Progress, StatusDoc
+from eagle_tui.core.batches.api import StatusDoc
 from eagle_tui.core.batches.survey import BatchView
+from eagle_tui.core.capture.progress import Progress
 from eagle_tui.core.text import duration, terminal_safe
 
 HEADER = ("ID", "NAME", "STATE", "ROWS", "FAILED", "SAMPLES/S", "TOK/S", "ETA", "PID")
