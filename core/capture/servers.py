@@ -35,7 +35,7 @@ from eagle_tui.core.sglang import ClientTimeouts, SGLangClient
 from eagle_tui.core.sglang.client import KEEPALIVE_EXPIRY_S
 from eagle_tui.core.sglang.router import RouterProbe
 from eagle_tui.core.shards.manifest import RouterRecord
-from eagle_tui.core.shards.schema import ShardMetadata
+from eagle_tui.core.shards.schema import FooterServer, FooterTokenizer, ShardMetadata
 
 log = logging.getLogger(__name__)
 
@@ -141,15 +141,13 @@ async def shard_metadata(
     first = reachable[0] if reachable else dict(first_worker_facts(routers))
     tokenizer = batch.tokenizer
     return ShardMetadata(
-        tokenizer_name=tokenizer.name,
-        tokenizer_path=str(tokenizer.path),
-        tokenizer_fingerprint=tokenizer.fingerprint(),
+        tokenizer=FooterTokenizer(name=tokenizer.name, path=str(tokenizer.path),
+                                  fingerprint=tokenizer.fingerprint(),
+                                  vocab_size=batch.vocab_size),
         template_hash=tokenizer.template_hash(),
         sampling=msgspec.to_builtins(batch.batch_config.sampling),
-        server_model_path=first.get("model_path"),
-        server_version=first.get("version"),
+        server=FooterServer(model_path=first.get("model_path"), version=first.get("version")),
         boundary_ids=batch.boundaries.as_dict(),
-        vocab_size=batch.vocab_size,
         extra={
             "template_kwargs": dict(config.template_kwargs),
             "presets": [p.name for p in config.presets],

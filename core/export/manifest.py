@@ -53,8 +53,8 @@ def _tokenizer(batch: SourceBatch) -> dict[str, Any]:
     return {
         "fingerprint": batch.tokenizer_fingerprint,
         "path": batch.tokenizer_path,
-        "name": footer.tokenizer_name if footer else None,
-        "vocab_size": footer.vocab_size if footer else None,
+        "name": footer.tokenizer.name if footer else None,
+        "vocab_size": footer.tokenizer.vocab_size if footer else None,
     }
 
 

@@ -32,6 +32,7 @@ from eagle_tui.core.shards.reader import ShardReader
 from eagle_tui.core.shards.schema import (
     SHARD_SCHEMA,
     SHARD_SCHEMA_V2,
+    FooterTokenizer,
     ShardMetadata,
     ShardRow,
     rows_to_table,
@@ -254,7 +255,8 @@ def row(sample_id: str, **turn: Any) -> ShardRow:
                     0.5, datetime(2026, 1, 1, tzinfo=UTC), **turn)
 
 
-META = ShardMetadata("t", "/t", "f", "h", {}, None, None, {}, schema_version=2)
+META = ShardMetadata(tokenizer=FooterTokenizer(name="t", path="/t", fingerprint="f"),
+                     template_hash="h", schema_version=2)
 
 
 def test_schema_two_round_trips_and_needs_the_turn(tmp_path: Path) -> None:

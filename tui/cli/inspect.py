@@ -156,7 +156,7 @@ def decoder_for(
         tokenizer = load_tokenizer(path, trust_remote_code=args.trust_remote_code)
     except TokenizerError as e:
         raise InspectError(f"{e}; or pass --tokenizer PATH, or --raw-ids to see ids") from e
-    if metadata and metadata.tokenizer_fingerprint not in ("", tokenizer.fingerprint()):
+    if metadata and metadata.tokenizer.fingerprint not in ("", tokenizer.fingerprint()):
         print(f"eagle-tui inspect: warning: tokenizer {path} differs from the one the shards "
               "were captured with (fingerprint); text may be wrong", file=sys.stderr)
 
@@ -168,8 +168,8 @@ def decoder_for(
 
 def tokenizer_path(reader: Reader, metadata: ShardMetadata | None) -> Path | None:
     """The tokenizer recorded in the shard footer, else in the manifest."""
-    if metadata and metadata.tokenizer_path:
-        return Path(metadata.tokenizer_path)
+    if metadata and metadata.tokenizer.path:
+        return Path(metadata.tokenizer.path)
     if reader.manifest and reader.manifest.config.tokenizer_path:
         return Path(reader.manifest.config.tokenizer_path)
     return None

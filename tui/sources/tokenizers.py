@@ -74,10 +74,10 @@ class TokenizerCache:
             return self.preferred
         if metadata is None:
             return None
-        recorded = Path(metadata.tokenizer_path) if metadata.tokenizer_path else None
+        recorded = Path(metadata.tokenizer.path) if metadata.tokenizer.path else None
         if recorded is not None and recorded.is_dir():
             return recorded
-        if metadata.tokenizer_name == BUNDLED_TOKENIZER_NAME:
+        if metadata.tokenizer.name == BUNDLED_TOKENIZER_NAME:
             return bundled_tokenizer_path()
         return None
 
