@@ -13,6 +13,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from eagle_tui.core.export.options import ExportOptions
 from eagle_tui.core.export.sources import SourceBatch
 from eagle_tui.core.export.tally import KeepCounts
@@ -40,7 +42,7 @@ def build_manifest(path: Path, options: ExportOptions, batches: list[SourceBatch
         "data": {"file": path.name, "rows": sink.rows, "bytes": sink.file.size,
                  "sha256": sink.file.hexdigest()},
         "filter": options.filter.to_json(),
-        "counts": counts.to_json(),
+        "counts": msgspec.to_builtins(counts),
         "tokenizer": _tokenizer(batches[0]),
         "sources": [_source(batch) for batch in batches],
     }
