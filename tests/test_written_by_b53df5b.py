@@ -27,15 +27,7 @@ from eagle_tui.core.capture.progress import Progress
 from eagle_tui.core.errors import ShardError
 from eagle_tui.core.health.changes import Change
 from eagle_tui.core.health.history import StartupHistory
-from eagle_tui.core.health.phase import Phase
-from eagle_tui.core.health.snapshot import (
-    Expectation,
-    Flag,
-    HealthSnapshot,
-    Outcome,
-    StartupProgress,
-    Verdict,
-)
+from eagle_tui.core.health.snapshot import HealthSnapshot, Outcome, Verdict
 from eagle_tui.core.sampling import SamplingPreset
 from eagle_tui.core.shards.manifest import Manifest
 from eagle_tui.core.shards.reader import ShardReader
@@ -231,17 +223,7 @@ def test_stats_json_is_the_same_byte_for_byte(
 
 
 def health() -> HealthSnapshot:
-    """The snapshot ``make_fixtures.py`` printed."""
-    return HealthSnapshot(
-        at=1767322000.0, phase=Phase.CAPTURING_GRAPHS, phase_s=12.5, elapsed_s=300.25,
-        expected=Expectation(600.0, "history: slowest of 3 start-ups was 500 s", 3,
-                             ((Phase.LOADING_WEIGHTS, 250.0),)),
-        window_fraction=0.5, flags=(Flag("slow_startup", "300 s > 250 s", 10.0, "wait"),),
-        verdict=None, last_log_line="Capture cuda graph bs [1, 2]", last_log_age_s=1.5,
-        progress=StartupProgress(shards_done=8, shards_total=8, shards_percent=100,
-                                 weights_gb=58.2, graph_percent=50, graph_batch_size=2),
-        ranks=(("TP0", Phase.CAPTURING_GRAPHS),),
-        phase_durations=((Phase.LAUNCHING, 3.5), (Phase.LOADING_WEIGHTS, 250.0)),
-        signature="kimi@8xH200", problems=("log unreadable",), notes=("no GPU",),
-        reached=Phase.CAPTURING_GRAPHS, step="graphs", lagging_ranks=("TP3",),
-        unknown_lines=2, unknown_samples=("???",), incarnation=2)
+    """The snapshot ``make_fixtures.py`` printed, rebuilt from its printed fields."""
+    printed = json.loads((FIXTURES / "cli" / "status-server.json").read_text())
+    del printed["url"]
+    return msgspec.convert(printed, HealthSnapshot)
