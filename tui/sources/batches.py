@@ -399,10 +399,10 @@ def snapshot_of(view: BatchView, error: str | None = None) -> BatchSnapshot:
     return BatchSnapshot(
         record.id,
         Path(record.out_dir),
-        Path(config.prompts),
+        config.prompts,
         config.servers,
         view.state,
-        tokenizer=Path(config.tokenizer) if config.tokenizer else None,
+        tokenizer=config.tokenizer,
         progress=(progress_of(view.state, view.progress, view.live_status)
                   if view.progress is not None else None),
         error=error or view.detail,
