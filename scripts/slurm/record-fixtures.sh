@@ -4,9 +4,11 @@
 #
 # Needs a running cluster (scripts/slurm/slurm.sh start DIR; SLURM_CONF exported). It submits
 #   1. `sbatch --array=0-3 --requeue --open-mode=append` of a job that prints its SLURM_*
-#      environment and sleeps a while; records squeue / scontrol while tasks run and pend,
-#      requeues task 1 while it runs (`scontrol requeue`), restarts it at once
-#      (`scontrol update jobid=… StartTime=now`), records again, and once every task is done;
+#      environment and sleeps a while (task 3 then fails: exit 3); records squeue / scontrol
+#      while tasks run and pend, requeues task 1 while it runs (`scontrol requeue`), restarts
+#      it at once (`scontrol update jobid=… StartTime=now`), records again, and once every
+#      task has ended (and what squeue says of a job the controller does not know: one it
+#      forgot, MinJobAge = 300 s after it ended, looks the same);
 #   2. arrays whose task ids are not 0..N-1 (`--array=0-15:2`, `--array=1-4`,
 #      `--array=1,3,7`), a job that is no array, and an array task running `srun -n 2`,
 #      keeping the environment each task saw.
@@ -52,6 +54,7 @@ cat >env-and-sleep.sh <<SH
 env | grep -E '^SLURM' | sort
 sleep $SLEEP
 echo "task \$SLURM_ARRAY_TASK_ID done (restart \${SLURM_RESTART_COUNT:-0})"
+[ "\$SLURM_ARRAY_TASK_ID" != 3 ] || exit 3
 SH
 cat >env.sh <<'SH'
 #!/bin/sh
@@ -81,6 +84,8 @@ record scontrol-show-task-restarted.txt scontrol show job "${JOB}_1"
 
 for task in 0 1 2 3; do wait_task "${JOB}_$task" gone; done
 record squeue-done.txt squeue -r -j "$JOB"
+record squeue-done-all-states.txt squeue -h -r -t all -j "$JOB" -o '%i|%A|%F|%K|%T|%r|%N|%M|%S'
+record squeue-unknown-job.txt squeue -j 999999
 record scontrol-show-job-done.txt scontrol show job "$JOB"
 record scontrol-oneliner-done.txt scontrol -o show job "$JOB"
 record sacct.txt sacct -j "$JOB"

@@ -220,33 +220,36 @@ cmd_start() {
     echo "export SLURM_CONF=$SLURM_CONF"
 }
 
+# Until the daemon whose PID was PID has exited (SIGTERM after STOP_TIMEOUT); "" = it was not up.
 stop_daemon() {
-    local dir="$1" name="$2" pid
-    pid="$(live_pid "$dir/$name.pid" "$name")" || return 0
+    local name="$1" pid="$2"
+    [ -n "$pid" ] || return 0
     if ! wait_gone "$pid" "$STOP_TIMEOUT"; then
         say "$name (pid $pid) still runs ${STOP_TIMEOUT}s after the shutdown: sending it SIGTERM"
         kill -TERM "$pid" 2>/dev/null || true
         wait_gone "$pid" 10 || die "$name (pid $pid) does not stop: end it by hand (kill -KILL $pid)"
     fi
-    say "$name stopped"
+    say "$name (pid $pid) stopped"
 }
 
 cmd_stop() {
     need_root stop
-    local dir pid
+    local dir pid ctld slurmd
     dir="$(cluster_dir "${1:-}")"
     export SLURM_CONF="$dir/slurm.conf"
-    if live_pid "$dir/slurmctld.pid" slurmctld >/dev/null; then
+    ctld="$(live_pid "$dir/slurmctld.pid" slurmctld || true)"
+    slurmd="$(live_pid "$dir/slurmd.pid" slurmd || true)"
+    if [ -n "$ctld" ]; then
         say "scontrol shutdown (slurmctld and slurmd)"
-        scontrol shutdown || say "scontrol shutdown failed; ending the daemons by PID"
-    elif live_pid "$dir/slurmd.pid" slurmd >/dev/null; then
-        say "slurmctld is not running; ending slurmd by PID"
-        kill -TERM "$(live_pid "$dir/slurmd.pid" slurmd)" 2>/dev/null || true
+        scontrol shutdown || say "scontrol shutdown failed; the daemons get SIGTERM after ${STOP_TIMEOUT}s"
+    elif [ -n "$slurmd" ]; then
+        say "slurmctld is not running; ending slurmd (pid $slurmd) with SIGTERM"
+        kill -TERM "$slurmd" 2>/dev/null || true
     else
         say "no slurmctld or slurmd of $dir runs"
     fi
-    stop_daemon "$dir" slurmctld
-    stop_daemon "$dir" slurmd
+    stop_daemon slurmctld "$ctld"
+    stop_daemon slurmd "$slurmd"
     if pid="$(live_pid "$dir/munged.pid" munged)"; then
         kill -TERM "$pid"
         wait_gone "$pid" "$STOP_TIMEOUT" || die "munged (pid $pid) does not stop: end it by hand (kill -KILL $pid)"

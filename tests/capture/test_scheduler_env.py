@@ -1,10 +1,12 @@
 """``--shard auto``: the slice from the scheduler's environment (core.capture.scheduler_env).
 
 The Slurm environments are the ones a real Slurm 22.05 gave its array tasks
-(tests/fixtures/slurm/env-*.txt, recorded by scripts/slurm/record-fixtures.sh); the other
-schedulers' are written from their documentation. The last test runs the module inside the
-tasks of a real ``sbatch --array=0-3`` (opt-in: ``EAGLE_SLURM_CONF`` names the slurm.conf of a
-cluster started with ``scripts/slurm/slurm.sh start DIR``), requeueing one task.
+(tests/fixtures/slurm/env-*.txt, recorded by scripts/slurm/record-fixtures.sh), and those of
+torchrun, Open MPI and MPICH what they gave their processes (tests/fixtures/slurm/launchers/,
+see PROVENANCE.md there); a Kubernetes pod's are written from Kubernetes' documentation. The
+last test runs the module inside the tasks of a real ``sbatch --array=0-3`` (opt-in:
+``EAGLE_SLURM_CONF`` names the slurm.conf of a cluster started with
+``scripts/slurm/slurm.sh start DIR``), requeueing one task.
 """
 
 from __future__ import annotations
@@ -54,6 +56,12 @@ def env_of(name: str) -> dict[str, str]:
     return runs_of(name)[-1]
 
 
+def launcher_env(name: str) -> dict[str, str]:
+    """A launcher's variables as recorded in tests/fixtures/slurm/launchers/NAME."""
+    lines = (FIXTURES / "launchers" / name).read_text(encoding="utf-8").splitlines()
+    return dict(line.split("=", 1) for line in lines if "=" in line)
+
+
 def refusal(auto: AutoShard, env: dict[str, str]) -> str:
     with pytest.raises(ConfigError) as caught:
         slice_from_environment(auto, env, hostname="host")
@@ -90,11 +98,15 @@ def test_auto_shard_prints_as_given() -> None:
 # -- Slurm job arrays (environments a real Slurm set) ------------------------------------------
 
 
+# The array's id, which the record keeps: each task has a job id of its own (SLURM_JOB_ID).
+ARRAY_JOB = env_of("env-array-0-3-task-0.txt")["SLURM_ARRAY_JOB_ID"]
+
+
 @pytest.mark.parametrize("task", range(4))
 def test_each_task_of_a_real_array_0_3_is_its_slice(task: int) -> None:
     found = slice_from_environment(AUTO, env_of(f"env-array-0-3-task-{task}.txt"), "other")
     assert found == SchedulerSlice(
-        Partition(task, 4), Scheduler.SLURM, "15", str(task), 0 if task != 1 else 1, "vm",
+        Partition(task, 4), Scheduler.SLURM, ARRAY_JOB, str(task), 0 if task != 1 else 1, "vm",
         (f"SLURM_ARRAY_TASK_ID={task}", "SLURM_ARRAY_TASK_COUNT=4", "SLURM_ARRAY_TASK_MIN=0",
          "SLURM_ARRAY_TASK_MAX=3"))
 
@@ -105,12 +117,13 @@ def test_a_requeued_task_keeps_its_slice_and_counts_the_restart() -> None:
     before, after = (slice_from_environment(AUTO, env) for env in (first, again))
     assert (before.partition, before.restart_count) == (Partition(1, 4), 0)
     assert (after.partition, after.restart_count) == (Partition(1, 4), 1)
-    assert after.describe() == "slice 1/4 from slurm job 15 task 1 on node vm, restart 1"
+    assert again["SLURM_JOB_ID"] != ARRAY_JOB
+    assert after.describe() == f"slice 1/4 from slurm job {ARRAY_JOB} task 1 on node vm, restart 1"
 
 
 def test_the_manifest_record_of_a_slurm_task() -> None:
     record = slice_from_environment(AUTO, env_of("env-array-0-3-task-2.txt")).record()
-    assert record == {"shard": "2/4", "scheduler": "slurm", "job_id": "15", "task_id": "2",
+    assert record == {"shard": "2/4", "scheduler": "slurm", "job_id": ARRAY_JOB, "task_id": "2",
                       "restart_count": 0, "node": "vm",
                       "from": "SLURM_ARRAY_TASK_ID=2 SLURM_ARRAY_TASK_COUNT=4 "
                               "SLURM_ARRAY_TASK_MIN=0 SLURM_ARRAY_TASK_MAX=3"}
@@ -168,8 +181,9 @@ def test_an_array_task_id_alone_needs_the_count() -> None:
 
 
 def test_a_slurm_job_that_is_no_array_is_refused_with_what_to_submit() -> None:
-    message = refusal(AUTO, env_of("env-plain-job.txt"))
-    assert "Slurm job 34 is not an array task" in message
+    env = env_of("env-plain-job.txt")
+    message = refusal(AUTO, env)
+    assert f"Slurm job {env['SLURM_JOB_ID']} is not an array task" in message
     assert "sbatch --array=0-N-1" in message and "--shard I/N" in message
 
 
@@ -228,33 +242,38 @@ def test_an_index_past_auto_n_is_refused() -> None:
 
 # -- torchrun, Open MPI, PMI -------------------------------------------------------------------
 
-TORCHRUN = {"RANK": "2", "WORLD_SIZE": "4", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1",
-            "GROUP_RANK": "2", "TORCHELASTIC_RESTART_COUNT": "1",
-            "TORCHELASTIC_RUN_ID": "capture-42", "MASTER_ADDR": "node0"}
-
-
-def test_torchrun_rank_of_world_size() -> None:
-    found = slice_from_environment(AUTO, TORCHRUN, hostname="node2")
-    assert found == SchedulerSlice(Partition(2, 4), Scheduler.TORCHRUN, "capture-42", "2", 1,
-                                   "node2", ("RANK=2", "WORLD_SIZE=4"))
-    assert slice_from_environment(AutoShard(4), TORCHRUN).partition == Partition(2, 4)
+@pytest.mark.parametrize(("rank", "restart"), [(0, 0), (1, 0), (0, 1), (1, 1)])
+def test_real_torchrun_ranks_and_restarts(rank: int, restart: int) -> None:
+    env = launcher_env(f"torchrun-rank-{rank}-restart-{restart}.txt")
+    found = slice_from_environment(AUTO, env, hostname="node2")
+    assert found == SchedulerSlice(Partition(rank, 2), Scheduler.TORCHRUN,
+                                   env["TORCHELASTIC_RUN_ID"], str(rank), restart, "node2",
+                                   (f"RANK={rank}", "WORLD_SIZE=2"))
+    assert slice_from_environment(AutoShard(2), env).partition == Partition(rank, 2)
 
 
 def test_auto_n_that_contradicts_the_world_size_is_refused() -> None:
-    message = refusal(AutoShard(8), TORCHRUN)
-    assert "runs 4 processes" in message and "--shard auto/4" in message
+    message = refusal(AutoShard(8), launcher_env("torchrun-rank-1-restart-0.txt"))
+    assert "runs 2 processes" in message and "--shard auto/2" in message
 
 
-@pytest.mark.parametrize(("env", "scheduler"), [
-    ({"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "3",
-      "OMPI_COMM_WORLD_LOCAL_RANK": "0"}, Scheduler.OPEN_MPI),
-    ({"PMI_RANK": "1", "PMI_SIZE": "3"}, Scheduler.PMI),
-    ({"RANK": "1", "WORLD_SIZE": "3"}, Scheduler.TORCHRUN),
+@pytest.mark.parametrize(("fixture", "scheduler", "evidence"), [
+    ("openmpi-rank-{}.txt", Scheduler.OPEN_MPI, "OMPI_COMM_WORLD_RANK={} OMPI_COMM_WORLD_SIZE=2"),
+    ("mpich-rank-{}.txt", Scheduler.PMI, "PMI_RANK={} PMI_SIZE=2"),
 ])
-def test_mpi_launchers_rank_of_size(env: dict[str, str], scheduler: Scheduler) -> None:
-    found = slice_from_environment(AUTO, env, hostname="n1")
-    assert (found.partition, found.scheduler, found.task_id) == (Partition(1, 3), scheduler, "1")
+@pytest.mark.parametrize("rank", [0, 1])
+def test_real_mpi_launchers_rank_of_size(fixture: str, scheduler: Scheduler, evidence: str,
+                                         rank: int) -> None:
+    found = slice_from_environment(AUTO, launcher_env(fixture.format(rank)), hostname="n1")
+    assert (found.partition, found.scheduler, found.task_id) == (Partition(rank, 2), scheduler,
+                                                                 str(rank))
+    assert " ".join(found.evidence) == evidence.format(rank)
     assert found.restart_count is None and found.job_id is None
+
+
+def test_rank_and_world_size_without_torchrun_record_no_restart_count() -> None:
+    found = slice_from_environment(AUTO, {"RANK": "1", "WORLD_SIZE": "3"}, hostname="n1")
+    assert (found.partition, found.restart_count, found.job_id) == (Partition(1, 3), None, None)
 
 
 @pytest.mark.parametrize(("env", "said"), [
@@ -296,6 +315,13 @@ def test_schedulers_that_disagree_are_refused(extra: dict[str, str],
     message = refusal(AUTO, env_of("env-array-0-3-task-1.txt") | extra)
     assert f"{names[0]} (SLURM_ARRAY_TASK_ID=1" in message and f"{names[1]} (" in message
     assert "name different slices" in message and "--shard I/N" in message
+
+
+def test_a_real_mpirun_inside_a_real_array_task_is_refused() -> None:
+    env = env_of("env-array-0-3-task-1.txt") | launcher_env("openmpi-rank-1.txt")
+    message = refusal(AUTO, env)       # index 1 both, but 1 of 4 against 1 of 2
+    assert "slurm (SLURM_ARRAY_TASK_ID=1" in message
+    assert "openmpi (OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=2)" in message
 
 
 def test_two_launchers_disagreeing_without_slurm_are_refused() -> None:
@@ -380,3 +406,44 @@ def test_inside_a_real_slurm_array_each_task_gets_its_slice(tmp_path: Path) -> N
                               "task_id": str(task), "restart_count": restarts, "node": node,
                               "from": f"SLURM_ARRAY_TASK_ID={task} SLURM_ARRAY_TASK_COUNT=4 "
                                       "SLURM_ARRAY_TASK_MIN=0 SLURM_ARRAY_TASK_MAX=3"}
+
+
+# -- scripts/slurm/slurm.sh: its refusals (a real run is in docs/large-capture.md) -------------
+
+SLURM_SH = Path(__file__).resolve().parents[2] / "scripts" / "slurm" / "slurm.sh"
+
+
+def slurm_sh(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bash", str(SLURM_SH), *argv], capture_output=True, text=True,
+                          timeout=60)
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    ((), "slurm.sh: error: no command given"),
+    (("launch",), "slurm.sh: error: unknown command 'launch'"),
+])
+def test_the_script_without_a_known_command_prints_its_usage(argv: tuple[str, ...],
+                                                             said: str) -> None:
+    done = slurm_sh(*argv)
+    assert done.returncode == 2 and done.stderr.startswith(said + "\n")
+    assert "slurm.sh start DIR" in done.stderr and "slurm.sh stop DIR" in done.stderr
+
+
+def test_the_script_refuses_start_without_a_directory_in_one_line() -> None:
+    done = slurm_sh("start")   # not root, not installed or no DIR: each says what to do
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("slurm.sh: error: ")
+
+
+def test_the_script_says_a_cluster_that_never_ran_is_stopped(tmp_path: Path) -> None:
+    done = slurm_sh("status", str(tmp_path / "nothing-here"))
+    assert done.returncode == 3
+    assert "slurmctld: not running" in done.stdout and "slurmd:    not running" in done.stdout
+
+
+@pytest.mark.skipif(not SLURM_CONF, reason="set EAGLE_SLURM_CONF to the slurm.conf of a running "
+                    "cluster (scripts/slurm/slurm.sh start DIR)")
+def test_the_script_says_the_running_cluster_is_up() -> None:
+    done = slurm_sh("status", str(Path(SLURM_CONF or ".").parent))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "slurmctld: pid " in done.stdout and "debug*" in done.stdout
