@@ -179,23 +179,22 @@ def _check_agree(claims: list[_Claim]) -> None:
 
 def _settle_count(auto: AutoShard, claims: list[_Claim]) -> int:
     known = next((c.count for c in claims if c.count is not None), None)
-    if auto.count is None:
-        if known is None:
-            raise ConfigError(f"--shard auto: {claims[0].needs_count}")
-        return known
+    count = auto.count if auto.count is not None else known
+    if count is None:
+        raise ConfigError(f"--shard auto: {claims[0].needs_count}")
     for claim in claims:
-        _check_count(auto.count, claim)
-    return auto.count
+        _check_count(auto, count, claim)
+    return count
 
 
-def _check_count(count: int, claim: _Claim) -> None:
+def _check_count(auto: AutoShard, count: int, claim: _Claim) -> None:
     said = " ".join(claim.evidence)
     if claim.exact_count and claim.count is not None and claim.count != count:
-        raise ConfigError(f"--shard auto/{count}: {claim.scheduler} runs {claim.count} "
+        raise ConfigError(f"--shard {auto}: {claim.scheduler} runs {claim.count} "
                           f"processes ({said}): give --shard auto/{claim.count} or plain auto")
     if claim.highest >= count:
-        raise ConfigError(f"--shard auto/{count}: {claim.scheduler} numbers this job's tasks up "
-                          f"to {claim.highest} ({said}), past slice {count - 1}: give "
+        raise ConfigError(f"--shard {auto}: {claim.scheduler} numbers this job's tasks up to "
+                          f"{claim.highest} ({said}), past slice {count - 1} of {count}: give "
                           f"N > {claim.highest}, or renumber the tasks from 0")
 
 

@@ -324,6 +324,13 @@ def test_a_real_mpirun_inside_a_real_array_task_is_refused() -> None:
     assert "openmpi (OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=2)" in message
 
 
+def test_a_count_from_one_scheduler_is_checked_against_the_others_ids() -> None:
+    env = env_of("env-array-1-4-task-1.txt") | {"RANK": "1", "WORLD_SIZE": "4"}
+    message = refusal(AUTO, env)        # torchrun says 4, but the array has a task 4
+    assert message.startswith("--shard auto: slurm numbers this job's tasks up to 4")
+    assert "past slice 3 of 4" in message
+
+
 def test_two_launchers_disagreeing_without_slurm_are_refused() -> None:
     message = refusal(AUTO, {"RANK": "0", "WORLD_SIZE": "2", "PMI_RANK": "1", "PMI_SIZE": "2"})
     assert "torchrun (RANK=0 WORLD_SIZE=2) and pmi (PMI_RANK=1 PMI_SIZE=2)" in message
