@@ -15,6 +15,7 @@ Each batch below is one where they used to disagree:
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -194,7 +195,8 @@ async def view_shows(directory: Path, indices: tuple[int, ...]) -> list[Shown]:
             await wait_for(pilot, lambda: isinstance(app.screen, SampleScreen), what="sample")
             sample = app.screen
             assert isinstance(sample, SampleScreen)
-            await wait_for(pilot, lambda: decoded_or_given_up(sample), 60.0, "decoding")
+            await wait_for(pilot, functools.partial(decoded_or_given_up, sample), 60.0,
+                           "decoding")
             document = sample.tokens.document
             assert document.decoded, str(sample.decoder.content)
             shown.append([("marker", p.ids[0]) if p.marker else (p.kind, p.text)

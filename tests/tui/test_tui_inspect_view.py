@@ -12,6 +12,7 @@ from tui_fakes import FakeCapture, batch, wait_for
 from tui_shards import make_row, metadata, synthetic_rows, write_shards
 
 from eagle_tui.core import kimi
+from eagle_tui.core.samples.select import CLEAN, SampleFilter
 from eagle_tui.core.shards.schema import ShardRow
 from eagle_tui.core.tokenizer import bundled_tokenizer_path, load_tokenizer
 from eagle_tui.tui.app import EagleApp
@@ -20,7 +21,7 @@ from eagle_tui.tui.options import DashboardOptions
 from eagle_tui.tui.screens.inspect import InspectScreen
 from eagle_tui.tui.screens.sample import SampleScreen
 from eagle_tui.tui.sources import Sources
-from eagle_tui.tui.sources.samples import CLEAN, SampleFilter, SampleSource
+from eagle_tui.tui.sources.samples import SampleSource
 from eagle_tui.tui.sources.tokenizers import TokenizerCache
 from eagle_tui.tui.widgets.token_view import TokenView
 
@@ -138,13 +139,14 @@ def test_sample_source_reads_pages_not_whole_shards(
     directory = write_shards(tmp_path / "batch", synthetic_rows(2000), per_file=500, row_group=50)
     source = SampleSource(directory)
     reads: list[tuple[int, int]] = []
-    original = source.reader.page
+    [reader] = source.job.readers
+    original = reader.page
 
     def page(start: int, count: int, columns: object = None) -> object:
         reads.append((start, count))
         return original(start, count, columns)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(source.reader, "page", page)
+    monkeypatch.setattr(reader, "page", page)
     assert source.page(7, size=100).rows[0].index == 700
     assert reads == [(700, 100)]
     rows = synthetic_rows(2000)
