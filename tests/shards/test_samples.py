@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import shutil
-from dataclasses import replace
 from pathlib import Path
 
 import msgspec
@@ -128,9 +127,12 @@ def manifest_with(directory: Path, tokenizer_path: str) -> Manifest:
     return Manifest(directory, msgspec.structs.replace(CONFIG, tokenizer_path=tokenizer_path))
 
 
-def footer_with(path: str, name: str = "tok", **boundary: object) -> ShardMetadata:
-    return replace(META, tokenizer_path=path, tokenizer_name=name,
-                   boundary_ids=boundary or META.boundary_ids)
+def footer_with(path: str, name: str = "tok", fingerprint: str = META.tokenizer_fingerprint,
+                **boundary: object) -> ShardMetadata:
+    return ShardMetadata(tokenizer_name=name, tokenizer_path=path,
+                         tokenizer_fingerprint=fingerprint, template_hash=META.template_hash,
+                         sampling=META.sampling, server_model_path=None, server_version=None,
+                         boundary_ids=boundary or META.boundary_ids, vocab_size=META.vocab_size)
 
 
 def test_the_tokenizer_rule(tmp_path: Path) -> None:
@@ -156,7 +158,7 @@ def test_the_tokenizer_rule(tmp_path: Path) -> None:
 def test_a_tokenizer_other_than_the_recorded_one_is_named(bundled: SharedTokenizer,
                                                           tmp_path: Path) -> None:
     ours = bundled.fingerprint()
-    assert fingerprint_warning(bundled, None, replace(META, tokenizer_fingerprint=ours)) == ""
+    assert fingerprint_warning(bundled, None, footer_with("/x", fingerprint=ours)) == ""
     assert fingerprint_warning(bundled, None, None) == ""
     warning = fingerprint_warning(bundled, manifest_with(tmp_path, "/x"), None)
     assert "differs from the one the shards were captured with" in warning

@@ -371,3 +371,15 @@ def test_the_path_box_takes_one_path_or_several(tmp_path: Path) -> None:
     assert paths_in("~/x") == [Path("~/x").expanduser()]
     assert paths_in("'unclosed") == [Path("'unclosed")]
 
+
+
+async def test_a_tokenizer_other_than_the_recorded_one_is_said(tmp_path: Path) -> None:
+    """As `eagle-tui inspect` warns on stderr: these footers record fingerprint "test"."""
+    app = inspect_app(write_shards(tmp_path / "batch", synthetic_rows(3)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = screen_of(app)
+        await wait_for(pilot, lambda: screen.page is not None, what="first page")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: any("differs from the one the shards were captured with"
+                                          in n.message for n in app._notifications),
+                       60.0, "the warning")

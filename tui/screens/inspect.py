@@ -394,7 +394,10 @@ class InspectScreen(ViewScreen):
             return
         document = sample_document(row, source.decoding(index, tokenizer))
         warning = source.warning(tokenizer)
-        note = f"decoded with {tokenizer.name}" + (f" (warning: {warning})" if warning else "")
+        if warning:  # as `eagle-tui inspect` warns on stderr
+            self.app.call_from_thread(self.notify, warning, title="Inspect",
+                                      severity="warning", markup=False)
+        note = f"decoded with {tokenizer.name}"
         self.post_message(SampleReady(SampleView(row, document, note), final=True))
 
     @on(SampleReady)
