@@ -68,19 +68,13 @@ class SourceBatch:
 
 
 class Job:
-    """``readers`` read as one: global row indices run through them in order.
+    """``readers`` read as one: global row indices run through them in order. ``slices``
+    names the ``--shard`` slices they are (``slices 0, 1 of 2 (all)``; empty without)."""
 
-    ``batches`` are the verified batches behind the readers when several directories were
-    given (empty for one path, read as it is); ``slices`` names the ``--shard`` slices they
-    are (``slices 0, 1 of 2 (all)``; empty without slices).
-    """
-
-    def __init__(self, readers: Sequence[ShardReader], batches: Sequence[SourceBatch] = (),
-                 slices: str = "") -> None:
+    def __init__(self, readers: Sequence[ShardReader], slices: str = "") -> None:
         if not readers:
             raise ValueError("a job needs at least one reader")
         self.readers = tuple(readers)
-        self.batches = tuple(batches)
         self.slices = slices
         self.path: Path = self.readers[0].path
         self._starts: list[int] = []
@@ -172,7 +166,7 @@ def open_job(paths: Sequence[str | Path]) -> Job:
     if len(paths) == 1:
         return Job([ShardReader(paths[0])])
     batches = open_batches(paths)
-    return Job([b.reader for b in batches], batches, check_one_job([b.manifest for b in batches]))
+    return Job([b.reader for b in batches], check_one_job([b.manifest for b in batches]))
 
 
 def open_batches(directories: Sequence[str | Path]) -> list[SourceBatch]:
