@@ -82,7 +82,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         type=Path,
         metavar="DIR",
-        help="batch or shard directory to open in the Inspect view",
+        help="batch or shard directory to open in the Inspect view (repeat it for the "
+             "--shard slices of one job, read as one)",
     )
     parser.add_argument(
         "--tokenizer",

@@ -53,8 +53,8 @@ from eagle_tui.core.batches.status import RecentErrors, StatusBuilder, WatchTall
 from eagle_tui.core.batchstate import BatchState, public_state
 from eagle_tui.core.capture.engine import CaptureEngine
 from eagle_tui.core.capture.events import CaptureEvent, EventSink
-from eagle_tui.core.capture.outlock import OutputLock
 from eagle_tui.core.errors import BatchError, BatchLocked, EagleError
+from eagle_tui.core.shards.batchdir.lock import OutputLock
 from eagle_tui.core.shards.schema import ShardRow
 
 log = logging.getLogger("eagle_tui.core.batches.worker")

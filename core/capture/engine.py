@@ -59,6 +59,7 @@ from eagle_tui.core.capture.turns import (
 from eagle_tui.core.clock import Clock, SystemClock
 from eagle_tui.core.errors import OutputWriteError
 from eagle_tui.core.fsio import describe_os_error
+from eagle_tui.core.shards.batchdir.layout import BatchDir
 from eagle_tui.core.shards.manifest import RouterRecord, ShardInfo
 from eagle_tui.core.shards.schema import ShardRow
 from eagle_tui.core.shards.writer import ShardWriter
@@ -230,7 +231,7 @@ class CaptureEngine:
         metadata = await shard_metadata(config, batch, pool, self._routers)
         failures = FailureLog(config.out_dir, carry=batch.resumed and not config.retry_failed)
         stack.callback(failures.close)
-        rejects = stack.enter_context(RejectLog(config.out_dir / "rejects.jsonl"))
+        rejects = stack.enter_context(RejectLog(BatchDir(config.out_dir).rejects))
         writer = ShardWriter(config.out_dir, metadata=metadata, manifest=batch.manifest,
                              max_rows=config.shard_rows)
         sink = ShardSink(writer, self._clock, max_age_s=config.shard_max_age_s,

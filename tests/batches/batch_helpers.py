@@ -20,9 +20,9 @@ from eagle_tui.core.batches.hub import EventHub
 from eagle_tui.core.batches.status import RecentErrors, StatusBuilder, WatchTally
 from eagle_tui.core.batchstate import BatchState, public_state
 from eagle_tui.core.capture.config import CaptureConfig, RetryPolicy
-from eagle_tui.core.capture.outlock import LOCK_NAME
 from eagle_tui.core.capture.progress import CaptureProgress, ProgressTracker
 from eagle_tui.core.clock import SystemClock
+from eagle_tui.core.shards.batchdir.layout import BatchDir
 from eagle_tui.core.tokenizer import bundled_tokenizer_path
 
 TOOLS = [{"type": "function", "function": {
@@ -69,7 +69,7 @@ def wait_lock_free(out_dir: Path, timeout: float = 30.0) -> bool:
 
     A blocking flock returns the moment the holder dies: an event, not a poll.
     """
-    path = out_dir / LOCK_NAME
+    path = BatchDir(out_dir).lock
     if not path.exists():
         return True
     fd = os.open(path, os.O_RDONLY)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from eagle_tui.core.capture.prompts import PromptRecord, open_prompts
-from eagle_tui.core.shards.resume import scan_completed
+from eagle_tui.core.shards.batchdir.scan import scan_completed
 from eagle_tui.core.tokenizer import LoadedTokenizer
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -18,10 +18,9 @@ from rich.table import Table
 
 from eagle_tui.core.errors import EagleError
 from eagle_tui.core.export.options import MASK_STARTS
-from eagle_tui.core.export.sources import check_one_job, open_batches
 from eagle_tui.core.export.tally import KeepTally
+from eagle_tui.core.samples.job import open_job
 from eagle_tui.core.shards.conversations import ConversationStats
-from eagle_tui.core.shards.reader import ShardReader
 from eagle_tui.core.shards.stats import BatchStats, Distribution, compute_stats_over
 from eagle_tui.tui.cli.export_filters import add_filter_arguments, row_filter_from
 from eagle_tui.tui.cli.inspect import make_console
@@ -43,12 +42,12 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
     out = console or make_console()
     try:
         tally = KeepTally(row_filter_from(args), args.mask_start, args.max_length)
-        readers, job = open_readers(args.path)
-        stats = compute_stats_over(readers, observers=[tally.add])
+        opened = open_job(args.path)
+        stats = compute_stats_over(opened.readers, observers=[tally.add])
     except EagleError as e:
         print(f"eagle-tui stats: {e}", file=sys.stderr)
         return 2
-    keep = tally.counts()
+    keep, job = tally.counts(), opened.slices
     if job:
         out.print(f"one job: {job}", soft_wrap=True)
     if args.json:
@@ -62,15 +61,6 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
     for ignored in stats.ignored:
         out.print(f"ignored: {ignored}", style="yellow")
     return 0
-
-
-def open_readers(paths: list[Path]) -> tuple[list[ShardReader], str]:
-    """One reader, or the verified batches of one job (as export checks them) and a line
-    naming its slices."""
-    if len(paths) == 1:
-        return [ShardReader(paths[0])], ""
-    batches = open_batches(paths)
-    return [b.reader for b in batches], check_one_job([b.manifest for b in batches])
 
 
 def summary_tables(stats: BatchStats) -> list[Table]:

@@ -51,9 +51,9 @@ from eagle_tui.core.batches.registry import BatchRecord, Registry
 from eagle_tui.core.batches.survey import BatchView, survey_all, unanswered
 from eagle_tui.core.batchstate import FINAL_STATES, RESUMABLE_STATES, BatchState
 from eagle_tui.core.capture.events import CaptureEvent
-from eagle_tui.core.capture.outlock import is_held
 from eagle_tui.core.capture.progress import CaptureProgress
 from eagle_tui.core.errors import BatchError, ConfigError, EagleError
+from eagle_tui.core.shards.batchdir.lock import is_held
 from eagle_tui.tui.sources.capture import BatchRequest, BatchSnapshot, validate_request
 
 if TYPE_CHECKING:

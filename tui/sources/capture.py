@@ -19,6 +19,7 @@ from eagle_tui.core.capture.events import CaptureEvent
 from eagle_tui.core.capture.progress import CaptureProgress
 from eagle_tui.core.errors import ConfigError
 from eagle_tui.core.sampling import SamplingPreset
+from eagle_tui.core.shards.batchdir.layout import BatchDir
 
 if TYPE_CHECKING:
     from eagle_tui.core.shards.schema import ShardRow
@@ -138,6 +139,6 @@ def validate_request(request: BatchRequest) -> CaptureConfig:
     open_prompts(config.prompts)
     if not config.tokenizer.is_dir():
         raise ConfigError(f"tokenizer directory {config.tokenizer} does not exist")
-    if (config.out_dir / "manifest.json").exists() and not config.resume:
+    if BatchDir(config.out_dir).holds_batch() and not config.resume:
         raise ConfigError(f"{config.out_dir} already holds a batch; tick resume or pick another")
     return config

@@ -1,4 +1,4 @@
-"""What a batch directory already holds, for resuming it: trusted shards only.
+"""What a batch directory already holds: which shards are trusted (read only).
 
 A shard is trusted when it is listed in ``manifest.json`` AND its file has the listed size
 and sha256 AND its row count matches the listing. Everything else under ``shards/`` is
@@ -6,9 +6,8 @@ ignored and reported, never trusted: temp files of shards that never completed, 
 shards the manifest never listed (a crash between rename and manifest update), listed shards
 that are missing, truncated or corrupt. Their samples are simply captured again.
 
-:func:`scan_completed` never changes anything on disk. :func:`drop_untrusted` unlists the bad
-entries from a manifest (in memory) so its counts match the trusted shards;
-:func:`remove_temp_files` deletes leftover ``.tmp`` shards.
+:func:`scan_completed` never changes anything on disk; the repairs a resume makes from its
+result are in :mod:`.opening`.
 """
 
 from __future__ import annotations
@@ -18,14 +17,15 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from eagle_tui.core.fsio import TMP_SUFFIX, file_sha256
-from eagle_tui.core.shards.manifest import MANIFEST_NAME, SHARDS_DIR, Manifest, ShardInfo
+from eagle_tui.core.fsio import file_sha256
+from eagle_tui.core.shards.batchdir.layout import MANIFEST_NAME, BatchDir, is_temp
+from eagle_tui.core.shards.manifest import Manifest, ShardInfo
 
 
 @dataclass(frozen=True, slots=True)
 class IgnoredFile:
     """A file under ``shards/`` that is not trusted, and why; ``listed`` if the manifest
-    names it (such entries should be unlisted, see :func:`drop_untrusted`)."""
+    names it (a resume unlists such entries: ``opening.drop_untrusted``)."""
 
     path: Path
     reason: str
@@ -56,16 +56,15 @@ def scan_completed(out_dir: str | Path) -> ResumeScan:
     Reads each listed shard fully once (to checksum it) plus its ``sample_id`` column.
     Raises ConfigError when a manifest exists but cannot be read.
     """
-    directory = Path(out_dir)
-    manifest = Manifest.load_optional(directory)
-    shards_dir = directory / SHARDS_DIR
+    batch = BatchDir.of(out_dir)
+    manifest = Manifest.load_optional(batch.root)
     listed = {s.name: s for s in manifest.shards} if manifest else {}
     ids: set[str] = set()
     trusted: list[ShardInfo] = []
-    ignored = [_unlisted(path, manifest) for path in _shard_dir_files(shards_dir)
+    ignored = [_unlisted(path, manifest) for path in batch.shard_dir_files()
                if path.name not in listed]
     for info in listed.values():
-        path = shards_dir / info.name
+        path = batch.shard(info.name)
         problem, shard_ids = _verify_listed(path, info)
         if problem is not None:
             ignored.append(IgnoredFile(path, problem, listed=True))
@@ -75,35 +74,9 @@ def scan_completed(out_dir: str | Path) -> ResumeScan:
     return ResumeScan(manifest, frozenset(ids), tuple(trusted), tuple(ignored))
 
 
-def drop_untrusted(manifest: Manifest, scan: ResumeScan) -> list[str]:
-    """Unlist (in memory) the listed shards ``scan`` did not trust; returns their names.
-
-    Call :meth:`Manifest.save_atomic` afterwards. The files stay where they are.
-    """
-    names = [f.path.name for f in scan.ignored if f.listed]
-    for name in names:
-        manifest.remove_shard(name)
-    return names
-
-
-def remove_temp_files(scan: ResumeScan) -> list[Path]:
-    """Delete the ``.tmp`` shards ``scan`` found (they can never complete); returns them."""
-    removed = [f.path for f in scan.ignored if f.path.name.endswith(TMP_SUFFIX)]
-    for path in removed:
-        path.unlink(missing_ok=True)
-    return removed
-
-
-def _shard_dir_files(shards_dir: Path) -> list[Path]:
-    """Every regular file under ``shards/`` (sorted), or none when it does not exist."""
-    if not shards_dir.is_dir():
-        return []
-    return sorted(p for p in shards_dir.iterdir() if p.is_file())
-
-
 def _unlisted(path: Path, manifest: Manifest | None) -> IgnoredFile:
     """Why a file the manifest does not list is ignored."""
-    if path.name.endswith(TMP_SUFFIX):
+    if is_temp(path):
         return IgnoredFile(path, "temp file of a shard that never completed")
     if manifest is None:
         return IgnoredFile(path, f"no {MANIFEST_NAME} lists it")

@@ -1,15 +1,22 @@
-"""The batches an export reads, checked before anything is written.
+"""A job: what ``inspect``, ``stats``, ``export`` and the Inspect view read, opened one way.
 
-Each directory must be a batch directory (a ``manifest.json``); every shard it lists must be
-present with the listed size, sha256 and row count; all batches must share one tokenizer
-fingerprint (ids of two vocabularies cannot train one drafter); ``capture --shard`` slices go
-together only as distinct slices of one job (same batch config); and no sample id may appear
-twice (two batches of the same prompts would train those samples twice). ``stats`` and
-``inspect`` given several directories check them the same way.
+:func:`open_job` takes what a user names: one path (a batch directory, a ``shards/``
+directory or one shard file, read as it is), or several batch directories (the ``capture
+--shard I/N`` slices of one job), which are verified as :func:`open_batches` verifies an
+export's input. A :class:`Job` reads its batches as one: row indices run through them in
+the order given.
+
+:func:`open_batches` checks batch directories before anything is read or written: each
+must be a batch directory (a manifest); every shard it lists must be present with the
+listed size, sha256 and row count; all batches must share one tokenizer fingerprint (ids of
+two vocabularies cannot train one drafter); ``--shard`` slices go together only as distinct
+slices of one job (same batch config); and no sample id may appear twice (two batches of
+the same prompts would train those samples twice).
 """
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,9 +24,15 @@ from pathlib import Path
 import pyarrow as pa
 
 from eagle_tui.core.errors import ConfigError, ExportError, ShardError
+from eagle_tui.core.shards.batchdir.layout import MANIFEST_NAME, SHARDS_DIR
+from eagle_tui.core.shards.batchdir.opening import identity_changes
+from eagle_tui.core.shards.batchdir.scan import IgnoredFile
+from eagle_tui.core.shards.conversations import is_multi_turn
 from eagle_tui.core.shards.manifest import Manifest, ShardInfo
 from eagle_tui.core.shards.reader import ShardFile, ShardReader
+from eagle_tui.core.shards.schema import ShardMetadata, ShardRow
 
+_WRITTEN = f"{MANIFEST_NAME} and {SHARDS_DIR}/"
 RESTORE = (
     "restore the file from a copy, or run `eagle-tui capture --resume` on the batch (it "
     "unlists the damaged shard and captures its samples again), then export again"
@@ -54,6 +67,108 @@ class SourceBatch:
         return self.reader.num_rows
 
 
+class Job:
+    """``readers`` read as one: global row indices run through them in order. ``slices``
+    names the ``--shard`` slices they are (``slices 0, 1 of 2 (all)``; empty without)."""
+
+    def __init__(self, readers: Sequence[ShardReader], slices: str = "") -> None:
+        if not readers:
+            raise ValueError("a job needs at least one reader")
+        self.readers = tuple(readers)
+        self.slices = slices
+        self.path: Path = self.readers[0].path
+        self._starts: list[int] = []
+        total = 0
+        for reader in self.readers:
+            self._starts.append(total)
+            total += reader.num_rows
+        self.num_rows = total
+
+    # -- what is there -----------------------------------------------------------------
+
+    @property
+    def manifest(self) -> Manifest | None:
+        """The first batch's manifest (the batches of a job share their config)."""
+        return self.readers[0].manifest
+
+    @property
+    def metadata(self) -> ShardMetadata | None:
+        """The first shard footer's provenance (the batches share tokenizer and config)."""
+        return next((r.metadata for r in self.readers if r.metadata is not None), None)
+
+    @property
+    def multi_turn(self) -> bool:
+        """True when some batch holds conversation turns (shard schema 2)."""
+        return any(is_multi_turn(reader) for reader in self.readers)
+
+    @property
+    def shard_count(self) -> int:
+        """Readable shards in every batch."""
+        return sum(len(reader.shards) for reader in self.readers)
+
+    @property
+    def ignored(self) -> list[IgnoredFile]:
+        """Files no reader trusted or could read, every batch's."""
+        return [item for reader in self.readers for item in reader.ignored]
+
+    def __len__(self) -> int:
+        return self.num_rows
+
+    # -- rows --------------------------------------------------------------------------
+
+    def parts(self) -> Iterator[tuple[int, ShardReader]]:
+        """``(first global index, reader)`` of each batch, in order."""
+        yield from zip(self._starts, self.readers, strict=True)
+
+    def locate(self, index: int) -> tuple[ShardReader, int]:
+        """The reader holding global ``index`` (negative counts from the end) and the row's
+        index in it; IndexError if there is no such row."""
+        if index < 0:
+            index += self.num_rows
+        if not 0 <= index < self.num_rows:
+            raise IndexError(f"row {index} out of range (0..{self.num_rows - 1})")
+        position = bisect.bisect_right(self._starts, index) - 1  # skips empty batches
+        return self.readers[position], index - self._starts[position]
+
+    def row(self, index: int) -> ShardRow:
+        """The row at global ``index``."""
+        reader, local = self.locate(index)
+        return reader.row(local)
+
+    def shard_of(self, index: int) -> tuple[ShardFile, int]:
+        """The shard holding global ``index`` and the row's position in it."""
+        reader, local = self.locate(index)
+        return reader.shard_of(local)
+
+    def footer_of(self, index: int) -> ShardMetadata | None:
+        """The provenance in the footer of the shard holding global ``index``."""
+        reader, local = self.locate(index)
+        return reader.footer_of(local)
+
+    def index_of(self, sample_id: str) -> int | None:
+        """Global index of ``sample_id``, None when no batch has it."""
+        for start, reader in self.parts():
+            local = reader.index_of(sample_id)
+            if local is not None:
+                return start + local
+        return None
+
+    def close(self) -> None:
+        """Release every batch's open files."""
+        for reader in self.readers:
+            reader.close()
+
+
+def open_job(paths: Sequence[str | Path]) -> Job:
+    """One path as it is (a batch directory, a ``shards/`` directory or a shard file), or
+    several batch directories verified as one job (:func:`open_batches`); ShardError,
+    ConfigError or ExportError say what is wrong and what to do."""
+    if len(paths) == 1:
+        return Job([ShardReader(paths[0])])
+    batches = open_batches(paths)
+    return Job([b.reader for b in batches], check_one_job([b.manifest for b in batches]))
+
+
 def open_batches(directories: Sequence[str | Path]) -> list[SourceBatch]:
     """Open and verify every batch (reads each shard once for its checksum, then the
     ``sample_id`` column); raises ExportError, ShardError or ConfigError saying what,
@@ -66,10 +181,6 @@ def open_batches(directories: Sequence[str | Path]) -> list[SourceBatch]:
     check_one_job([b.manifest for b in batches])
     _check_disjoint(batches)
     return batches
-
-
-# Where a file lives is not what it holds: each node may mount the prompts elsewhere.
-_LOCATION_FIELDS = ("prompt_file:", "tokenizer_path:")
 
 
 def check_one_job(manifests: Sequence[Manifest]) -> str:
@@ -89,8 +200,7 @@ def check_one_job(manifests: Sequence[Manifest]) -> str:
 
 
 def _check_same_job(first: Manifest, other: Manifest) -> None:
-    changes = [line for line in first.config.differences(other.config)
-               if not line.startswith(_LOCATION_FIELDS)]
+    changes = identity_changes(first.config, other.config)
     if changes:
         raise ExportError(f"{first.out_dir} and {other.out_dir} are not slices of one job "
                           f"({'; '.join(changes)})")
@@ -136,14 +246,14 @@ def _load_manifest(directory: Path) -> Manifest:
     if not directory.is_dir():
         raise ConfigError(
             f"{directory} is not a directory; pass batch directories (what `eagle-tui capture "
-            "--out` wrote: manifest.json and shards/)"
+            f"--out` wrote: {_WRITTEN})"
         )
     try:
         return Manifest.load(directory)
     except ConfigError as e:
         raise ConfigError(
             f"{directory} cannot be exported: {e}. Pass a batch directory (what `eagle-tui "
-            "capture --out` wrote: manifest.json and shards/)"
+            f"capture --out` wrote: {_WRITTEN})"
         ) from e
 
 

@@ -1,4 +1,5 @@
-"""One controller per batch directory: an exclusive ``flock`` on ``<out_dir>/.eagle-tui.lock``.
+"""One controller per batch directory: an exclusive ``flock`` on its lock file
+(``BatchDir.lock``, ``.eagle-tui.lock``).
 
 The lock is held for the whole life of a worker (or a foreground capture) and released by
 the kernel when the process dies, however it dies, so a SIGKILLed worker never leaves a
@@ -25,8 +26,8 @@ from typing import Self
 import msgspec
 
 from eagle_tui.core.errors import BatchLocked
+from eagle_tui.core.shards.batchdir.layout import BatchDir
 
-LOCK_NAME = ".eagle-tui.lock"
 PROBE_RETRY_S = 1.0  # a probe holds the lock for microseconds; a real holder for hours
 
 
@@ -60,7 +61,7 @@ class OutputLock:
 
     def __init__(self, out_dir: Path) -> None:
         self.out_dir = out_dir
-        self.path = out_dir / LOCK_NAME
+        self.path = BatchDir(out_dir).lock
         self._fd: int | None = None
 
     @property
@@ -108,7 +109,7 @@ class OutputLock:
 def is_held(out_dir: Path) -> bool:
     """True when some process holds ``out_dir``'s lock right now (a worker is alive)."""
     try:
-        fd = os.open(out_dir / LOCK_NAME, os.O_RDONLY | os.O_CLOEXEC)
+        fd = os.open(BatchDir(out_dir).lock, os.O_RDONLY | os.O_CLOEXEC)
     except FileNotFoundError:
         return False
     try:
@@ -125,7 +126,7 @@ def holder_of(out_dir: Path) -> LockHolder | None:
     if not is_held(out_dir):
         return None
     try:
-        fd = os.open(out_dir / LOCK_NAME, os.O_RDONLY | os.O_CLOEXEC)
+        fd = os.open(BatchDir(out_dir).lock, os.O_RDONLY | os.O_CLOEXEC)
     except FileNotFoundError:
         return None
     try:
