@@ -174,13 +174,13 @@ async def test_managed_restart_asks_first_and_readonly_hides_it() -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         await feed_ready(pilot, feed)
         await pilot.press("r")
-        await pilot.pause()
-        assert isinstance(app.screen, ConfirmScreen)
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the question")
         await pilot.press("n")
+        await wait_for(pilot, lambda: isinstance(app.screen, ServerScreen), what="answered no")
         await pilot.pause()
         assert feed.requests == []
         await pilot.press("r")
-        await pilot.pause()
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="asked again")
         await pilot.press("y")
         await wait_for(pilot, lambda: feed.requests == ["restart"], what="restart request")
         await wait_for(pilot, lambda: any("restart done" in n.message for n in app._notifications))
