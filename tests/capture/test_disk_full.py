@@ -182,6 +182,7 @@ def _inject(monkeypatch: pytest.MonkeyPatch, budget: _Budget) -> None:
         monkeypatch.setattr(module, "open", full_open, raising=False)
 
 
+@pytest.mark.slow  # builds things: 81 whole captures, sweeping the byte budget
 async def test_enospc_injected_at_every_write_point(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     write_prompts(tmp_path / "prompts.jsonl", 120, bad_every=23)

@@ -8,6 +8,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -19,11 +20,12 @@ from eagle_tui.core.health.history import StartupHistory
 from eagle_tui.core.health.phase import Phase
 from eagle_tui.core.health.settings import WatchSettings
 from eagle_tui.core.health.snapshot import HealthSnapshot
+from eagle_tui.core.proc.discover import discover_servers
 from eagle_tui.core.sim.launcher import SimProcess, free_port
 from eagle_tui.tui.app import EagleApp
 from eagle_tui.tui.options import DashboardOptions, ServerTarget
 from eagle_tui.tui.sources import Sources
-from eagle_tui.tui.sources.server import Emit, ServerFeed
+from eagle_tui.tui.sources.server import Emit, ServerDiscovery, ServerFeed
 from eagle_tui.tui.widgets.server_card import ServerCard
 
 pytestmark = pytest.mark.slow
@@ -190,6 +192,9 @@ async def test_with_no_arguments_the_dashboard_finds_servers_and_their_logs(
     logs = [tmp_path / "a.log", tmp_path / "b.log"]
     with SimProcess(SIM_ARGS, log_path=logs[0]) as a, SimProcess(SIM_ARGS, log_path=logs[1]) as b:
         app = EagleApp(DashboardOptions())  # no --url: discovery
+        assert isinstance(app.sources.discovery, ServerDiscovery)
+        # ... of this test process's own servers: other test workers run sims meanwhile
+        app.sources.discovery = ServerDiscovery(partial(discover_servers, within=os.getpid()))
 
         def found() -> dict[int, ServerTarget]:
             return {c.target.pid: c.target for c in app.screen.query(ServerCard) if c.target.pid}

@@ -7,7 +7,6 @@ batches here; the screen keeps per-server history and log buffers and updates th
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar
@@ -268,7 +267,7 @@ class ServerScreen(ViewScreen):
     def _note_last_line(self, index: int, lines: tuple[str, ...]) -> None:
         meaningful = [line for line in lines if not HEALTH_NOISE.search(line)]
         if meaningful:
-            self._last_line[index] = (meaningful[-1], time.monotonic())
+            self._last_line[index] = (meaningful[-1], self.eagle.clock.monotonic())
 
     def _without_polls(self, index: int, snapshot: HealthSnapshot) -> HealthSnapshot:
         """The snapshot with its "last log" line being the newest one that is not the
@@ -280,7 +279,7 @@ class ServerScreen(ViewScreen):
         if seen is None:
             return replace(snapshot, last_log_line=None, last_log_age_s=None)
         return replace(snapshot, last_log_line=seen[0],
-                       last_log_age_s=max(0.0, time.monotonic() - seen[1]))
+                       last_log_age_s=max(0.0, self.eagle.clock.monotonic() - seen[1]))
 
     def _snapshots(self, index: int, snapshots: list[HealthSnapshot]) -> None:
         """Record every snapshot (latency points, new flags); show the newest."""
@@ -290,13 +289,13 @@ class ServerScreen(ViewScreen):
         self.query_one(f"#server-card-{index}", ServerCard).show(shown, history)
         if index == self.selected:
             self._show_gpus(shown)
-        self.desks[index].add(new_flags, time.monotonic())
+        self.desks[index].add(new_flags, self.eagle.clock.monotonic())
         self._toast_incidents()
         self.refresh_bindings()
 
     def _toast_incidents(self) -> None:
         """One toast per incident, naming its root cause (see ``render.incidents``)."""
-        now = time.monotonic()
+        now = self.eagle.clock.monotonic()
         for desk in self.desks:
             toast = desk.due(now)
             if toast is not None:
