@@ -20,10 +20,11 @@ from textual.widgets import DataTable, Static
 
 from eagle_tui.core.batchstate import BatchState
 from eagle_tui.core.errors import ConfigError
+from eagle_tui.tui.render.batch import BatchSnapshot
 from eagle_tui.tui.render.capture import BatchHistory, sort_key, table_cells
 from eagle_tui.tui.screens.base import ViewScreen
 from eagle_tui.tui.screens.batch_forms import NewBatchScreen, StopBatchScreen
-from eagle_tui.tui.sources.capture import BatchRequest, BatchSnapshot, CaptureControl
+from eagle_tui.tui.sources.capture import BatchRequest, CaptureControl
 from eagle_tui.tui.widgets.batch_detail import BatchDetail
 from eagle_tui.tui.widgets.nav_table import NavTable
 

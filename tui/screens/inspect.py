@@ -21,6 +21,7 @@ from textual.message import Message
 from textual.widgets import DataTable, Input, Select, Static
 
 from eagle_tui.core.validate import FLAGS
+from eagle_tui.tui.render.flags import badge_text
 from eagle_tui.tui.screens.base import ViewScreen
 from eagle_tui.tui.screens.sample import SampleScreen, SampleView, copy_with_feedback
 from eagle_tui.tui.sources.recent import RecentSource
@@ -34,7 +35,6 @@ from eagle_tui.tui.sources.samples import (
     SampleSource,
     ShardSummary,
 )
-from eagle_tui.tui.widgets.flags import badge_text
 from eagle_tui.tui.widgets.nav_table import NavTable
 
 HELP = """\

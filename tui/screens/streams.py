@@ -25,8 +25,9 @@ from textual.widget import Widget
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
+from eagle_tui.tui.render.batch import BatchSnapshot
 from eagle_tui.tui.screens.base import ViewScreen
-from eagle_tui.tui.sources.capture import BatchSnapshot, CaptureControl
+from eagle_tui.tui.sources.capture import CaptureControl
 from eagle_tui.tui.sources.documents import KIMI_BOUNDARIES
 from eagle_tui.tui.sources.streams import KEEP_STREAMS, StreamBoard, StreamView
 from eagle_tui.tui.sources.tokenizers import SharedTokenizer

@@ -10,7 +10,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from eagle_tui.tui.render import capture as text
-from eagle_tui.tui.sources.capture import BatchSnapshot
+from eagle_tui.tui.render.batch import BatchSnapshot
 from eagle_tui.tui.widgets.meter import Meter
 
 

@@ -15,8 +15,9 @@ from textual.widgets import Sparkline, Static
 
 from eagle_tui.tui.options import ServerTarget
 from eagle_tui.tui.render import server as text
+from eagle_tui.tui.render.meter import MeterValue
 from eagle_tui.tui.widgets.flags import FlagEvidence
-from eagle_tui.tui.widgets.meter import Meter, MeterValue
+from eagle_tui.tui.widgets.meter import Meter
 
 if TYPE_CHECKING:
     from eagle_tui.core.health.snapshot import HealthSnapshot

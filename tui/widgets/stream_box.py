@@ -6,8 +6,8 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.content import Content
 
+from eagle_tui.tui.render.flags import badge_text
 from eagle_tui.tui.sources.streams import StreamView
-from eagle_tui.tui.widgets.flags import badge_text
 from eagle_tui.tui.widgets.token_view import TokenView
 
 STATES = ("streaming", "retrying", "finished", "failed", "waiting")
