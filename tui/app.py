@@ -20,10 +20,10 @@ from textual.driver import Driver
 from textual.screen import Screen
 
 from eagle_tui.core.clock import Clock, SystemClock
-from eagle_tui.tui import literal
 from eagle_tui.tui.clipboard import ClipboardReach, clipboard_reach
 from eagle_tui.tui.driver import diffing_driver
 from eagle_tui.tui.options import VIEW_TITLES, VIEWS, DashboardOptions
+from eagle_tui.tui.render import literal
 from eagle_tui.tui.screens.base import ViewScreen
 from eagle_tui.tui.sources import Sources, default_sources
 from eagle_tui.tui.termdiff import TerminalDiff
@@ -66,7 +66,6 @@ class EagleApp(App[int]):
     ) -> None:
         self.frames = TerminalDiff(size=lambda: (self.size.width, self.size.height))
         """What the terminal shows: only changed cells are written (light on the wire)."""
-        literal.install()  # outside text never reaches the terminal as escape sequences
         super().__init__(driver_class=self.output_driver())
         self.options = options or DashboardOptions()
         self.clock: Clock = clock or SystemClock()
@@ -104,7 +103,7 @@ class EagleApp(App[int]):
     def on_mount(self) -> None:
         self.switch_view(self.options.start_view)
         for problem in self._theme_problems:
-            self.notify(problem, title="Theme", severity="warning", markup=False)
+            self.notify(literal.shown(problem), title="Theme", severity="warning", markup=False)
         # Full collections walking the start-up objects (Textual, widgets) took 50-190 ms
         # each, the worst event-loop stalls measured; what is alive after the first paint
         # lives for the session, so it is moved out of the collector's way.
@@ -168,8 +167,8 @@ class EagleApp(App[int]):
         for number, view in enumerate(VIEWS, start=1):
             title = VIEW_TITLES[view]
             yield SystemCommand(
-                f"View: {title}",
-                f"Switch to the {title} view (key {number})",
+                literal.shown(f"View: {title}"),
+                literal.shown(f"Switch to the {title} view (key {number})"),
                 partial(self.switch_view, view),
             )
         yield SystemCommand("Help", "Help and keys of the current view (? or F1)", self.action_help)

@@ -31,6 +31,7 @@ from eagle_tui.core.shards.schema import ShardMetadata, ShardRow
 from eagle_tui.core.text import terminal_safe
 from eagle_tui.core.tokenizer import BoundaryIds
 from eagle_tui.core.validate import FLAGS
+from eagle_tui.tui.render.literal_rich import Literal
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -88,12 +89,13 @@ def show(out: Console, reader: Reader, index: int, args: argparse.Namespace,
     decode, token_name, boundary = decoding
     row = reader.row(index)
     shard, position = reader.shard_of(index)
-    out.print(header(row, index, reader.num_rows, f"{shard.path.name}:{position}"), soft_wrap=True)
-    out.print(legend(), soft_wrap=True)
+    out.print(Literal(header(row, index, reader.num_rows, f"{shard.path.name}:{position}")),
+              soft_wrap=True)
+    out.print(Literal(legend()), soft_wrap=True)
     first = 0 if args.prompt_tokens is None else max(0, row.prompt_len - args.prompt_tokens)
     segments = split_segments(row.input_ids, row.prompt_len, boundary)
     text = sample_text(row.input_ids, segments, decode, token_name, first_prompt_id=first)
-    out.print(text, soft_wrap=True)  # no inserted line breaks: the text stays exact
+    out.print(Literal(text), soft_wrap=True)  # no inserted line breaks: the text stays exact
 
 
 Reader = ShardReader | ReaderChain

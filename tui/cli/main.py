@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from eagle_tui.tui import dashboard, literal
+from eagle_tui.tui import dashboard
 
 # verb -> (module, one-line help). Order is the order `--help` lists them in.
 VERBS: dict[str, str] = {
@@ -84,7 +84,6 @@ def options_before_verb(argv: Sequence[str], verb: str) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``eagle-tui`` console script."""
-    literal.install(textual=False)  # Rich output shows control characters, never runs them
     args_list = list(sys.argv[1:] if argv is None else argv)
     verb = chosen_verb(args_list)
     misplaced = options_before_verb(args_list, verb) if verb else []

@@ -14,6 +14,7 @@ from textual.reactive import reactive
 from textual.style import Style
 from textual.widget import Widget
 
+from eagle_tui.tui.render import literal
 from eagle_tui.tui.render.flags import BADGE, flag_severity
 from eagle_tui.tui.widgets.styling import component_style
 
@@ -39,7 +40,7 @@ class FlagBadges(FlagStyled):
         parts: list[str | tuple[str, Style]] = []
         for name in self.names:
             parts.extend(((f"{BADGE} {name}", self.flag_style(name)), " "))
-        return Content.assemble(*parts)
+        return literal.assemble(*parts)
 
 
 class FlagEvidence(FlagStyled):
@@ -57,4 +58,4 @@ class FlagEvidence(FlagStyled):
         return Content("\n").join(self._line(name, evidence) for name, evidence in self.flags)
 
     def _line(self, name: str, evidence: str) -> Content:
-        return Content.assemble((f"{BADGE} {name}", self.flag_style(name)), " ", evidence)
+        return literal.assemble((f"{BADGE} {name}", self.flag_style(name)), " ", evidence)

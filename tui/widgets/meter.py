@@ -14,6 +14,7 @@ from textual.reactive import reactive
 from textual.style import Style
 from textual.widget import Widget
 
+from eagle_tui.tui.render import literal
 from eagle_tui.tui.render.meter import EMPTY, EMPTY_METER, FILL, MARK, MeterValue, bar_cells
 from eagle_tui.tui.widgets.styling import component_style
 
@@ -41,7 +42,7 @@ class Meter(Widget):
         label = f" {value.label}" if value.label else ""
         width = max(4, self.size.width - len(label))
         filled, mark = bar_cells(value.fraction, value.marker, width)
-        return Content.assemble(*self._bar_parts(filled, mark, width), label)
+        return literal.assemble(*self._bar_parts(filled, mark, width), label)
 
     def _bar_parts(self, filled: int, mark: int | None, width: int) -> list[tuple[str, Style]]:
         runs: list[tuple[str, str]] = []
