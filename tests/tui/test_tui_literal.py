@@ -26,8 +26,8 @@ BUILDERS = {"Text", "Content"}
 BUILDER_METHODS = {"assemble", "styled", "from_markup", "from_ansi", "from_text",
                    "from_rich_text"}
 SHOWN_CALLS = {"notify", "update_cell", "write_line", "write_lines", "add_row", "add_column",
-               "add_columns", "SystemCommand", "Static", "Label", "Button", "Option", "Select", "set_options",
-               "update"}
+               "add_columns", "SystemCommand", "Static", "Label", "Button", "Option", "Select",
+               "set_options", "update"}
 SHOWN_ARGS = {"SystemCommand": slice(0, 2), "update_cell": slice(2, 3), "add_row": slice(None),
               "add_columns": slice(None)}
 """Positional arguments that are shown (the first for the others)."""
