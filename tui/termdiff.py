@@ -51,6 +51,8 @@ MAX_PENS = 4096
 
 TOKEN = re.compile(
     r"(?P<text>[^\x00-\x1f\x7f-\x9f]+)"
+    r"|\x1b\[(?P<sgr>[0-9;:]*)m"
+    r"|\x1b\[(?P<row>\d*)(?:;(?P<column>\d*))?H"
     r"|\x1b\[(?P<csi>[0-?]*[ -/]*[@-~])"
     r"|\x1b\](?P<osc>[^\x07\x1b]*)(?:\x07|\x1b\\)"
     r"|(?P<other>\x1b[^\[\]]?|[\x00-\x1f\x7f-\x9f])",
@@ -58,8 +60,6 @@ TOKEN = re.compile(
 )
 INCOMPLETE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*|\][^\x07\x1b]*\x1b?)?\Z")
 """An escape sequence cut at the end of a write (kept for the next one)."""
-SGR = re.compile(r"[0-9;:]*m")
-CURSOR_TO = re.compile(r"(\d*)(?:;(\d*))?H")
 CELL_NEUTRAL_MODES = frozenset(
     {"25", "1000", "1002", "1003", "1004", "1005", "1006", "1015", "1016", "2004", "2048"}
 )
@@ -207,6 +207,7 @@ class TerminalDiff:
         self._sync = "off"  # "held": start seen, nothing written yet; "sent"
         self._out: list[str] = []
         self._pens: dict[Pen, Pen] = {}
+        self._last_pen: Pen = ("", "")
 
     def reset(self) -> None:
         """Forget what the terminal shows: the next cells are sent whole."""
@@ -224,9 +225,9 @@ class TerminalDiff:
         """What to write to the terminal for ``data`` (possibly nothing)."""
         self._check_size()
         data = self._tail + data
-        cut = INCOMPLETE.search(data)
-        self._tail = data[cut.start() :] if cut else ""
-        for match in TOKEN.finditer(data, 0, cut.start() if cut else len(data)):
+        end = _complete_end(data)
+        self._tail = data[end:]
+        for match in TOKEN.finditer(data, 0, end):
             self._token(match)
         self._flush()
         self._place_cursor()
@@ -246,6 +247,10 @@ class TerminalDiff:
         value = match.group(kind or 0)
         if kind == "text":
             self._text(value)
+        elif kind == "sgr":
+            self._select_graphics(value, match.group())
+        elif kind in ("row", "column"):
+            self._move(int(match["row"] or 1) - 1, int(match["column"] or 1) - 1)
         elif kind == "csi":
             self._csi(value, match.group())
         elif kind == "osc":
@@ -260,11 +265,7 @@ class TerminalDiff:
             self._unknown(value)
 
     def _csi(self, body: str, raw: str) -> None:
-        if SGR.fullmatch(body):
-            self._select_graphics(body[:-1], raw)
-        elif move := CURSOR_TO.fullmatch(body):
-            self._move(int(move[1] or 1) - 1, int(move[2] or 1) - 1)
-        elif body == "?2026h":
+        if body == "?2026h":
             self._sync = "held" if self._sync == "off" else self._sync
         elif body == "?2026l":
             self._end_sync()
@@ -305,15 +306,14 @@ class TerminalDiff:
 
     def _text(self, text: str) -> None:
         pen = self._pen()
-        at = self._stream.at()
+        x, y = self._stream.x, self._stream.y
         cells = _cells(text, pen or ("", ""))
-        if at is None or cells is None or at[0] + len(cells) > self.shadow.width:
+        if x is None or y is None or cells is None or x + len(cells) > self.shadow.width:
             self._raw_text(text, None)
             return
         if pen is None:
             self._raw_text(text, len(cells))
             return
-        x, y = at
         runs = self._painted.setdefault(y, [])
         if runs and runs[-1][0] + len(runs[-1][1]) == x:
             runs[-1][1].extend(cells)
@@ -323,13 +323,17 @@ class TerminalDiff:
         self._placed = False
 
     def _pen(self) -> Pen | None:
+        """The stream's pen, one object per distinct pen (cells compare by identity first)."""
         sgr, link = self._stream.sgr, self._stream.link
         if sgr is None or link is None:
             return None
+        last = self._last_pen
+        if last[0] == sgr and last[1] == link:
+            return last
         if len(self._pens) > MAX_PENS:
             self._pens.clear()
-        pen = (sgr, link)
-        return self._pens.setdefault(pen, pen)
+        pen = self._last_pen = self._pens.setdefault((sgr, link), (sgr, link))
+        return pen
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -405,6 +409,18 @@ class TerminalDiff:
             self._emit(f"\x1b[0;{stream.sgr}m" if stream.sgr else RESET)
         if stream.link is not None and stream.link != shown.link:
             self._emit(f"\x1b]8;{stream.link}\x1b\\" if stream.link else CLOSE_LINK)
+
+
+def _complete_end(data: str) -> int:
+    """Where the complete sequences of ``data`` end: before an escape sequence cut at the
+    end (an OSC's text may end in the ESC of its terminator: look one ESC further back)."""
+    start = data.rfind("\x1b")
+    if start == len(data) - 1 and start > 0:
+        start = max(data.rfind("\x1b", 0, start), 0)
+    if start < 0:
+        return len(data)
+    cut = INCOMPLETE.search(data, start)
+    return cut.start() if cut else len(data)
 
 
 def _cell_neutral(body: str) -> bool:
