@@ -92,7 +92,8 @@ class Shadow:
         """Cells ``start..stop`` of line ``y`` are no longer known (with their neighbours: a
         double-width character half overwritten)."""
         line = self._line(y)
-        line[max(0, start - 1) : stop + 1] = [None] * (min(stop + 1, len(line)) - max(0, start - 1))
+        start, stop = max(0, start - 1), min(stop + 1, len(line))
+        line[start:stop] = [None] * (stop - start)
 
     def changes(self, pieces: Pieces) -> list[str]:
         """The sequences that bring the terminal from the shadow to the shadow with
@@ -180,6 +181,8 @@ class StreamState:
     x: int | None = None
     y: int | None = None
     sgr: str | None = ""
+    """Reset at first, as Textual's own output assumes (its first run sets only what it
+    needs)."""
     link: str | None = ""
 
     def at(self) -> tuple[int, int] | None:
@@ -191,8 +194,6 @@ class TerminalDiff:
     changed, and everything it does not paint itself passed on in order."""
 
     def __init__(self, size: Callable[[], tuple[int, int]]) -> None:
-        # The colours start reset, as Textual's own output assumes (its first styled run
-        # sets only what it needs).
         self.shadow = Shadow()
         self._size = size
         self._height = 0
