@@ -12,11 +12,18 @@ from __future__ import annotations
 import random
 
 import pyte
+import pytest
 from rich.console import Console
 from rich.segment import Segment
 from rich.style import Style
+from textual.drivers.headless_driver import HeadlessDriver
+from textual.drivers.linux_driver import LinuxDriver
 from textual.strip import Strip
 
+from eagle_tui.tui.app import EagleApp
+from eagle_tui.tui.driver import diffing_driver
+from eagle_tui.tui.options import DashboardOptions
+from eagle_tui.tui.sources import Sources
 from eagle_tui.tui.termdiff import SYNC_END, SYNC_START, TerminalDiff
 
 W, H = 40, 8
@@ -218,3 +225,22 @@ def test_colours_restored_by_the_terminal_are_followed_until_reset() -> None:
     outs, _, _ = replay_both([frame, restored, frame, frame])
     assert "\x1b8plain?" in outs[1]
     assert outs[3] == ""
+
+
+def test_the_dashboard_runs_on_textuals_linux_driver_writing_through_the_diff(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    written: list[str] = []
+    monkeypatch.setattr(LinuxDriver, "write", lambda self, data: written.append(data))
+    frames = TerminalDiff(size=lambda: (10, 2))
+    driver_class = diffing_driver(LinuxDriver, frames)
+    assert driver_class is not None and issubclass(driver_class, LinuxDriver)
+    driver = driver_class.__new__(driver_class)  # no terminal here: only write is used
+    driver.write("\x1b[1;1Hab")
+    driver.write("\x1b[1;1Hab")
+    driver.write("\x1b[1;1Hac")
+    assert written == ["\x1b[1;1H\x1b[0mab\x1b[0m", "\x1b[1;2H\x1b[0mc\x1b[0m"]
+    # any other driver (Windows, TEXTUAL_DRIVER, headless tests): Textual's own output
+    assert diffing_driver(HeadlessDriver, frames) is None
+    app = EagleApp(DashboardOptions(), sources=Sources())
+    assert issubclass(app.driver_class, LinuxDriver) and app.driver_class is not LinuxDriver
