@@ -53,10 +53,11 @@ class Dashboard:
     def __init__(self, args: list[str], record: Path, env: dict[str, str]) -> None:
         self.pid, self.fd = pty.fork()
         if self.pid == 0:  # the child: the dashboard on the pty
-            # os.environ, not the process's environment: readline (loaded by pytest) puts
-            # COLUMNS and LINES in the latter, and they would win over the terminal's size.
+            # COLUMNS and LINES would win over the terminal's size (readline, loaded by
+            # pytest, puts them in the process's environment; xdist's workers inherit them).
+            child_env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
             os.execve(sys.executable, [sys.executable, "-c", CHILD, str(record), *args],
-                      {**os.environ, **env})
+                      {**child_env, **env})
         self.resize(COLS, ROWS)
         self.output = b""
 
