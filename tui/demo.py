@@ -49,6 +49,7 @@ from eagle_tui.core.tokenizer import bundled_tokenizer_path
 from eagle_tui.tui.app import EagleApp
 from eagle_tui.tui.demokeeper import MARKER_ENV, OWNER_FILE
 from eagle_tui.tui.options import DashboardOptions, ServerTarget
+from eagle_tui.tui.render import literal
 from eagle_tui.tui.sources import Sources
 from eagle_tui.tui.sources.server import Emit, ServerFeed
 from eagle_tui.tui.sources.tokenizers import TokenizerCache
@@ -317,7 +318,8 @@ class DemoApp(EagleApp):
         threading.Thread(target=start, name="demo-start", daemon=True).start()
 
     def _report_problem(self) -> None:
-        self.notify(self.demo.problem, title="Demo", severity="error", markup=False, timeout=30)
+        self.notify(literal.shown(self.demo.problem), title="Demo", severity="error", markup=False,
+                    timeout=30)
 
     def _from_thread(self, callback: Callable[[], object]) -> None:
         with contextlib.suppress(RuntimeError):  # the app has already stopped

@@ -29,7 +29,8 @@ from eagle_tui.core.health.snapshot import (
 from eagle_tui.core.proc.report import GpuReport, PortStatus, ProcessReport
 from eagle_tui.core.shards.schema import ShardRow
 from eagle_tui.tui.options import ServerTarget
-from eagle_tui.tui.sources.capture import BatchRequest, BatchSnapshot
+from eagle_tui.tui.render.batch import BatchSnapshot
+from eagle_tui.tui.sources.capture import BatchRequest
 from eagle_tui.tui.sources.server import Emit, ServerAction
 
 if TYPE_CHECKING:

@@ -33,6 +33,7 @@ from eagle_tui.core.shards.render import legend, sample_text
 from eagle_tui.core.shards.schema import ShardRow
 from eagle_tui.core.text import terminal_safe
 from eagle_tui.core.validate import FLAGS
+from eagle_tui.tui.render.literal_rich import Literal
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -82,14 +83,15 @@ def show(out: Console, job: Job, index: int, args: argparse.Namespace,
     row = job.row(index)
     shard, position = job.shard_of(index)
     decoding = decoding_for(job.footer_of(index), job.manifest, tokenizer)
-    out.print(header(row, index, job.num_rows, f"{shard.path.name}:{position}"), soft_wrap=True)
-    out.print(legend(), soft_wrap=True)
+    out.print(Literal(header(row, index, job.num_rows, f"{shard.path.name}:{position}")),
+              soft_wrap=True)
+    out.print(Literal(legend()), soft_wrap=True)
     first = 0 if args.prompt_tokens is None else max(0, row.prompt_len - args.prompt_tokens)
     decode, token_name = ((tokenizer.decode, tokenizer.token_text) if tokenizer is not None
                           else (raw_decode, no_name))
     text = sample_text(row.input_ids, decoding.segments(row), decode, token_name,
                        first_prompt_id=first)
-    out.print(text, soft_wrap=True)  # no inserted line breaks: the text stays exact
+    out.print(Literal(text), soft_wrap=True)  # no inserted line breaks: the text stays exact
 
 
 def tokenizer_for(job: Job, args: argparse.Namespace) -> SharedTokenizer:

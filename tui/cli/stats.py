@@ -24,6 +24,7 @@ from eagle_tui.core.shards.conversations import ConversationStats
 from eagle_tui.core.shards.stats import BatchStats, Distribution, compute_stats_over
 from eagle_tui.tui.cli.export_filters import add_filter_arguments, row_filter_from
 from eagle_tui.tui.cli.inspect import make_console
+from eagle_tui.tui.render.literal_rich import Literal
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,17 +50,17 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
         return 2
     keep, job = tally.counts(), opened.slices
     if job:
-        out.print(f"one job: {job}", soft_wrap=True)
+        out.print(Literal(f"one job: {job}"), soft_wrap=True)
     if args.json:
         document = {**stats.to_json(), "export": keep.to_json(),
                     **({"job": job} if job else {})}
         out.print(json.dumps(document, indent=1), soft_wrap=True)
         return 0
     for renderable in summary_tables(stats):
-        out.print(renderable)
-    out.print(keep.text(), soft_wrap=True)
+        out.print(Literal(renderable))
+    out.print(Literal(keep.text()), soft_wrap=True)
     for ignored in stats.ignored:
-        out.print(f"ignored: {ignored}", style="yellow")
+        out.print(Literal(f"ignored: {ignored}"), style="yellow")
     return 0
 
 

@@ -17,17 +17,17 @@ from textual import on, work
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
-from textual.content import Content
 from textual.message import Message
 from textual.widgets import DataTable, Input, Select, Static
 
 from eagle_tui.core.samples.select import ANY, CLEAN, FLAGGED, SampleFilter
 from eagle_tui.core.validate import FLAGS
+from eagle_tui.tui.render import literal
+from eagle_tui.tui.render.flags import badge_text
 from eagle_tui.tui.screens.base import ViewScreen
 from eagle_tui.tui.screens.sample import SampleScreen, SampleView, copy_with_feedback
 from eagle_tui.tui.sources.recent import RecentSource
 from eagle_tui.tui.sources.samples import SamplePage, SampleRow, SampleSource, ShardSummary
-from eagle_tui.tui.widgets.flags import badge_text
 from eagle_tui.tui.widgets.nav_table import NavTable
 
 HELP = """\
@@ -96,7 +96,7 @@ def flag_options(summary: ShardSummary | None) -> list[tuple[str, str]]:
     counts = summary.flag_counts if summary else {}
     names = list(dict.fromkeys((*FLAGS, *sorted(counts))))
     options = [("flag: any", ANY), ("clean", CLEAN), ("flagged", FLAGGED)]
-    options += [(f"{name} ({counts.get(name, 0)})", name) for name in names]
+    options += [(literal.shown(f"{name} ({counts.get(name, 0)})"), name) for name in names]
     return options
 
 
@@ -104,7 +104,8 @@ def finish_options(summary: ShardSummary | None) -> list[tuple[str, str]]:
     """Select options: any, then each finish reason (with counts when known)."""
     counts = summary.finish_counts if summary else {}
     names = list(dict.fromkeys((*FINISH_CHOICES, *sorted(counts))))
-    return [("finish: any", ANY), *((f"{n} ({counts.get(n, 0)})", n) for n in names)]
+    return [("finish: any", ANY),
+            *((literal.shown(f"{n} ({counts.get(n, 0)})"), n) for n in names)]
 
 
 def summary_text(summary: ShardSummary, page: SamplePage | None) -> str:
@@ -129,12 +130,12 @@ def summary_text(summary: ShardSummary, page: SamplePage | None) -> str:
 def row_cells(row: SampleRow) -> tuple[Text, ...]:
     """Table cells as literal ``Text`` (a DataTable would parse plain strings as markup)."""
     return (
-        Text(str(row.index)),
-        Text(row.sample_id),
-        Text(f"{row.prompt_len:,}", justify="right"),
-        Text(f"{row.output_len:,}", justify="right"),
-        Text(row.finish_reason),
-        Text(badge_text(row.flags) if row.flags else "clean"),
+        literal.rich_text(str(row.index)),
+        literal.rich_text(row.sample_id),
+        literal.rich_text(f"{row.prompt_len:,}", justify="right"),
+        literal.rich_text(f"{row.output_len:,}", justify="right"),
+        literal.rich_text(row.finish_reason),
+        literal.rich_text(badge_text(row.flags) if row.flags else "clean"),
     )
 
 
@@ -246,20 +247,22 @@ class InspectScreen(ViewScreen):
         return None
 
     def _set_summary(self, text: str) -> None:
-        self.app.call_from_thread(self.query_one("#inspect-summary", Static).update, Content(text))
+        summary = self.query_one("#inspect-summary", Static)
+        self.app.call_from_thread(summary.update, literal.content(text))
 
     @on(SourceOpened)
     def _source_opened(self, message: SourceOpened) -> None:
         if message.source is None or message.summary is None:
-            self.query_one("#inspect-summary", Static).update(Content(message.error))
-            self.notify(message.error, title="Inspect", severity="error", markup=False)
+            self.query_one("#inspect-summary", Static).update(literal.content(message.error))
+            self.notify(literal.shown(message.error), title="Inspect", severity="error",
+                        markup=False)
             return
         if self.source is not None:
             self.source.close()
         self.source, self.summary, self.page = message.source, message.summary, None
         export = message.summary.export
         self.query_one("#inspect-export", Static).update(
-            Content(export.text() if export is not None else "")
+            literal.content(export.text() if export is not None else "")
         )
         self._reset_filters(message.summary)
 
@@ -328,7 +331,7 @@ class InspectScreen(ViewScreen):
             table.add_row(*row_cells(row), key=str(row.index))
         if self.summary is not None:
             text = summary_text(self.summary, message.page)
-            self.query_one("#inspect-summary", Static).update(Content(text))
+            self.query_one("#inspect-summary", Static).update(literal.content(text))
         self.refresh_bindings()
 
     def action_state(self, action: str) -> bool | None:

@@ -23,6 +23,7 @@ from textual.widgets import Static
 from textual.worker import get_current_worker
 
 from eagle_tui.tui.options import ServerTarget
+from eagle_tui.tui.render import literal
 from eagle_tui.tui.render.gpu import gpu_lines
 from eagle_tui.tui.render.incidents import HOLD_S, IncidentDesk
 from eagle_tui.tui.render.server import ServerHistory
@@ -300,8 +301,8 @@ class ServerScreen(ViewScreen):
             toast = desk.due(now)
             if toast is not None:
                 severity: SeverityLevel = "error" if toast.severity == "error" else "warning"
-                self.notify(toast.message, title=toast.title, severity=severity, markup=False,
-                            timeout=10)
+                self.notify(literal.shown(toast.message), title=literal.shown(toast.title),
+                            severity=severity, markup=False, timeout=10)
 
     def _log_batch(self, index: int, batch: LogBatch) -> None:
         if index != self.selected:
@@ -367,14 +368,15 @@ class ServerScreen(ViewScreen):
         label = self.feeds[index].target.label
         self._busy.add(index)
         self.refresh_bindings()
-        self.notify(f"{action} requested", title=label, markup=False)
+        self.notify(literal.shown(f"{action} requested"), title=literal.shown(label), markup=False)
         try:
             result = await asyncio.wrap_future(self.feeds[index].request(action))
-            self.notify(result, title=f"{label}: {action}", markup=False)
+            self.notify(literal.shown(result), title=literal.shown(f"{label}: {action}"),
+                        markup=False)
         except Exception as exc:
             self.notify(
-                f"{type(exc).__name__}: {exc}",
-                title=f"{label}: {action} failed",
+                literal.shown(f"{type(exc).__name__}: {exc}"),
+                title=literal.shown(f"{label}: {action} failed"),
                 severity="error",
                 markup=False,
             )

@@ -54,7 +54,8 @@ from eagle_tui.core.capture.events import CaptureEvent
 from eagle_tui.core.capture.progress import CaptureProgress
 from eagle_tui.core.errors import BatchError, ConfigError, EagleError
 from eagle_tui.core.shards.batchdir.lock import is_held
-from eagle_tui.tui.sources.capture import BatchRequest, BatchSnapshot, validate_request
+from eagle_tui.tui.render.batch import BatchSnapshot
+from eagle_tui.tui.sources.capture import BatchRequest, validate_request
 
 if TYPE_CHECKING:
     from eagle_tui.core.shards.schema import ShardRow
