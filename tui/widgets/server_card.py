@@ -36,7 +36,7 @@ class ServerCard(Vertical):
     def compose(self) -> ComposeResult:
         with Horizontal(classes="card-title"):
             yield Static(Content(self.target.label), classes="card-name")
-            yield Static(Content(self.target.url), classes="card-url")
+            yield Static(Content(self.target.url.public), classes="card-url")
             if self.target.managed:
                 yield Static("managed", classes="card-managed", markup=False)
         yield Static(
