@@ -226,7 +226,6 @@ class CaptureEngine:
     ) -> _Parts:
         """Build the run's parts; files opened here are closed by ``stack``."""
         config = self.config
-        sender = self._sender(batch, pool)
         self._routers = await router_records(pool)
         metadata = await shard_metadata(config, batch, pool, self._routers)
         failures = FailureLog(config.out_dir, carry=batch.resumed and not config.retry_failed)
