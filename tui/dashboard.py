@@ -252,7 +252,7 @@ def _first_bool(*values: object, default: bool) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m tui.dashboard``."""
+    """``python -m eagle_tui.tui.dashboard``."""
     parser = argparse.ArgumentParser(prog="eagle-tui", description="The eagle-tui dashboard.")
     add_arguments(parser)
     return run(parser.parse_args(argv))

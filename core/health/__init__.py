@@ -10,10 +10,10 @@ and laggards), decides the phase (``phasing``, over a ``context.TickContext``), 
 with evidence and next steps (``flags``, ``stall``, ``nextstep``), judges (``verdict``, with
 ``evidence``) and builds an immutable ``snapshot.HealthSnapshot`` with a pure function
 (``snapshot_build``). Expectations come from ``history`` keyed by ``signature`` and are read
-and recorded by ``recorder``; limits from ``settings`` and ``steps``. ``assemble`` builds a watcher from user
-options, ``changes`` turns snapshot pairs into one-line events, ``follow`` runs watchers and
-yields those events (``eagle-tui watch`` prints them). docs/startup-diagnosis.md explains the
-judgement and where its limits come from.
+and recorded by ``recorder``; limits from ``settings`` and ``steps``. ``assemble`` builds a
+watcher from user options, ``changes`` turns snapshot pairs into one-line events, ``follow``
+runs watchers and yields those events (``eagle-tui watch`` prints them).
+docs/startup-diagnosis.md explains the judgement and where its limits come from.
 
 This package imports nothing itself, so loading the CLI verb stays cheap.
 """

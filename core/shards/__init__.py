@@ -10,6 +10,8 @@ Public names (import from the submodules):
   ``remove_temp_files``;
 - ``stats``: ``compute_stats``, ``BatchStats``;
 - ``render``: ``sample_text`` (rich Text of one sample, segment by segment);
-- ``errors``: ``ShardError``, ``ShardWriteError``;
-- ``inspect_cli`` / ``stats_cli``: the ``inspect`` and ``stats`` verbs.
+- ``chain``: several batch directories (the ``--shard I/N`` slices of a job) read as one;
+- ``conversations``: a multi-turn batch's conversations, their rows in turn order.
+
+Their errors are in ``core.errors``; the ``inspect`` and ``stats`` verbs are in ``tui/cli``.
 """

@@ -7,7 +7,7 @@ The API key comes only from what is given now: ``--api-key-file`` or ``EAGLE_TUI
 (nothing stored is trusted with it); ``--server`` replaces the recorded servers (a moved
 server, or URLs that carry credentials, which the registry never stores). The record
 itself is used only if it is safely yours (``core.trust``).
-Exit status: see ``core.batches.cli_common``.
+Exit status: see ``tui.cli.batch_verbs``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Captured samples for the Inspect view: counts, filtered pages and single rows.
 
-Wraps ``core.shards.ShardReader``; nothing is loaded whole. Counting and filtering read
+Wraps ``core.shards.reader.ShardReader``; nothing is loaded whole. Counting and filtering read
 only the small ``flags`` and ``finish_reason`` columns, one row group at a time, with
 Arrow compute; a page reads just the row groups that hold its rows. Calls block: run them
 in a worker. A lock serialises use of the reader between workers.
