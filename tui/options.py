@@ -1,7 +1,8 @@
 """What the dashboard was asked to show and how: servers, shard directories, theme, modes.
 
 Built once by ``tui.dashboard`` (command line > environment > config file > defaults) and
-handed to the app; nothing here changes while the app runs.
+handed to the app; nothing here changes while the app runs. ``server_url`` is the argparse
+type of every option that takes a server URL, the dashboard's and the verbs'.
 """
 
 from __future__ import annotations
