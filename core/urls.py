@@ -60,9 +60,7 @@ class ServerURL:
     def public(self) -> str:
         """``scheme://host[:port][/prefix]``: no user info, query or fragment. What files,
         JSON and logs carry, and the base requests go to."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        port = f":{self.port}" if self.port is not None else ""
-        return f"{self.scheme}://{host}{port}{self.path}"
+        return f"{self.scheme}://{self.label}"
 
     @property
     def for_requests(self) -> str:
@@ -92,11 +90,6 @@ class ServerURL:
         if self.port is not None:
             return self.port
         return 443 if self.scheme == "https" else 80
-
-    @property
-    def has_credentials(self) -> bool:
-        """True when the URL carries user info (so ``for_requests`` differs from ``public``)."""
-        return bool(self.userinfo)
 
     def __str__(self) -> str:
         return self.public

@@ -58,7 +58,7 @@ def test_the_forms_of_a_url() -> None:
     assert url.for_requests == f"http://eve:{SECRET}@example.org:8080/proxy"
     assert url.shown == "'http://example.org:8080/proxy'"
     assert url.label == "example.org:8080/proxy"
-    assert url.effective_port == 8080 and url.has_credentials
+    assert url.effective_port == 8080
     for form in (url.public, url.shown, url.label, str(url), repr(url), f"{url}"):
         assert SECRET not in form and "eve" not in form
     # The credential is not part of the value's identity: the same server either way.
@@ -73,7 +73,7 @@ def test_ipv6_ports_and_defaults() -> None:
     assert ServerURL.parse("https://h").effective_port == 443
     assert ServerURL.parse("http://h").effective_port == 80
     assert ServerURL.parse("http://h").label == "h"
-    assert ServerURL.parse("http://h").has_credentials is False
+    assert ServerURL.parse("http://h").for_requests == "http://h"
 
 
 def test_user_info_is_refused_together_with_a_key() -> None:
