@@ -9,6 +9,10 @@
   event fan-out;
 - ``registry`` / ``survey``: the records under the state dir and the derived live state;
 - ``configjson``: ``StoredConfig``, the capture config a record keeps (no secrets);
-- ``lock``: one controller per output directory;
-- ``cli_*``: the ``batches``, ``pause``, ``resume`` and ``stop`` verbs.
+  ``secretenv``: the secrets it does not keep, handed to a worker in its environment;
+- ``ready`` / ``runstate``: the start-up report a worker sends its launcher, and how its
+  run ended in the registry's terms.
+
+The ``batches``, ``pause``, ``resume`` and ``stop`` verbs are in ``tui/cli``; one controller
+per output directory is ``core.shards.batchdir.lock``.
 """

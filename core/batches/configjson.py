@@ -19,11 +19,12 @@ from pathlib import Path
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from eagle_tui.core.capture.config import CaptureConfig, RetryPolicy, public_url
+from eagle_tui.core.capture.config import CaptureConfig, RetryPolicy
 from eagle_tui.core.capture.conversation import MultiTurn
 from eagle_tui.core.capture.partition import Partition
 from eagle_tui.core.errors import ConfigError
 from eagle_tui.core.sampling import SamplingPreset
+from eagle_tui.core.urls import public_url
 from eagle_tui.core.wire import ENCODER, explain
 
 

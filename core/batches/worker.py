@@ -1,4 +1,4 @@
-"""The detached batch worker: ``python -m core.batches.worker --batch ID ...``.
+"""The detached batch worker: ``python -m eagle_tui.core.batches.worker --batch ID ...``.
 
 (``core.batches.daemon`` starts it detached from its launcher.)
 
@@ -263,7 +263,7 @@ def _setup_logging() -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m core.batches.worker",
+    parser = argparse.ArgumentParser(prog="python -m eagle_tui.core.batches.worker",
                                      description="Run one registered capture batch.")
     parser.add_argument("--batch", required=True, help="the batch id in the registry")
     parser.add_argument("--registry", type=Path, default=None,

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from eagle_tui.core.batchstate import BatchState
 from eagle_tui.core.capture.batch import PreparedBatch, prepare_batch
-from eagle_tui.core.capture.config import CaptureConfig, Redactor, public_url
+from eagle_tui.core.capture.config import CaptureConfig, Redactor
 from eagle_tui.core.capture.control import RunControl
 from eagle_tui.core.capture.dispatch import ServerClient, ServerPool
 from eagle_tui.core.capture.drain import Drainer
@@ -65,6 +65,7 @@ from eagle_tui.core.shards.schema import ShardRow
 from eagle_tui.core.shards.writer import ShardWriter
 from eagle_tui.core.tokenizer import LoadedTokenizer
 from eagle_tui.core.tokenizer.kimi_parse import AnswerTokens
+from eagle_tui.core.urls import public_url
 
 log = logging.getLogger(__name__)
 
@@ -226,7 +227,6 @@ class CaptureEngine:
     ) -> _Parts:
         """Build the run's parts; files opened here are closed by ``stack``."""
         config = self.config
-        sender = self._sender(batch, pool)
         self._routers = await router_records(pool)
         metadata = await shard_metadata(config, batch, pool, self._routers)
         failures = FailureLog(config.out_dir, carry=batch.resumed and not config.retry_failed)

@@ -21,6 +21,8 @@ from typing import Any
 
 import psutil
 
+from eagle_tui.core.urls import ServerURL
+
 _MODULE_KINDS = {
     "sglang.launch_server": "launch_server",
     "sglang.srt.entrypoints.http_server": "launch_server",
@@ -47,12 +49,12 @@ class ServerProcess:
     create_time: float
 
     @property
-    def url(self) -> str | None:
+    def url(self) -> ServerURL | None:
         """``http://HOST:PORT`` (a wildcard host is reached on the loopback)."""
         if self.port is None:
             return None
         host = "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
-        return f"http://{host}:{self.port}"
+        return ServerURL("http", host, self.port)
 
 
 def server_kind(argv: Sequence[str]) -> str | None:

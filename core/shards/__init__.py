@@ -14,4 +14,6 @@ Public names (import from the submodules):
 - ``render``: ``sample_text`` (rich Text of one sample, segment by segment).
 
 Opening a job of several batches, selecting rows and decoding them is ``core.samples``.
+
+Their errors are in ``core.errors``; the ``inspect`` and ``stats`` verbs are in ``tui/cli``.
 """

@@ -76,7 +76,7 @@ def test_eagle_tui_sim_is_found_with_its_port_and_log_file(
     assert popen.pid in found
     server = found[popen.pid]
     assert (server.kind, server.port, server.log_path) == ("sim", port, log)
-    assert server.url == f"http://127.0.0.1:{port}"
+    assert server.url is not None and server.url.public == f"http://127.0.0.1:{port}"
     assert find_server_pid(port) == popen.pid
     report = ProcessProbe(port=port, discover=True).probe()  # the probe finds it too
     assert report.process is not None and report.process.pid == popen.pid

@@ -60,3 +60,8 @@ def test_the_verb_is_found_past_option_values() -> None:
     assert chosen_verb(["--url", "http://h:1", "--readonly"]) is None
     assert chosen_verb(["inspect", "--tokenizer", "T", "DIR"]) == "inspect"
     assert chosen_verb(["--view", "nowhere", "stats"]) is None  # the full parser says why
+
+
+def test_a_verb_first_is_the_verb_even_when_its_option_value_is_bad() -> None:
+    # the scan parses the dashboard's --url too; a bad one must not hide the verb
+    assert chosen_verb(["watch", "--url", "http://h:99999"]) == "watch"

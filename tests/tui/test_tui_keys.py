@@ -11,6 +11,7 @@ from textual.binding import Binding
 from textual.widgets import Input
 from tui_fakes import FakeCapture, FakeServerFeed, batch, health, wait_for
 
+from eagle_tui.core.urls import ServerURL
 from eagle_tui.tui.app import EagleApp
 from eagle_tui.tui.options import DashboardOptions, ServerTarget
 from eagle_tui.tui.render.logview import collapse_ranks, find_line, rank_ranges
@@ -27,7 +28,7 @@ RANK_LINES = [f"[2026-01-02 03:04:05 TP{r}] Load weight begin. avail mem=139.12 
 
 
 def server_app(lines: list[str]) -> EagleApp:
-    target = ServerTarget("http://127.0.0.1:30000", name="kimi")
+    target = ServerTarget(ServerURL.parse("http://127.0.0.1:30000"), name="kimi")
     feed = FakeServerFeed(target, [health(), LogBatch(tuple(lines))])
     return EagleApp(DashboardOptions(servers=(target,)),
                     sources=Sources(servers=(feed,), capture=FakeCapture()))

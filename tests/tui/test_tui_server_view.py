@@ -11,6 +11,7 @@ from eagle_tui.core.clock import FakeClock
 from eagle_tui.core.health.phase import Phase
 from eagle_tui.core.health.snapshot import Flag
 from eagle_tui.core.proc.report import GpuDevice, GpuProcess, GpuReport
+from eagle_tui.core.urls import ServerURL
 from eagle_tui.tui.app import EagleApp
 from eagle_tui.tui.options import DashboardOptions, ServerTarget
 from eagle_tui.tui.render.incidents import HOLD_S
@@ -22,7 +23,7 @@ from eagle_tui.tui.widgets.gpu_panel import GpuPanel
 from eagle_tui.tui.widgets.log_pane import LogPane, ServerLog
 from eagle_tui.tui.widgets.server_card import ServerCard
 
-TARGET = ServerTarget("http://127.0.0.1:30000", name="kimi-0", log_file=None)
+TARGET = ServerTarget(ServerURL.parse("http://127.0.0.1:30000"), name="kimi-0", log_file=None)
 SLOW = Flag("slow_startup", "elapsed 700 s > expected 600 s [bold] (3 earlier starts)")
 
 
@@ -190,7 +191,7 @@ async def test_log_batches_reach_the_pane_and_errors_show() -> None:
 async def test_several_servers_select_whose_log_is_shown() -> None:
     first = FakeServerFeed(TARGET, [health(), LogBatch(("first server line",))])
     second = FakeServerFeed(
-        ServerTarget("http://127.0.0.1:30001", name="kimi-1"),
+        ServerTarget(ServerURL.parse("http://127.0.0.1:30001"), name="kimi-1"),
         [health(Phase.READY), LogBatch(("second server line",))],
     )
     app = app_with(first, second)

@@ -21,6 +21,7 @@ from eagle_tui.core import kimi
 from eagle_tui.core.capture.events import CaptureEvent
 from eagle_tui.core.health.snapshot import Flag
 from eagle_tui.core.tokenizer import bundled_tokenizer_path, load_tokenizer
+from eagle_tui.core.urls import ServerURL
 from eagle_tui.tui.app import EagleApp
 from eagle_tui.tui.options import DashboardOptions, ServerTarget
 from eagle_tui.tui.screens.capture import CaptureScreen
@@ -77,7 +78,7 @@ async def check(app: EagleApp, pilot: Pilot[None], name: str) -> None:
 
 
 def server_app(theme: str) -> tuple[EagleApp, FakeServerFeed]:
-    target = ServerTarget("http://127.0.0.1:30000", name="kimi-k2.5")
+    target = ServerTarget(ServerURL.parse("http://127.0.0.1:30000"), name="kimi-k2.5")
     items = [health(seq=i, elapsed_s=130.0, flags=[SLOW]) for i in range(3)]
     feed = FakeServerFeed(target, [*items, LogBatch(LOG_LINES, partial="Loading 45%|####")])
     app = EagleApp(

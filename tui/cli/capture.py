@@ -53,6 +53,7 @@ from eagle_tui.core.shards.batchdir.lock import OutputLock
 from eagle_tui.core.text import terminal_safe
 from eagle_tui.tui.cli.batch_verbs import add_detach_arguments, run_detached
 from eagle_tui.tui.cli.capture_display import plain_progress, rich_progress
+from eagle_tui.tui.options import server_url
 
 log = logging.getLogger("eagle_tui.core.capture")
 
@@ -79,7 +80,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                            "or ShareGPT 'conversations', optional 'tools' and 'id'")
     need.add_argument("--out", type=Path, required=True, help="batch directory (shards, "
                       "manifest.json, failures.jsonl, rejects.jsonl)")
-    need.add_argument("--server", action="append", required=True, metavar="URL",
+    need.add_argument("--server", action="append", required=True, type=server_url, metavar="URL",
                       help="SGLang server URL; repeat for several (least-loaded first)")
     need.add_argument("--tokenizer", type=Path, required=True,
                       help="the served model's tokenizer directory (local)")
@@ -209,7 +210,8 @@ def config_from_args(args: argparse.Namespace) -> CaptureConfig:
     temperatures = tuple(args.temperature or [1.0])
     presets: tuple[SamplingPreset, ...] = temperature_presets(temperatures, **common)
     return CaptureConfig(
-        prompts=args.prompts, out_dir=args.out, servers=tuple(args.server),
+        prompts=args.prompts, out_dir=args.out,
+        servers=tuple(url.for_requests for url in args.server),
         tokenizer=args.tokenizer, model_dir=args.model_dir,
         trust_remote_code=args.trust_remote_code, max_new_tokens=args.max_new_tokens,
         presets=presets, extra_sampling=_pairs(args.sampling_param, "--sampling-param"),

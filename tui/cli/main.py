@@ -59,7 +59,9 @@ def chosen_verb(argv: Sequence[str]) -> str | None:
     """The verb ``argv`` names, skipping the dashboard options and their values (the first
     word that is not an option may be a value: ``--theme eagle-dark stats``)."""
     found = _dashboard_scan(argv)
-    return found.verb if found is not None and found.verb in VERBS else None
+    if found is None:  # a bad value, maybe of the verb's own option (`watch --url BAD`)
+        return argv[0] if argv and argv[0] in VERBS else None
+    return found.verb if found.verb in VERBS else None
 
 
 def _dashboard_scan(argv: Sequence[str]) -> argparse.Namespace | None:

@@ -189,7 +189,7 @@ class CaptureScreen(ViewScreen):
         self.app.push_screen(NewBatchScreen(self._form_defaults()), self._start)
 
     def _form_defaults(self) -> dict[str, str]:
-        servers = " ".join(feed.target.url for feed in self.eagle.sources.servers)
+        servers = " ".join(feed.target.url.public for feed in self.eagle.sources.servers)
         tokenizer = self.eagle.options.tokenizer
         return {
             "servers": servers,

@@ -10,7 +10,6 @@ import asyncio
 from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar
-from urllib.parse import urlsplit
 
 from textual import on, work
 from textual.app import ComposeResult, SystemCommand
@@ -22,6 +21,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
+from eagle_tui.core.urls import BadURL, ServerURL
 from eagle_tui.tui.options import ServerTarget
 from eagle_tui.tui.render import literal
 from eagle_tui.tui.render.gpu import gpu_lines
@@ -252,11 +252,15 @@ class ServerScreen(ViewScreen):
         if not found:
             card.mount(workers)
         workers.show(view)
-        watched = {feed.target.url.rstrip("/") for feed in self.feeds}
+        watched = {feed.target.url for feed in self.feeds}
         for worker in view.workers:
-            if worker.url not in watched:
-                name = f"{card.target.label} › {urlsplit(worker.url).netloc or worker.url}"
-                self._add_server(ServerTarget(url=worker.url, name=name))
+            try:
+                url = ServerURL.parse(worker.url)
+            except BadURL:  # the router lists what it was given: nothing we could watch
+                continue
+            if url not in watched:
+                name = f"{card.target.label} › {url.label}"
+                self._add_server(ServerTarget(url=url, name=name))
     def _show_gpus(self, snapshot: HealthSnapshot | None) -> None:
         lines = gpu_lines(snapshot.gpu, snapshot.process) if snapshot is not None else []
         self.query_one(GpuPanel).show_lines(lines, wanted=self.show_gpus)

@@ -38,7 +38,7 @@ class ServerCard(Vertical):
     def compose(self) -> ComposeResult:
         with Horizontal(classes="card-title"):
             yield Static(literal.content(self.target.label), classes="card-name")
-            yield Static(literal.content(self.target.url), classes="card-url")
+            yield Static(literal.content(self.target.url.public), classes="card-url")
             if self.target.managed:
                 yield Static("managed", classes="card-managed", markup=False)
         yield Static(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from eagle_tui.core.sim.engine.request import SimRequest
+from eagle_tui.core.sim.request import SimRequest
 
 
 @dataclass
