@@ -46,6 +46,7 @@ _WCHAN_MEANING = (
     ("futex", "waiting on a lock or condition"),
     ("epoll", "waiting for events"),
     ("do_sys_poll", "waiting for events"),
+    ("poll_schedule_timeout", "waiting for events"),
     ("do_select", "waiting for events"),
     ("inet_csk_accept", "waiting for a connection"),
     ("inet_wait_for_connect", "connecting"),

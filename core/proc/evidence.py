@@ -116,8 +116,9 @@ class BlockedCall:
     ``path`` is the file the call concerns when it can be told (the path argument of an
     ``openat``, the descriptor of a ``read``); ``since_s`` how long the very same call (same
     thread, same arguments) has been seen; ``meaning`` the wait in words (``opening a FIFO
-    that no process writes``); ``thread`` the thread's name when it is not the main thread
-    (a loader's worker); ``disk_wait`` that thread is in uninterruptible disk wait.
+    that no process writes``); ``tid`` the thread when it is not the main thread (a
+    loader's worker; py-spy's ``os_thread_id``), ``thread`` its OS name (Python before 3.14
+    leaves it the program's name); ``disk_wait`` that thread is in uninterruptible disk wait.
     """
 
     syscall: str
@@ -127,12 +128,14 @@ class BlockedCall:
     meaning: str
     thread: str = ""
     disk_wait: bool = False
+    tid: int | None = None
 
     def describe(self) -> str:
         """``blocked in openat(/m/model.safetensors): opening a FIFO that no process writes
-        (wait_for_partner), for 50s``; ``thread X `` in front for a thread not the main one."""
+        (wait_for_partner), for 50s``; ``thread TID (NAME) `` in front for a thread not the
+        main one."""
         where = f" ({self.wchan})" if self.wchan else ""
-        who = f"thread {self.thread} " if self.thread else ""
+        who = f"thread {self.tid} ({self.thread}) " if self.tid is not None else ""
         if self.syscall == "?":
             return f"{who}waiting: {self.meaning}{where}, for {duration(self.since_s)}"
         call = f"{self.syscall}({self.path})" if self.path else self.syscall

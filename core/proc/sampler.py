@@ -33,7 +33,6 @@ from eagle_tui.core.proc.titles import Kind, Role, role_of
 GpuReader = Callable[[], GpuReport]
 
 _PAGE = 4096
-_WAIT_STATES = frozenset({State.SLEEPING, State.DISK_WAIT, State.STOPPED, State.TRACING_STOP})
 
 
 @dataclass(frozen=True)
@@ -41,7 +40,9 @@ class SamplerSettings:
     """Thresholds and cadences.
 
     A process is *quiet* while it uses under ``quiet_cpu`` cores and moves under
-    ``quiet_bytes_per_s`` (an idle rank still reads a few bytes of eventfd now and then).
+    ``quiet_bytes_per_s`` (an idle or hung SGLang rank still runs its watchdog and tqdm
+    monitor threads and reads a few bytes of eventfd now and then). The wait of a process
+    is looked at unless it burns ``busy_cpu`` cores or more.
     Command lines are read again every ``refresh_every`` samples, the targets of sockets,
     pipes and devices every ``fds_every`` (files are checked every sample); NVML is asked
     every ``gpu_every`` samples; a quiet rank's mapped weight files are read at most every
@@ -50,7 +51,8 @@ class SamplerSettings:
     (its cost grows with every TCP socket on the host) every ``peers_every`` samples.
     """
 
-    quiet_cpu: float = 0.02
+    quiet_cpu: float = 0.1
+    busy_cpu: float = 0.5
     quiet_bytes_per_s: float = 4096.0
     refresh_every: int = 5
     fds_every: int = 30
@@ -247,7 +249,9 @@ class EvidenceSampler:
         mapped: tuple[FileEvidence, ...] = ()
         if tracked.role.kind is Kind.SCHEDULER:
             mapped = tracked.mapped.sample(now, wanted=quiet or state is State.DISK_WAIT)
-        waiting = state in _WAIT_STATES and (quiet or state is not State.SLEEPING)
+        # a hung rank still runs a watchdog and a tqdm monitor thread, and its main thread
+        # may be the one running at the instant we look: look unless it burns a core
+        waiting = state is not State.ZOMBIE and (cpu is None or cpu < self.settings.busy_cpu)
         return ProcessEvidence(
             pid=stat.pid,
             ppid=stat.ppid,
@@ -292,8 +296,9 @@ class EvidenceSampler:
             return None
         if previous is None or seen.key != previous.key:
             tracked.wait_since = now
+        tid = seen.tid if seen.tid != pid else None
         return BlockedCall(seen.syscall, seen.wchan, seen.path, now - tracked.wait_since,
-                           seen.meaning, seen.thread, seen.disk_wait)  # fmt: skip
+                           seen.meaning, seen.thread, seen.disk_wait, tid)  # fmt: skip
 
     def _forget(self, alive: set[int]) -> None:
         for pid in [p for p in self._tracked if p not in alive]:

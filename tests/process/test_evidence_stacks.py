@@ -59,10 +59,22 @@ def test_a_fifo_shard_reads_as_reading_weights_naming_the_file() -> None:
     assert (alone.point, alone.detail) == (Point.WEIGHTS, "model.safetensors")
 
 
-def test_a_rank_stopped_while_loading_its_tokenizer_says_so() -> None:
+def test_a_stopped_rank_is_read_where_the_signal_caught_it() -> None:
+    # two recordings: SIGSTOP after "Load weight begin" caught the rank once reserving its
+    # RoPE cache after loading (no stuck point: the state says "stopped", not the stack),
+    # once loading its tokenizer
+    summary = json.loads((FIXTURES / "stop" / "evidence.json").read_text())
+    assert summary["dumps"]["scheduler"] == {"pid": summary["hang"]["stopped_pid"],
+        "state": "stopped", "nonblocking": True, "wait_syscall": "?"}  # fmt: skip
     place = classify(recorded("stop", "scheduler"))
-    assert place is not None and place.point is Point.TOKENIZER
-    assert place.function == "from_pretrained" and not place.waiting
+    assert place is not None and place.point is Point.UNKNOWN and not place.stuck
+    assert place.path == ("load_model",)
+    assert place.describe() == (
+        "load_model → not in the catalogue, in Tensor.__rdiv__ (torch/_tensor.py:1122)"
+    )
+    tokenizer = classify(recorded("stop-in-tokenizer", "scheduler"))
+    assert tokenizer is not None and tokenizer.point is Point.TOKENIZER
+    assert tokenizer.function == "from_pretrained" and not tokenizer.waiting
 
 
 @pytest.mark.parametrize(
