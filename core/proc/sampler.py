@@ -13,6 +13,7 @@ NVML only every few samples.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -68,6 +69,7 @@ class _Tracked:
 
     start_ticks: int
     argv: list[str] | None
+    comm: str
     role: Role
     files: FileTracker
     mapped: MappedFiles
@@ -160,7 +162,7 @@ class EvidenceSampler:
         if root is None or root.start_ticks != self._root_start or root.state in "ZX":
             return TreeEvidence(now, self.root_pid, alive=False, interval_s=interval)
         self._table.refresh(procfs.list_pids())
-        uptime = _uptime()
+        uptime = _boot_seconds()
         self._read_gpus()
         processes: list[ProcessEvidence] = []
         problems: list[str] = []
@@ -203,31 +205,33 @@ class EvidenceSampler:
                     queue.append((child, depth + 1))
         return order
 
-    def _track(self, stat: procfs.Stat) -> _Tracked:
+    def _track(self, stat: procfs.Stat) -> tuple[_Tracked, bool]:
+        """The process's memory (new for a PID not seen, or reused), and whether it is new."""
         tracked = self._tracked.get(stat.pid)
+        is_root = stat.pid == self.root_pid
         if tracked is not None and tracked.start_ticks == stat.start_ticks:
-            if tracked.looks % self.settings.refresh_every == 0:
-                tracked.argv = procfs.read_argv(stat.pid)
-            tracked.role = role_of(tracked.argv, stat.comm, is_root=stat.pid == self.root_pid)
-            return tracked
+            if tracked.looks % self.settings.refresh_every == 0 or stat.comm != tracked.comm:
+                tracked.argv, tracked.comm = procfs.read_argv(stat.pid), stat.comm
+                tracked.role = role_of(tracked.argv, stat.comm, is_root=is_root)
+            return tracked, False
         argv = procfs.read_argv(stat.pid)
         tracked = _Tracked(
             start_ticks=stat.start_ticks,
             argv=argv,
-            role=role_of(argv, stat.comm, is_root=stat.pid == self.root_pid),
+            comm=stat.comm,
+            role=role_of(argv, stat.comm, is_root=is_root),
             files=FileTracker(stat.pid, refresh_every=self.settings.fds_every),
             mapped=MappedFiles(stat.pid, every_s=self.settings.maps_every_s),
             cpu_ticks=stat.cpu_ticks,
             major_faults=stat.major_faults,
         )
         self._tracked[stat.pid] = tracked
-        return tracked
+        return tracked, True
 
     def _process(
         self, stat: procfs.Stat, depth: int, now: float, interval: float | None, uptime: float
     ) -> ProcessEvidence:
-        fresh = stat.pid not in self._tracked
-        tracked = self._track(stat)
+        tracked, fresh = self._track(stat)
         tracked.looks += 1
         rate = None if fresh or interval is None else interval
         io = procfs.read_io(stat.pid)
@@ -340,9 +344,10 @@ def _io_rates(
     )
 
 
-def _uptime() -> float:
-    text = procfs.read_text(f"{procfs.PROC}/uptime", 128) or "0"
+def _boot_seconds() -> float:
+    """Seconds since boot, the clock process start times are counted on."""
     try:
+        return time.clock_gettime(time.CLOCK_BOOTTIME)
+    except (AttributeError, OSError):  # not Linux
+        text = procfs.read_text(f"{procfs.PROC}/uptime", 128) or "0"
         return float(text.split()[0])
-    except (ValueError, IndexError):
-        return 0.0

@@ -171,6 +171,7 @@ def test_gpu_memory_per_process_comes_from_nvml_when_present(tree: object) -> No
     assert evidence.gpu_available
     assert evidence.by_pid(child).gpu_bytes == 65 << 30  # type: ignore[union-attr]
     assert evidence.by_pid(root).gpu_bytes is None  # type: ignore[union-attr]
+    assert 0 < evidence.by_pid(child).age_s < 600  # type: ignore[union-attr]
     absent = GpuReport(False, reason="no GPU information: no NVIDIA driver")
     quiet = EvidenceSampler(root, gpu=lambda: absent).sample(time.monotonic())
     assert "GPU: no GPU information: no NVIDIA driver" in quiet.describe()
