@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from eagle_tui.core.proc.pyspy import DumpStatus, StackDump, parse_json
+from eagle_tui.core.proc.pyspy import DumpStatus, Frame, StackDump, ThreadStack, parse_json
 from eagle_tui.core.proc.stacks import (
     Fold,
     RankPlace,
@@ -124,3 +124,46 @@ def test_every_catalogue_entry_names_where_it_matches() -> None:
             filename = "/site-packages/" + (entry.files[0] if entry.files else "x.py")
             found = point_of(f"Owner.{function}", filename)
             assert found is not None and found.point is entry.point, (function, entry)
+
+
+def stack(*frames: tuple[str, str, int]) -> StackDump:
+    """A one-thread dump, innermost frame first, as py-spy prints a GPU rank's frames."""
+    shown = tuple(Frame(f, path, path.rsplit("/", 1)[-1], line) for f, path, line in frames)
+    thread = ThreadStack(1, 1, "MainThread", False, False, shown)
+    return StackDump(1, DumpStatus.OK, (thread,))
+
+
+SITE = "/venv/lib/python3.11/site-packages/"
+COMM = SITE + "sglang/srt/distributed/device_communicators/"
+# Frames of SGLang 0.5.23 and torch 2.14 on a GPU rank (function names and files from the
+# installed source: parallel_state.py GroupCoordinator.barrier calls torch.distributed.barrier;
+# pynccl.py PyNcclCommunicator.__init__ calls NCCLLibrary.ncclCommInitRank).
+BARRIER = stack(
+    ("barrier", SITE + "torch/distributed/distributed_c10d.py", 6320),
+    ("_exception_logger.<locals>.wrapper", SITE + "torch/distributed/c10d_logger.py", 83),
+    ("GroupCoordinator.barrier", SITE + "sglang/srt/distributed/parallel_state.py", 2060),
+    ("ModelRunner.load_model", SITE + "sglang/srt/model_executor/model_runner.py", 1330),
+)
+NCCL_INIT = stack(
+    ("NCCLLibrary.ncclCommInitRank", COMM + "pynccl_wrapper.py", 520),
+    ("PyNcclCommunicator.__init__", COMM + "pynccl.py", 129),
+    ("GroupCoordinator.__init__", SITE + "sglang/srt/distributed/parallel_state.py", 400),
+    ("initialize_model_parallel", SITE + "sglang/srt/distributed/parallel_state.py", 2600),
+)  # fmt: skip
+
+
+def test_gpu_ranks_in_a_barrier_and_in_nccl_init_fold_as_a_person_says_it() -> None:
+    barrier, nccl = classify(BARRIER), classify(NCCL_INIT)
+    assert barrier is not None and barrier.point is Point.COLLECTIVE
+    assert nccl is not None and nccl.point is Point.COMMUNICATOR
+    assert nccl.path == ("distributed init",)
+    fifo = classify(recorded("fifo", "scheduler"))
+    places = [RankPlace(f"TP{i}", i, barrier) for i in range(7)]
+    folds = fold([*places, RankPlace("TP7", 7, fifo)])
+    assert describe_folds(folds).startswith(
+        "TP0-6 in load_model → barrier(); TP7 in load_model → load_weights → reading weights"
+    )
+    assert describe_folds(fold([RankPlace("TP0", 0, nccl)])) == (
+        "TP0 in distributed init → creating NCCL communicators, in "
+        "NCCLLibrary.ncclCommInitRank (pynccl_wrapper.py:520)"
+    )
