@@ -128,3 +128,31 @@ def test_every_other_failure_is_a_typed_result(spawn: object) -> None:
     missing = pyspy.dump(sleeper.pid, pyspy="/nonexistent/py-spy")
     assert missing.status is pyspy.DumpStatus.FAILED and "cannot run" in missing.message
     assert _state(sleeper.pid) in ("S", "R")  # nothing left it paused
+
+
+RETRYING = """
+import time
+def wait_for_the_other_side():
+    print("up", flush=True)
+    while True:
+        time.sleep(0.5)
+wait_for_the_other_side()
+"""
+
+
+def test_a_frame_the_catalogue_does_not_know_sleeping_reads_as_a_retry_loop(
+    spawn: object,
+) -> None:
+    from eagle_tui.core.proc import blocked
+
+    sleeper = spawn(sys.executable, "-c", RETRYING)  # type: ignore[operator]
+
+    def sleeping() -> bool:
+        wait = blocked.look(sleeper.pid)
+        return wait is not None and wait.syscall == "clock_nanosleep"
+
+    wait_until(sleeping, 10, "the sleep")
+    place = classify(pyspy.dump(sleeper.pid), "clock_nanosleep")
+    assert place is not None and place.point is Point.RETRY_SLEEP and place.stuck
+    assert place.function == "wait_for_the_other_side"
+    assert classify(pyspy.dump(sleeper.pid), "futex").point is Point.UNKNOWN  # type: ignore[union-attr]
