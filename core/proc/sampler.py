@@ -27,6 +27,7 @@ from eagle_tui.core.proc.evidence import (
     state_of,
 )
 from eagle_tui.core.proc.files import FileTracker, MappedFiles
+from eagle_tui.core.proc.gpu import read_gpus
 from eagle_tui.core.proc.peers import DistInit, PeerEvidence, peer_evidence, read_tcp_table
 from eagle_tui.core.proc.report import GpuReport
 from eagle_tui.core.proc.titles import Kind, Role, role_of
@@ -126,7 +127,8 @@ class EvidenceSampler:
 
     ``dist`` is the distributed-init rendezvous; by default it is read from the root's
     command line (``--dist-init-addr``, ``--nnodes``, ``--node-rank``, ``--tp``). ``gpu``
-    reads NVML (``core.proc.gpu.read_gpus``); None skips GPUs.
+    reads NVML (``core.proc.gpu.read_gpus``: without a driver it says so, cheaply); None
+    skips GPUs.
     """
 
     def __init__(
@@ -134,7 +136,7 @@ class EvidenceSampler:
         root_pid: int,
         *,
         dist: DistInit | None = None,
-        gpu: GpuReader | None = None,
+        gpu: GpuReader | None = read_gpus,
         settings: SamplerSettings | None = None,
     ) -> None:
         self.root_pid = root_pid

@@ -203,6 +203,11 @@ def main() -> int:
     end = verbs.add_parser("stop")
     end.add_argument("--workdir", required=True)
     args = parser.parse_args()
+    if args.verb == "start":
+        if not Path(args.venv, "bin", "python").is_file():
+            parser.error(f"--venv {args.venv}: no bin/python there (realsglang.sh install)")
+        if not Path(args.model, "config.json").is_file():
+            parser.error(f"--model {args.model}: no config.json there (realsglang.sh model)")
     if args.verb == "stop":
         stop(args)
         return 0
