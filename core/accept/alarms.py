@@ -30,16 +30,28 @@ class Alarm(msgspec.Struct, frozen=True):
     next_step: str
 
 
+def tokens_per_step(figure: AcceptFigure, config: SpecConfig) -> float:
+    """Tokens per verify step without the prefill token: exactly 1.00 when no draft is
+    accepted. The metrics figure counts each answer's prefill token (8 tokens / 7 steps for a
+    real 8-token answer that accepted nothing), so it is 1 + accepted drafts per step when the
+    window's accept rate is known; the log and lifetime figures already leave it out."""
+    drafts = (config.num_draft_tokens or 0) - 1
+    if figure.source == "metrics" and figure.accept_rate is not None and drafts > 0:
+        return 1.0 + figure.accept_rate * drafts
+    return figure.accept_length
+
+
 def stuck_at_one(figure: AcceptFigure | None, config: SpecConfig) -> Alarm | None:
     """The alarm when a speculating server accepts 1.00 ± 0.005 tokens per verify step."""
     if figure is None or not config.enabled:
         return None
-    if abs(figure.accept_length - 1.0) > STUCK_AT_ONE_TOLERANCE:
+    per_step = tokens_per_step(figure, config)
+    if abs(per_step - 1.0) > STUCK_AT_ONE_TOLERANCE:
         return None
     return Alarm(
         kind="stuck_at_one",
         message=(
-            f"accept length {figure.accept_length:.3f} over {figure.window} "
+            f"{per_step:.3f} tokens per verify step over {figure.window} "
             f"({figure.source.replace('_', ' ')}) with {config.summary}: "
             "no draft token is ever accepted"
         ),
@@ -65,4 +77,12 @@ def fell(category: str, before: float | None, now: float | None) -> Alarm | None
     )
 
 
-__all__ = ["FALL_THRESHOLD", "STUCK_AT_ONE_TOLERANCE", "Alarm", "AlarmKind", "fell", "stuck_at_one"]
+__all__ = [
+    "FALL_THRESHOLD",
+    "STUCK_AT_ONE_TOLERANCE",
+    "Alarm",
+    "AlarmKind",
+    "fell",
+    "stuck_at_one",
+    "tokens_per_step",
+]

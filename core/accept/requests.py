@@ -46,10 +46,15 @@ class RequestAcceptance(msgspec.Struct, frozen=True):
         return self.correct_drafts / self.proposed_drafts if self.proposed_drafts else None
 
     @property
+    def drafts_per_step(self) -> int | None:
+        """k, the drafts proposed per verify step (draft tokens - 1), when known."""
+        return self.proposed_drafts // self.verify_steps if self.verify_steps else None
+
+    @property
     def per_position(self) -> tuple[float, ...]:
         """P(at least j drafts accepted in a verify step), j = 1..k (see
         :func:`per_position_acceptance`)."""
-        return per_position_acceptance(self.histogram)
+        return per_position_acceptance(self.histogram, self.drafts_per_step)
 
 
 def request_acceptance(meta_info: Mapping[str, Any]) -> RequestAcceptance:
@@ -71,20 +76,24 @@ def request_acceptance(meta_info: Mapping[str, Any]) -> RequestAcceptance:
     )
 
 
-def per_position_acceptance(histogram: Sequence[int]) -> tuple[float, ...]:
+def per_position_acceptance(histogram: Sequence[int],
+                            positions: int | None = None) -> tuple[float, ...]:
     """P(at least j drafts accepted in a verify step) for j = 1..k, from a histogram whose
-    index i holds the steps that accepted exactly i drafts (k = its length - 1).
+    index i holds the steps that accepted exactly i drafts.
 
-    Position j's figure is the share of steps whose j-th draft was accepted: a drafter
-    whose late positions collapse shows it here while its mean hides it. Empty without
-    steps."""
+    SGLang's histogram only reaches the most drafts any step accepted (``[41, 3]`` with 3
+    drafts a step), so ``positions`` (k, the drafts per step) extends it with zeros; without
+    it k is the histogram's length - 1. Position j's figure is the share of steps whose j-th
+    draft was accepted: a drafter whose late positions collapse shows it here while its mean
+    hides it. Empty without steps."""
     steps = sum(histogram)
     if steps <= 0:
         return ()
+    k = len(histogram) - 1 if positions is None else positions
     at_least: list[float] = []
     remaining = steps
-    for exactly in histogram[:-1]:
-        remaining -= exactly
+    for j in range(1, k + 1):
+        remaining -= histogram[j - 1] if j - 1 < len(histogram) else 0
         at_least.append(remaining / steps)
     return tuple(at_least)
 

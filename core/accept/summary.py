@@ -107,7 +107,9 @@ def summarize(requests: Sequence[ReplayedRequest]) -> CategorySummary:
         accept_length=ratio_of_sums(acceptances),
         mean_accept_length=sum(per_request) / len(per_request) if per_request else None,
         accept_rate=sum(a.correct_drafts for a in acceptances) / proposed if proposed else None,
-        per_position=per_position_acceptance(pooled_histogram(a.histogram for a in acceptances)),
+        per_position=per_position_acceptance(
+            pooled_histogram(a.histogram for a in acceptances), _drafts_per_step(acceptances)
+        ),
         output_tokens_per_s=_throughput(requests),
         degenerate=sum(degenerate),
         degenerate_share=sum(degenerate) / len(requests) if requests else None,
@@ -132,6 +134,11 @@ def report(requests: Sequence[ReplayedRequest]) -> AcceptReport:
         overall=summarize(requests),
         categories={name: summarize(group) for name, group in groups.items()},
     )
+
+
+def _drafts_per_step(acceptances: Sequence[RequestAcceptance]) -> int | None:
+    known = [a.drafts_per_step for a in acceptances if a.drafts_per_step is not None]
+    return max(known) if known else None
 
 
 def _throughput(requests: Sequence[ReplayedRequest]) -> float | None:
