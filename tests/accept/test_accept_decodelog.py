@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from accept_recorded import NO_SPEC, SPEC
+from accept_recorded import NO_SPEC, SPEC, exchanges
 
 from eagle_tui.core.accept.decodelog import (
     DecodeLogWindow,
@@ -102,3 +102,18 @@ def test_the_window_keeps_only_its_last_seconds() -> None:
 def test_one_line_is_one_log_interval() -> None:
     figure = log_figure([LogAcceptPoint(3.0, 2.5, 0.5, 1)])
     assert figure is not None and figure.window == "one log interval" and figure.window_s is None
+
+
+def test_at_one_line_per_iteration_the_weighted_log_figure_is_exact() -> None:
+    """Recorded with --decode-log-interval 1: each line covers one iteration, whose verify
+    steps are its #running-req, so Σ accept len x running is every accepted token (bonus
+    included) and the weighted figure is (Σverify + Σcorrect drafts) / Σverify of all the
+    recorded answers (1 + drafts accepted per step, the prefill token left out)."""
+    meta = [e.meta for e in exchanges()]
+    verify = sum(m["spec_verify_ct"] for m in meta)
+    correct = sum(m["spec_num_correct_drafts"] for m in meta)
+    points = points_from_log(LOG)
+    assert sum(p.running for p in points) == verify
+    figure = log_figure(points)
+    assert figure is not None
+    assert figure.accept_length == pytest.approx((verify + correct) / verify, rel=1e-12)
