@@ -53,7 +53,8 @@ def bootstrap_difference(
     if pairs is not None:
         draws = [_paired_draw(pairs, rng) for _ in range(resamples)]
     else:
-        draws = [_independent_draw(a, b, rng) for _ in range(resamples)]
+        a_columns, b_columns = _columns(a), _columns(b)
+        draws = [_independent_draw(a_columns, b_columns, rng) for _ in range(resamples)]
     low, high = _percentiles([d for d in draws if d is not None])
     return Difference(
         a=a_figure,
@@ -84,37 +85,44 @@ def differences_by_category(
     }
 
 
-Sums = tuple[int, int]  # (completion tokens, verify steps) of one request
+Columns = tuple[list[int], list[int]]  # completion tokens and verify steps, one per request
 
 
-def _sums(request: ReplayedRequest) -> Sums:
-    return request.acceptance.completion_tokens, request.acceptance.verify_steps
+def _columns(requests: Sequence[ReplayedRequest]) -> Columns:
+    return ([r.acceptance.completion_tokens for r in requests],
+            [r.acceptance.verify_steps for r in requests])
 
 
 def _pairs(a: Sequence[ReplayedRequest], b: Sequence[ReplayedRequest]) -> (
-        list[tuple[Sums, Sums]] | None):
-    """Each prompt's sums on both sides when both replayed exactly the same keys once."""
+        tuple[Columns, Columns] | None):
+    """Both sides' columns in the same prompt order when both replayed exactly the same keys
+    once each."""
     a_keys, b_keys = {r.key: r for r in a}, {r.key: r for r in b}
     if len(a_keys) != len(a) or len(b_keys) != len(b) or a_keys.keys() != b_keys.keys():
         return None
-    return [(_sums(a_keys[key]), _sums(b_keys[key])) for key in sorted(a_keys)]
+    order = sorted(a_keys)
+    return _columns([a_keys[k] for k in order]), _columns([b_keys[k] for k in order])
 
 
-def _ratio(sums: Sequence[Sums]) -> float | None:
-    verify = sum(v for _, v in sums)
-    return sum(c for c, _ in sums) / verify if verify else None
+def _drawn_ratio(columns: Columns, drawn: list[int]) -> float | None:
+    completion, verify = columns
+    steps = sum(map(verify.__getitem__, drawn))
+    return sum(map(completion.__getitem__, drawn)) / steps if steps else None
 
 
-def _paired_draw(pairs: Sequence[tuple[Sums, Sums]], rng: random.Random) -> float | None:
-    drawn = rng.choices(pairs, k=len(pairs))
-    a, b = _ratio([p[0] for p in drawn]), _ratio([p[1] for p in drawn])
+def _draw(size: int, rng: random.Random) -> list[int]:
+    return rng.choices(range(size), k=size)
+
+
+def _paired_draw(pairs: tuple[Columns, Columns], rng: random.Random) -> float | None:
+    drawn = _draw(len(pairs[0][0]), rng)
+    a, b = _drawn_ratio(pairs[0], drawn), _drawn_ratio(pairs[1], drawn)
     return None if a is None or b is None else b - a
 
 
-def _independent_draw(a: Sequence[ReplayedRequest], b: Sequence[ReplayedRequest],
-                      rng: random.Random) -> float | None:
-    a_ratio = _ratio([_sums(r) for r in rng.choices(a, k=len(a))])
-    b_ratio = _ratio([_sums(r) for r in rng.choices(b, k=len(b))])
+def _independent_draw(a: Columns, b: Columns, rng: random.Random) -> float | None:
+    a_ratio = _drawn_ratio(a, _draw(len(a[0]), rng))
+    b_ratio = _drawn_ratio(b, _draw(len(b[0]), rng))
     return None if a_ratio is None or b_ratio is None else b_ratio - a_ratio
 
 

@@ -54,10 +54,8 @@ def best_figure(*figures: AcceptFigure | None) -> AcceptFigure | None:
     return None
 
 
-def window_text(seconds: float | None) -> str:
-    """``last 60 s`` (or ``whole run`` for an open window)."""
-    if seconds is None:
-        return "whole run"
+def window_text(seconds: float) -> str:
+    """``last 60 s``."""
     return f"last {seconds:g} s"
 
 
