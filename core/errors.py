@@ -9,6 +9,7 @@
     │                              batches, an output already there); nothing is left behind
     ├── OutputWriteError           another batch file not written (manifest, rejects, log…)
     ├── InspectError               nothing to show for an ``inspect`` query; carries the exit code
+    ├── AcceptResultError          a stored acceptance result that cannot be read or written
     ├── BatchError                 detached batches, their workers, control sockets, registry
     │   ├── BatchNotFound          no registered batch matches the name/id/directory given
     │   ├── BatchLocked            another worker (or capture) already writes that output dir
@@ -223,6 +224,15 @@ class InspectError(EagleError):
     def __init__(self, message: str, status: int = 2) -> None:
         super().__init__(message)
         self.status = status
+
+
+class AcceptResultError(EagleError):
+    """A stored acceptance result file (``core.accept.stored``) that cannot be read or
+    written; ``path`` names it. Results already stored in it are never rewritten partially."""
+
+    def __init__(self, message: str, *, path: Path) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 class BatchError(EagleError):

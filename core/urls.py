@@ -1,4 +1,4 @@
-"""Server URLs as the user gives them: checked before anything is sent to them.
+"""Server URLs: parsed and checked once, then passed around as a ``ServerURL`` value.
 
 A server URL is a *base*: the client appends ``/generate``, ``/health``... to it. So it may
 have a scheme (http or https), a host, a port and a path prefix (a reverse proxy's), but:
@@ -9,22 +9,102 @@ have a scheme (http or https), a host, a port and a path prefix (a reverse proxy
   Basic auth and silently drop the ``Bearer`` key;
 - no spaces or control characters, and a port in 1-65535.
 
-Messages never repeat the query or the user info (either may hold a secret). A base
-module: it imports nothing of the project; callers raise the error that fits them.
+User info given without an API key is a credential (httpx sends it as Basic auth): the
+value keeps it for the HTTP client only (``for_requests``). Every form meant for people or
+files (``public``, ``shown``, ``label``, ``str()``, ``repr()``) leaves it out, and no form
+ever holds a query string; messages never repeat either (both may hold a secret).
+
+A base module: it imports nothing of the project; callers raise the error that fits them
+(``BadURL`` is a ``ValueError`` whose text is the problem, without the URL).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 SCHEMES = ("http", "https")
 EXAMPLE = "http://host:30000"
 
 
+class BadURL(ValueError):
+    """A URL that cannot be a server base URL; ``str()`` says why (never the URL itself)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServerURL:
+    """A checked server base URL (see the module doc). Build it with ``parse``.
+
+    ``port`` is None when the URL names none; ``path`` is the prefix without a trailing
+    slash; ``userinfo`` is excluded from ``repr`` and comparison and shown nowhere.
+    """
+
+    scheme: str
+    host: str
+    port: int | None = None
+    path: str = ""
+    userinfo: str = field(default="", repr=False, compare=False)
+
+    @classmethod
+    def parse(cls, text: str, *, has_key: bool = False) -> ServerURL:
+        """The value of ``text``; ``BadURL`` when it cannot be a server base URL.
+        ``has_key``: an API key is given too, so user info is refused."""
+        problem = server_url_problem(text, has_key=has_key)
+        if problem is not None:
+            raise BadURL(problem)
+        parts = _split(text)
+        assert parts is not None  # a URL with no problem splits
+        return parts
+
+    @property
+    def public(self) -> str:
+        """``scheme://host[:port][/prefix]``: no user info, query or fragment. What files,
+        JSON and logs carry, and the base requests go to."""
+        return f"{self.scheme}://{self.label}"
+
+    @property
+    def for_requests(self) -> str:
+        """``public`` with the user info put back: only for an HTTP client (httpx sends it
+        as Basic auth). Never print it or write it anywhere."""
+        if not self.userinfo:
+            return self.public
+        scheme, rest = self.public.split("://", 1)
+        return f"{scheme}://{self.userinfo}@{rest}"
+
+    @property
+    def shown(self) -> str:
+        """``public`` quoted, for a sentence: ``'http://h:30000'``."""
+        return repr(self.public)
+
+    @property
+    def label(self) -> str:
+        """``host:port`` (and the path prefix, when there is one): a short card or table
+        label. The host alone when the URL names no port."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        port = f":{self.port}" if self.port is not None else ""
+        return f"{host}{port}{self.path}"
+
+    @property
+    def effective_port(self) -> int:
+        """The TCP port requests go to (80/443 when the URL names none)."""
+        if self.port is not None:
+            return self.port
+        return 443 if self.scheme == "https" else 80
+
+    def __str__(self) -> str:
+        return self.public
+
+
 def url_error(url: str, *, has_key: bool = False, flag: str = "--server") -> str | None:
     """The whole error message for an unusable ``url`` (naming ``flag``), or None."""
     problem = server_url_problem(url, has_key=has_key)
     return None if problem is None else f"{flag} {shown(url)}: {problem}"
+
+
+def argument_error(url: str, problem: str) -> str:
+    """The text of an option's error for ``url``: ``'http://h:9/': has a query string…``
+    (the option's name is the caller's, e.g. argparse's ``argument --url:``)."""
+    return f"{shown(url)}: {problem}"
 
 
 def server_url_problem(url: str, *, has_key: bool = False) -> str | None:
@@ -53,6 +133,15 @@ def server_url_problem(url: str, *, has_key: bool = False) -> str | None:
     return None
 
 
+def public_url(url: str) -> str:
+    """``url`` without user info, query or fragment (and no trailing slash): safe to write
+    into files and logs. For strings that were checked on the way in (a config's servers,
+    a client's base URL, an endpoint under it); one that does not split is replaced by a
+    placeholder rather than echoed."""
+    parts = _split(url)
+    return "(an unparsable URL)" if parts is None else parts.public
+
+
 def shown(url: str) -> str:
     """``url`` safe to print: scheme, host, port and path only (no user info, query,
     fragment), or a placeholder when it does not even parse."""
@@ -64,5 +153,18 @@ def shown(url: str) -> str:
         return "(an unparsable URL)"
     if ":" in host:
         host = f"[{host}]"
-    text = f"{parts.scheme}://{host}{port}{parts.path}"
+    text = f"{parts.scheme}://{host}{port}{parts.path}" if parts.netloc else (
+        f"{parts.scheme}:{parts.path}" if parts.scheme else parts.path)  # "localhost:30000"
     return repr("".join(c if c.isprintable() else "?" for c in text))
+
+
+def _split(url: str) -> ServerURL | None:
+    """The parts of ``url`` as a value, without checking them (None when it does not split)."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None
+    userinfo = parts.netloc.rpartition("@")[0] if "@" in parts.netloc else ""
+    return ServerURL(parts.scheme.lower(), parts.hostname or "", port, parts.path.rstrip("/"),
+                     userinfo=userinfo)

@@ -1,13 +1,14 @@
 """Project rules that a reviewer would otherwise have to remember.
 
-- the dependency directions of pyproject.toml's ``[tool.importlinter]`` hold (``lint-imports``;
-  docs/architecture.md explains them): core never imports the tui package or textual, the
-  layers, the sim and the client apart, no parquet for watching or batch bookkeeping;
 - no module imports ``core``, ``tui`` or ``themes`` by a bare top-level name;
 - the few process entry points import without ``textual`` (core works without a screen) or
   ``transformers`` (heavy; only code that really loads a tokenizer imports it, lazily): a
-  static check cannot see that, since a function-level import is still an import edge;
-- ``core`` and ``tui`` pass ``mypy --strict``; the whole tree passes ``ruff``.
+  static check cannot see that, since a function-level import is still an import edge.
+
+``ruff check .``, ``mypy`` (strict over ``core`` and ``tui``) and ``lint-imports`` (the
+dependency directions of pyproject.toml's ``[tool.importlinter]``, explained in
+docs/architecture.md) are steps of the README's test command and ``.ci/run`` of their own,
+before pytest: run inside the suite they were its slowest tests.
 """
 
 from __future__ import annotations
@@ -64,19 +65,11 @@ def test_no_bare_top_level_imports() -> None:
     assert not offenders, f"import through eagle_tui.*: {offenders}"
 
 
-def test_import_contracts_hold() -> None:
-    done = subprocess.run([str(Path(sys.executable).parent / "lint-imports")],
-                          capture_output=True, text=True, cwd=ROOT, timeout=300)
-    assert done.returncode == 0, done.stdout + done.stderr
-
-
-def test_core_and_tui_type_check_strictly() -> None:
-    done = subprocess.run([sys.executable, "-m", "mypy"], capture_output=True, text=True,
-                          cwd=ROOT, timeout=900)
-    assert done.returncode == 0, done.stdout + done.stderr
-
-
-def test_ruff_is_clean() -> None:
-    done = subprocess.run([sys.executable, "-m", "ruff", "check", "."], capture_output=True,
-                          text=True, cwd=ROOT, timeout=300)
-    assert done.returncode == 0, done.stdout + done.stderr
+def test_ci_runs_exactly_the_readme_test_command() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    comment = next(i for i, line in enumerate(readme)
+                   if line.startswith("# install and run the tests"))
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert ci[-1] == readme[comment + 1]
+    for step in ("ruff check .", "lint-imports", "mypy", "pytest"):  # the checks run in CI
+        assert f".venv/bin/{step}" in ci[-1] or f"-m {step}" in ci[-1], step

@@ -21,7 +21,7 @@ from eagle_tui.core.batchstate import BatchState
 from eagle_tui.core.capture.config import config_from_json, config_to_json
 from eagle_tui.core.capture.conversation import MultiTurn
 from eagle_tui.core.capture.events import DeltaEvent, RequestEvent
-from eagle_tui.core.capture.failures import FAILURES_NAME, FailureLog, read_failures
+from eagle_tui.core.capture.failures import FailureLog, read_failures
 from eagle_tui.core.capture.partition import Partition
 from eagle_tui.core.capture.progress import Progress
 from eagle_tui.core.errors import ShardError
@@ -29,6 +29,7 @@ from eagle_tui.core.health.changes import Change
 from eagle_tui.core.health.history import StartupHistory
 from eagle_tui.core.health.snapshot import HealthSnapshot, Outcome, Verdict
 from eagle_tui.core.sampling import SamplingPreset
+from eagle_tui.core.shards.batchdir.layout import BatchDir
 from eagle_tui.core.shards.manifest import Manifest
 from eagle_tui.core.shards.reader import ShardReader
 from eagle_tui.core.shards.schema import FooterServer, FooterTokenizer, ShardMetadata
@@ -109,7 +110,7 @@ def test_the_engine_s_own_events_are_the_documents() -> None:
 
 
 def test_failures_read_and_write_back_the_same_values(tmp_path: Path) -> None:
-    old = FIXTURES / "batch" / FAILURES_NAME
+    old = BatchDir(FIXTURES / "batch").failures
     failures = list(read_failures(old))
     assert [f.sample_id for f in failures] == ["q2#b", "q9"]
     assert failures[0].reason == "prompt of 9000 tokens > 8192 — «trop long»"
@@ -118,7 +119,7 @@ def test_failures_read_and_write_back_the_same_values(tmp_path: Path) -> None:
     for failure in failures:
         log.write(failure)
     log.close()
-    new = tmp_path / FAILURES_NAME
+    new = BatchDir(tmp_path).failures
     assert list(read_failures(new)) == failures
     assert [json.loads(line) for line in new.read_text().splitlines()] == [
         json.loads(line) for line in old.read_text().splitlines()]

@@ -14,20 +14,19 @@ from functools import partial
 from pathlib import Path, PurePath
 from typing import ClassVar
 
-from rich.color import ColorSystem
-from rich.console import RenderableType
-from textual._compositor import CompositorUpdate
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.driver import Driver
 from textual.screen import Screen
 
 from eagle_tui.core.clock import Clock, SystemClock
-from eagle_tui.tui import literal
 from eagle_tui.tui.clipboard import ClipboardReach, clipboard_reach
+from eagle_tui.tui.driver import diffing_driver
 from eagle_tui.tui.options import VIEW_TITLES, VIEWS, DashboardOptions
+from eagle_tui.tui.render import literal
 from eagle_tui.tui.screens.base import ViewScreen
 from eagle_tui.tui.sources import Sources, default_sources
-from eagle_tui.tui.termdiff import FrameDiff
+from eagle_tui.tui.termdiff import TerminalDiff
 from eagle_tui.tui.themes import DEFAULT_THEME, load_themes, theme_dirs
 
 log = logging.getLogger(__name__)
@@ -65,8 +64,9 @@ class EagleApp(App[int]):
         sources: Sources | None = None,
         clock: Clock | None = None,
     ) -> None:
-        literal.install()  # outside text never reaches the terminal as escape sequences
-        super().__init__()
+        self.frames = TerminalDiff(size=lambda: (self.size.width, self.size.height))
+        """What the terminal shows: only changed cells are written (light on the wire)."""
+        super().__init__(driver_class=self.output_driver())
         self.options = options or DashboardOptions()
         self.clock: Clock = clock or SystemClock()
         self.sources = sources or default_sources(self.options, self.clock)
@@ -76,8 +76,6 @@ class EagleApp(App[int]):
         """Keep the Streams view's eight boxes streaming (ask for more as requests end)."""
         self.clipboard_reach = ClipboardReach("unknown", "not checked yet")
         """Whether a copy can reach the user's clipboard (checked off the UI thread)."""
-        self.frames = FrameDiff()
-        """What the terminal shows: only changed cells are written (light on the wire)."""
         self._theme_problems = self._register_themes()
         self._add_view_modes()
 
@@ -105,7 +103,7 @@ class EagleApp(App[int]):
     def on_mount(self) -> None:
         self.switch_view(self.options.start_view)
         for problem in self._theme_problems:
-            self.notify(problem, title="Theme", severity="warning", markup=False)
+            self.notify(literal.shown(problem), title="Theme", severity="warning", markup=False)
         # Full collections walking the start-up objects (Textual, widgets) took 50-190 ms
         # each, the worst event-loop stalls measured; what is alive after the first paint
         # lives for the session, so it is moved out of the collector's way.
@@ -127,24 +125,10 @@ class EagleApp(App[int]):
 
     # -- output ------------------------------------------------------------------------------
 
-    def _display(self, screen: Screen[object], renderable: RenderableType | None) -> None:
-        """Write only the cells that changed since the last frame (see ``tui.termdiff``)."""
-        if isinstance(renderable, CompositorUpdate) and self._writes_frames():
-            color_system = self.console._color_system or ColorSystem.TRUECOLOR
-            renderable = self.frames.diff(renderable, self.size.width, color_system)
-        super()._display(screen, renderable)
-
-    def _writes_frames(self) -> bool:
-        """True when ``_display`` will write this frame (the shadow must only ever hold what
-        reached the terminal): the conditions of Textual's own ``_display``."""
-        return (
-            not self.is_inline
-            and not self._batch_count
-            and self._running
-            and not self._closed
-            and not self.is_headless
-            and self._driver is not None
-        )
+    def output_driver(self) -> type[Driver] | None:
+        """Textual's driver for this terminal, sending only the cells that changed (None:
+        Textual's own choice, unchanged)."""
+        return diffing_driver(self.get_driver_class(), self.frames)
 
     def action_redraw(self) -> None:
         """Send the whole screen again (after something else wrote to the terminal)."""
@@ -183,8 +167,8 @@ class EagleApp(App[int]):
         for number, view in enumerate(VIEWS, start=1):
             title = VIEW_TITLES[view]
             yield SystemCommand(
-                f"View: {title}",
-                f"Switch to the {title} view (key {number})",
+                literal.shown(f"View: {title}"),
+                literal.shown(f"Switch to the {title} view (key {number})"),
                 partial(self.switch_view, view),
             )
         yield SystemCommand("Help", "Help and keys of the current view (? or F1)", self.action_help)

@@ -21,9 +21,9 @@ import msgspec
 
 from eagle_tui.core.errors import ConfigError
 from eagle_tui.core.paths import config_dir
-from eagle_tui.core.urls import url_error
+from eagle_tui.core.urls import ServerURL
 from eagle_tui.core.wire import where_what
-from eagle_tui.tui.options import VIEWS, DashboardOptions, ServerTarget
+from eagle_tui.tui.options import VIEWS, DashboardOptions, ServerTarget, server_url
 
 EXIT_USAGE = 2
 
@@ -57,6 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--url",
         action="append",
         default=[],
+        type=server_url,
         metavar="URL",
         help="an SGLang server to watch (repeat for several)",
     )
@@ -82,7 +83,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         type=Path,
         metavar="DIR",
-        help="batch or shard directory to open in the Inspect view",
+        help="batch or shard directory to open in the Inspect view (repeat it for the "
+             "--shard slices of one job, read as one)",
     )
     parser.add_argument(
         "--tokenizer",
@@ -209,15 +211,12 @@ def options_from(
 
 
 def server_targets(
-    urls: Sequence[str], logs: Sequence[Path], pids: Sequence[int] = ()
+    urls: Sequence[ServerURL], logs: Sequence[Path], pids: Sequence[int] = ()
 ) -> tuple[ServerTarget, ...]:
     """One target per URL; the n-th ``--log`` and ``--pid`` belong to the n-th ``--url``.
     With no ``--url`` the dashboard finds the servers on this host itself."""
     if len(logs) > len(urls):
         raise ConfigError(f"{len(logs)} --log files for {len(urls)} --url servers; pair them up")
-    for url in urls:
-        if (problem := url_error(url, flag="--url")) is not None:
-            raise ConfigError(problem)
     if len(pids) > len(urls):
         raise ConfigError(f"{len(pids)} --pid values for {len(urls)} --url servers; pair them up")
     logs_ = list(logs) + [None] * (len(urls) - len(logs))
@@ -254,7 +253,7 @@ def _first_bool(*values: object, default: bool) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m tui.dashboard``."""
+    """``python -m eagle_tui.tui.dashboard``."""
     parser = argparse.ArgumentParser(prog="eagle-tui", description="The eagle-tui dashboard.")
     add_arguments(parser)
     return run(parser.parse_args(argv))

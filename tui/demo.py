@@ -46,9 +46,11 @@ from eagle_tui.core.health.settings import WatchSettings
 from eagle_tui.core.paths import state_dir
 from eagle_tui.core.proc.launcher import ManagedServer
 from eagle_tui.core.tokenizer import bundled_tokenizer_path
+from eagle_tui.core.urls import ServerURL
 from eagle_tui.tui.app import EagleApp
 from eagle_tui.tui.demokeeper import MARKER_ENV, OWNER_FILE
 from eagle_tui.tui.options import DashboardOptions, ServerTarget
+from eagle_tui.tui.render import literal
 from eagle_tui.tui.sources import Sources
 from eagle_tui.tui.sources.server import Emit, ServerFeed
 from eagle_tui.tui.sources.tokenizers import TokenizerCache
@@ -132,7 +134,10 @@ def prepare_demo(args: argparse.Namespace) -> Demo:
     ]
     server = ManagedServer(argv, log_path=workdir / "sim.log", port=port)
     target = ServerTarget(
-        f"http://127.0.0.1:{port}", name="demo-sim", log_file=workdir / "sim.log", argv=tuple(argv)
+        ServerURL("http", "127.0.0.1", port),
+        name="demo-sim",
+        log_file=workdir / "sim.log",
+        argv=tuple(argv),
     )
     return Demo(workdir, server, target, workdir / "batch", keeper=keeper)
 
@@ -218,7 +223,7 @@ def start_demo(demo: Demo, app: EagleApp, args: argparse.Namespace) -> None:
     request = BatchRequest(
         prompts,
         demo.batch_dir,
-        (demo.target.url,),
+        (demo.target.url.public,),
         bundled_tokenizer_path(),
         preset="kimi",
         concurrency=8,
@@ -317,7 +322,8 @@ class DemoApp(EagleApp):
         threading.Thread(target=start, name="demo-start", daemon=True).start()
 
     def _report_problem(self) -> None:
-        self.notify(self.demo.problem, title="Demo", severity="error", markup=False, timeout=30)
+        self.notify(literal.shown(self.demo.problem), title="Demo", severity="error", markup=False,
+                    timeout=30)
 
     def _from_thread(self, callback: Callable[[], object]) -> None:
         with contextlib.suppress(RuntimeError):  # the app has already stopped

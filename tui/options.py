@@ -1,14 +1,17 @@
 """What the dashboard was asked to show and how: servers, shard directories, theme, modes.
 
 Built once by ``tui.dashboard`` (command line > environment > config file > defaults) and
-handed to the app; nothing here changes while the app runs.
+handed to the app; nothing here changes while the app runs. ``server_url`` is the argparse
+type of every option that takes a server URL, the dashboard's and the verbs'.
 """
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit
+
+from eagle_tui.core.urls import BadURL, ServerURL, argument_error
 
 VIEWS: tuple[str, ...] = ("server", "capture", "streams", "inspect")
 VIEW_TITLES: dict[str, str] = {
@@ -27,7 +30,7 @@ class ServerTarget:
     it); ``pid`` names an already-running server process to probe.
     """
 
-    url: str
+    url: ServerURL
     name: str = ""
     log_file: Path | None = None
     argv: tuple[str, ...] = ()
@@ -36,21 +39,12 @@ class ServerTarget:
     @property
     def label(self) -> str:
         """``name`` or ``host:port`` of the URL."""
-        return self.name or urlsplit(self.url).netloc or self.url
+        return self.name or self.url.label
 
     @property
     def managed(self) -> bool:
         """True when eagle-tui owns the server's process (restart and stop are offered)."""
         return bool(self.argv)
-
-    @property
-    def port(self) -> int | None:
-        """The URL's port (SGLang's default 30000 when the URL names none)."""
-        parts = urlsplit(self.url)
-        try:
-            return parts.port or (30000 if parts.scheme == "http" else None)
-        except ValueError:
-            return None
 
 
 @dataclass(frozen=True)
@@ -67,3 +61,13 @@ class DashboardOptions:
     refresh_s: float = 1.0
     """How often data-driven parts are redrawn (``--refresh``); keys are answered at once."""
     extra_theme_dirs: tuple[Path, ...] = field(default_factory=tuple)
+
+
+def server_url(text: str) -> ServerURL:
+    """The argparse ``type`` of every option that takes a server URL (``--url``,
+    ``--server``, ``--router-metrics``): argparse turns the error into one line naming the
+    option (``argument --url: 'http://h:9/': has a query string…``) and exit status 2."""
+    try:
+        return ServerURL.parse(text)
+    except BadURL as e:
+        raise argparse.ArgumentTypeError(argument_error(text, str(e))) from None

@@ -10,6 +10,9 @@
 - ``registry`` / ``survey``: the records under the state dir and the derived live state;
 - ``secretenv``: the API key and raw server URLs a worker gets through its environment
   (a record keeps its ``CaptureConfig`` ``without_secrets``);
-- ``lock``: one controller per output directory;
-- ``cli_*``: the ``batches``, ``pause``, ``resume`` and ``stop`` verbs.
+- ``ready`` / ``runstate``: the start-up report a worker sends its launcher, and how its
+  run ended in the registry's terms.
+
+The ``batches``, ``pause``, ``resume`` and ``stop`` verbs are in ``tui/cli``; one controller
+per output directory is ``core.shards.batchdir.lock``.
 """

@@ -1,4 +1,4 @@
-"""``python -m core.batches.daemon WORKER-ARGS``: fork away, then run the batch worker.
+"""``python -m eagle_tui.core.batches.daemon WORKER-ARGS``: fork away, then run the batch worker.
 
 The launcher starts this in a new session (``start_new_session``) and reaps it at once:
 it forks before importing anything heavy (no threads exist yet) and exits, so the worker

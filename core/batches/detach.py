@@ -26,12 +26,12 @@ from eagle_tui.core.batches.registry import BatchRecord, Registry, new_batch_id
 from eagle_tui.core.batches.secretenv import has_secrets, worker_env
 from eagle_tui.core.batches.sockpath import control_socket_path
 from eagle_tui.core.capture.config import CaptureConfig
-from eagle_tui.core.capture.outlock import holder_of
 from eagle_tui.core.errors import BatchLocked, WorkerStartFailed
 from eagle_tui.core.sglang.client import API_KEY_ENV
+from eagle_tui.core.shards.batchdir.layout import BatchDir
+from eagle_tui.core.shards.batchdir.lock import holder_of
 from eagle_tui.core.wire import explain
 
-LOG_NAME = "worker.log"
 READY_TIMEOUT_S = 120.0
 
 
@@ -102,7 +102,7 @@ def _register(registry: Registry, config: CaptureConfig, name: str | None) -> Ba
     stored = config.without_secrets()
     base = existing or BatchRecord(
         id=batch_id, name=name or out_dir.name, out_dir=str(out_dir),
-        socket=str(control_socket_path(out_dir, batch_id)), log=str(out_dir / LOG_NAME),
+        socket=str(control_socket_path(out_dir, batch_id)), log=str(BatchDir(out_dir).worker_log),
         config=stored, created_at=now)
     record = base.replace(
         name=name or base.name, config=stored, launched_at=now, pid=None, pid_started=None,

@@ -10,9 +10,10 @@ import os
 
 import msgspec
 
-from eagle_tui.core.capture.config import CaptureConfig, public_url
+from eagle_tui.core.capture.config import CaptureConfig
 from eagle_tui.core.errors import ConfigError
 from eagle_tui.core.sglang.client import API_KEY_ENV
+from eagle_tui.core.urls import public_url
 from eagle_tui.core.wire import ENCODER, explain
 
 SERVERS_ENV = "EAGLE_TUI_BATCH_SERVERS"

@@ -25,16 +25,17 @@ from pathlib import Path
 
 from eagle_tui.core import trust
 from eagle_tui.core.errors import BatchError, UntrustedSocket
+from eagle_tui.core.shards.batchdir.layout import BatchDir
 
-SOCKET_NAME = "control.sock"
 MAX_SOCKET_PATH = 107  # Linux sun_path is 108 bytes including the terminating NUL
 SOCKET_MODE = 0o600
 
 
 def control_socket_path(out_dir: Path, batch_id: str) -> Path:
-    """``out_dir/control.sock`` when that fits in ``sun_path`` and ``out_dir`` is safely ours
-    (or will be created by us), else a private fallback."""
-    preferred = out_dir / SOCKET_NAME
+    """``BatchDir.control_socket`` (``out_dir/control.sock``) when that fits in
+    ``sun_path`` and ``out_dir`` is safely ours (or will be created by us), else a private
+    fallback."""
+    preferred = BatchDir(out_dir).control_socket
     place = out_dir if out_dir.exists() else out_dir.parent
     private = trust.dir_problem(place, what="batch directory") is None
     if private and len(os.fsencode(preferred)) <= MAX_SOCKET_PATH:

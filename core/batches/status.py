@@ -41,7 +41,8 @@ from eagle_tui.core.batchstate import public_state
 from eagle_tui.core.capture.events import CaptureEvent, RequestEvent
 from eagle_tui.core.capture.progress import CaptureProgress
 from eagle_tui.core.errors import ConfigError
-from eagle_tui.core.shards.manifest import MANIFEST_NAME, Counts, Manifest
+from eagle_tui.core.shards.batchdir.layout import BatchDir
+from eagle_tui.core.shards.manifest import Counts, Manifest
 
 __all__ = ["STATUS_SCHEMA", "RecentErrors", "ShardList", "StatusBuilder", "WatchTally"]
 
@@ -90,7 +91,7 @@ class ShardList:
     """The shards listed in ``manifest.json``, re-read only when the file changed."""
 
     def __init__(self, out_dir: Path) -> None:
-        self._path = out_dir / MANIFEST_NAME
+        self._path = BatchDir(out_dir).manifest
         self._seen: tuple[int, int] | None = None
         self._shards: tuple[ShardSummary, ...] = ()
         self._counts = Counts()

@@ -1,4 +1,4 @@
-"""The detached batch worker: ``python -m core.batches.worker --batch ID ...``.
+"""The detached batch worker: ``python -m eagle_tui.core.batches.worker --batch ID ...``.
 
 (``core.batches.daemon`` starts it detached from its launcher.)
 
@@ -52,8 +52,8 @@ from eagle_tui.core.batches.status import RecentErrors, StatusBuilder, WatchTall
 from eagle_tui.core.batchstate import BatchState, public_state
 from eagle_tui.core.capture.engine import CaptureEngine
 from eagle_tui.core.capture.events import CaptureEvent, EventSink
-from eagle_tui.core.capture.outlock import OutputLock
 from eagle_tui.core.errors import BatchError, BatchLocked, EagleError
+from eagle_tui.core.shards.batchdir.lock import OutputLock
 from eagle_tui.core.shards.schema import ShardRow
 
 log = logging.getLogger("eagle_tui.core.batches.worker")
@@ -262,7 +262,7 @@ def _setup_logging() -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m core.batches.worker",
+    parser = argparse.ArgumentParser(prog="python -m eagle_tui.core.batches.worker",
                                      description="Run one registered capture batch.")
     parser.add_argument("--batch", required=True, help="the batch id in the registry")
     parser.add_argument("--registry", type=Path, default=None,

@@ -21,7 +21,6 @@ from __future__ import annotations
 import random
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -30,7 +29,7 @@ from eagle_tui.core.capture.conversation import DivergencePolicy, HistoryMode, M
 from eagle_tui.core.capture.partition import Partition
 from eagle_tui.core.errors import ConfigError
 from eagle_tui.core.sampling import SamplingIdentity, SamplingPreset
-from eagle_tui.core.urls import url_error
+from eagle_tui.core.urls import public_url, url_error
 from eagle_tui.core.wire import ENCODER, decoder, explain
 
 
@@ -231,20 +230,6 @@ def sampling_identity(config: CaptureConfig) -> SamplingIdentity:
     """The sampling part of the batch identity of ``config``."""
     return SamplingIdentity(max_new_tokens=config.max_new_tokens, presets=config.presets,
                             extra=dict(sorted(config.extra_sampling.items())))
-
-
-def public_url(url: str) -> str:
-    """``url`` without user info, query or fragment: safe to write into files and logs.
-
-    A server URL may carry credentials (``http://user:key@host``, ``?api_key=...``); the
-    files a batch writes must never contain them.
-    """
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"  # IPv6 literal
-    netloc = f"{host}:{parts.port}" if parts.port is not None else host
-    return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
 
 
 class Redactor:

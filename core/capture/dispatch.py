@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
 
-from eagle_tui.core.capture.config import public_url
 from eagle_tui.core.clock import Clock
 from eagle_tui.core.sglang.types import (
     GenerateRequest,
@@ -26,6 +25,7 @@ from eagle_tui.core.sglang.types import (
     ServerInfo,
     TokenDelta,
 )
+from eagle_tui.core.urls import public_url
 
 
 class ServerClient(Protocol):

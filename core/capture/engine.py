@@ -31,7 +31,7 @@ from pathlib import Path
 
 from eagle_tui.core.batchstate import BatchState
 from eagle_tui.core.capture.batch import PreparedBatch, prepare_batch
-from eagle_tui.core.capture.config import CaptureConfig, Redactor, public_url
+from eagle_tui.core.capture.config import CaptureConfig, Redactor
 from eagle_tui.core.capture.control import RunControl
 from eagle_tui.core.capture.dispatch import ServerClient, ServerPool
 from eagle_tui.core.capture.drain import Drainer
@@ -59,11 +59,13 @@ from eagle_tui.core.capture.turns import (
 from eagle_tui.core.clock import Clock, SystemClock
 from eagle_tui.core.errors import OutputWriteError
 from eagle_tui.core.fsio import describe_os_error
+from eagle_tui.core.shards.batchdir.layout import BatchDir
 from eagle_tui.core.shards.manifest import RouterRecord, ShardInfo
 from eagle_tui.core.shards.schema import ShardRow
 from eagle_tui.core.shards.writer import ShardWriter
 from eagle_tui.core.tokenizer import LoadedTokenizer
 from eagle_tui.core.tokenizer.kimi_parse import AnswerTokens
+from eagle_tui.core.urls import public_url
 
 log = logging.getLogger(__name__)
 
@@ -225,12 +227,11 @@ class CaptureEngine:
     ) -> _Parts:
         """Build the run's parts; files opened here are closed by ``stack``."""
         config = self.config
-        sender = self._sender(batch, pool)
         self._routers = await router_records(pool)
         metadata = await shard_metadata(config, batch, pool, self._routers)
         failures = FailureLog(config.out_dir, carry=batch.resumed and not config.retry_failed)
         stack.callback(failures.close)
-        rejects = stack.enter_context(RejectLog(config.out_dir / "rejects.jsonl"))
+        rejects = stack.enter_context(RejectLog(BatchDir(config.out_dir).rejects))
         writer = ShardWriter(config.out_dir, metadata=metadata, manifest=batch.manifest,
                              max_rows=config.shard_rows)
         sink = ShardSink(writer, self._clock, max_age_s=config.shard_max_age_s,

@@ -28,10 +28,9 @@ from typing import IO
 import msgspec
 
 from eagle_tui.core.errors import ConfigError
+from eagle_tui.core.shards.batchdir.layout import BatchDir
 from eagle_tui.core.wire import ENCODER
 
-FAILURES_NAME = "failures.jsonl"
-PREVIOUS_NAME = "failures.previous.jsonl"
 NOT_RETRIED_ON_RESUME = frozenset({"context_too_long"})
 """Failure kinds a resume leaves failed unless asked (``--retry-failed``)."""
 
@@ -51,7 +50,7 @@ class Failure(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
 
 
 class FailureLog:
-    """Appends failures to ``<out_dir>/failures.jsonl`` (rotating the previous run's away)."""
+    """Appends failures to the batch's ``failures.jsonl`` (rotating the previous run's away)."""
 
     def __init__(self, out_dir: Path, *, carry: bool = False) -> None:
         """Start a fresh log in ``out_dir``; ConfigError when it cannot be written.
@@ -59,7 +58,8 @@ class FailureLog:
         ``carry``: keep the previous run's failures of a kind in NOT_RETRIED_ON_RESUME in
         ``carried`` (by sample id) before the file is rotated.
         """
-        self.path = out_dir / FAILURES_NAME
+        batch = BatchDir(out_dir)
+        self.path = batch.failures
         self.count = 0
         self.carried: dict[str, Failure] = {}
         if carry:
@@ -67,7 +67,7 @@ class FailureLog:
                             if f.kind in NOT_RETRIED_ON_RESUME}
         try:
             if self.path.exists() and self.path.stat().st_size > 0:
-                os.replace(self.path, out_dir / PREVIOUS_NAME)
+                os.replace(self.path, batch.previous_failures)
             # backslashreplace: a server's message may hold lone surrogates
             self._handle: IO[str] = open(  # noqa: SIM115 (held open)
                 self.path, "w", encoding="utf-8", errors="backslashreplace")

@@ -6,7 +6,7 @@ decides). A rejected record goes with its sample id when it has one, else with i
 number, so every reject is logged by exactly one slice. The N batch directories share one
 batch config (prompt file hash, tokenizer, sampling); their manifests name their slice, and
 ``stats``/``inspect``/``export`` check that directories given together are disjoint slices of
-one job (``core.export.sources``). The prompt source of one slice is in
+one job (``core.samples.job``). The prompt source of one slice is in
 ``core.capture.partsource`` (this module stays free of the prompt readers and pyarrow, so
 batch bookkeeping can parse ``I/N``).
 """

@@ -5,6 +5,7 @@ from __future__ import annotations
 from eagle_tui.core.capture.engine import CaptureSummary
 from eagle_tui.core.capture.failures import NOT_RETRIED_ON_RESUME
 from eagle_tui.core.capture.progress import CaptureProgress
+from eagle_tui.core.shards.batchdir.layout import BatchDir
 from eagle_tui.core.text import counts_text, duration
 
 
@@ -25,7 +26,7 @@ def progress_line(snapshot: CaptureProgress) -> str:
 def summary_text(summary: CaptureSummary) -> str:
     """The end-of-run report: outcome, counts, errors by kind, where things are."""
     snapshot, p = summary.progress, summary.progress.counts
-    out = summary.out_dir
+    batch = BatchDir(summary.out_dir)
     lines = [
         f"capture {summary.state} after {duration(p.elapsed_s)}"
         + (f": {summary.reason}" if summary.reason else ""),
@@ -37,19 +38,19 @@ def summary_text(summary: CaptureSummary) -> str:
         f"  flagged rows          {p.flagged}  ({counts_text(snapshot.flags)})",
         f"  left for a resume     {_left(snapshot)}",
         f"  attempt errors        {counts_text(snapshot.errors)}",
-        f"  shards                {out / 'shards'} (manifest: {out / 'manifest.json'})",
+        f"  shards                {batch.shards} (manifest: {batch.manifest})",
     ]
     if p.done > p.written:
         lines.insert(2, f"  generated, not saved  {p.done - p.written}  (their shard was not "
                         "written; a resume captures them again)")
     if p.failed:
         kept = _kept(snapshot)
-        lines.append(f"  failures              {out / 'failures.jsonl'} "
+        lines.append(f"  failures              {batch.failures} "
                      "(retried by the next --resume"
                      + (f"; {kept} too long for the context only with --retry-failed)"
                         if kept else ")"))
     if p.rejected:
-        lines.append(f"  rejects               {out / 'rejects.jsonl'}")
+        lines.append(f"  rejects               {batch.rejects}")
     if summary.prompts_without_think:
         lines.append(f"  note: {summary.prompts_without_think} prompts did not end with the "
                      "think token (rows flagged prompt_no_think)")

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 
 import msgspec
 
-from eagle_tui.core.capture.config import CaptureConfig, public_url
+from eagle_tui.core.capture.config import CaptureConfig
 from eagle_tui.core.capture.dispatch import ServerClient, ServerPool
 from eagle_tui.core.capture.sender import sampling_params
 from eagle_tui.core.errors import ConfigError
@@ -36,6 +36,7 @@ from eagle_tui.core.sglang.types import (
     TokenDelta,
 )
 from eagle_tui.core.shards.manifest import RouterRecord, WorkerRecord
+from eagle_tui.core.urls import public_url
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ import msgspec
 
 from eagle_tui.core.capture.batch import PreparedBatch
 from eagle_tui.core.capture.clientgroup import POOL_SIZE, ClientGroup, pools_for
-from eagle_tui.core.capture.config import CaptureConfig, public_url
+from eagle_tui.core.capture.config import CaptureConfig
 from eagle_tui.core.capture.dispatch import Server, ServerClient, ServerPool
 from eagle_tui.core.capture.routed import (
     RoutedClient,
@@ -36,6 +36,7 @@ from eagle_tui.core.sglang.client import KEEPALIVE_EXPIRY_S
 from eagle_tui.core.sglang.router import RouterProbe
 from eagle_tui.core.shards.manifest import RouterRecord
 from eagle_tui.core.shards.schema import FooterServer, FooterTokenizer, ShardMetadata
+from eagle_tui.core.urls import public_url
 
 log = logging.getLogger(__name__)
 

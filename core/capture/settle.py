@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from eagle_tui.core.capture.config import public_url
 from eagle_tui.core.capture.events import CaptureEvent, EventSink, RequestEvent
 from eagle_tui.core.capture.failures import Failure, FailureLog
 from eagle_tui.core.capture.progress import ProgressTracker
@@ -18,6 +17,7 @@ from eagle_tui.core.capture.sink import ShardSink
 from eagle_tui.core.clock import Clock
 from eagle_tui.core.fsio import describe_os_error
 from eagle_tui.core.shards.schema import ShardRow
+from eagle_tui.core.urls import public_url
 
 
 class Settler:

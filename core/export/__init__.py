@@ -7,7 +7,8 @@ Public names (import from the submodules):
   ``DEFAULT_MASK_START``, ``DEFAULT_DROP_FLAGS`` (what is written and which rows are kept);
 - ``tally``: ``KeepTally``, ``KeepCounts``, ``preview`` (what an export would keep, for
   ``stats`` and the Inspect view);
-- ``sources``: ``open_batches`` (verification of the input batches);
+- the input batches are opened and verified by ``core.samples.job.open_batches`` (shared
+  with ``stats``, ``inspect`` and the Inspect view);
 - ``encode``: row groups -> JSONL text or parquet with ``loss_mask``;
 - ``manifest``: ``manifest_path_for`` and the manifest written beside the export.
 

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from eagle_tui.core.export.options import ExportOptions
-from eagle_tui.core.export.sources import SourceBatch
 from eagle_tui.core.export.tally import KeepCounts
+from eagle_tui.core.samples.job import SourceBatch
 
 if TYPE_CHECKING:
     from eagle_tui.core.export.output import ExportSink

@@ -23,9 +23,9 @@ from eagle_tui.core.errors import ExportError, ShardError
 from eagle_tui.core.export.manifest import build_manifest, manifest_path_for
 from eagle_tui.core.export.options import ExportOptions
 from eagle_tui.core.export.output import ExportSink
-from eagle_tui.core.export.sources import RESTORE, SourceBatch, SourceShard, open_batches
 from eagle_tui.core.export.tally import KeepCounts, KeepTally
 from eagle_tui.core.fsio import TMP_SUFFIX, fsync_dir, write_atomic
+from eagle_tui.core.samples.job import RESTORE, SourceBatch, SourceShard, open_batches
 from eagle_tui.core.shards.conversations import is_multi_turn
 from eagle_tui.core.shards.schema import TURN_COLUMNS
 

@@ -2,15 +2,18 @@
 history, hang and crash diagnosis, and the headless ``eagle-tui watch`` verb.
 
 Data flow: ``watcher.Watcher`` reads a ``core.serverlog`` follower, a ``core.proc`` probe
-and a ``poller.HealthPoller`` each tick and hands the readings to ``state.WatchState``,
-which folds them (``logtrack``: steps from ``steps``, ranks from ``ranks``, failures in
-``crashlog``, dates from ``logclock``), decides the phase (``phasing``), raises flags with
-evidence and next steps (``flags``, ``stall``, ``nextstep``), judges (``verdict``) and returns
-an immutable ``snapshot.HealthSnapshot``. Expectations come from ``history`` keyed by
-``signature``; limits from ``settings`` and ``steps``. ``assemble`` builds a watcher from user
-options, ``changes`` turns snapshot pairs into one-line events, ``follow`` runs watchers and
-yields those events (``eagle-tui watch`` prints them). docs/startup-diagnosis.md explains the
-judgement and where its limits come from.
+and a ``poller.HealthPoller`` each tick (one ``observed.Observation``) and hands the readings
+to ``state.WatchState``, which folds them (``observed``: the latest of each source;
+``logtrack``: steps from ``steps``, ranks from ``ranks``, failures in ``crashlog``, dates from
+``logclock``; ``timeline``: the incarnation and its times; ``deployment``: signature, ranks
+and laggards), decides the phase (``phasing``, over a ``context.TickContext``), raises flags
+with evidence and next steps (``flags``, ``stall``, ``nextstep``), judges (``verdict``, with
+``evidence``) and builds an immutable ``snapshot.HealthSnapshot`` with a pure function
+(``snapshot_build``). Expectations come from ``history`` keyed by ``signature`` and are read
+and recorded by ``recorder``; limits from ``settings`` and ``steps``. ``assemble`` builds a
+watcher from user options, ``changes`` turns snapshot pairs into one-line events, ``follow``
+runs watchers and yields those events (``eagle-tui watch`` prints them).
+docs/startup-diagnosis.md explains the judgement and where its limits come from.
 
 This package imports nothing itself, so loading the CLI verb stays cheap.
 """

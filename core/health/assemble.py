@@ -5,7 +5,6 @@ from __future__ import annotations
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import httpx
 
@@ -22,6 +21,7 @@ from eagle_tui.core.serverlog.follower import LogFollower
 from eagle_tui.core.sglang.client import SGLangClient
 from eagle_tui.core.sglang.router import RouterProbe
 from eagle_tui.core.sglang.types import HealthResult
+from eagle_tui.core.urls import ServerURL
 
 _LOOPBACK = {"127.0.0.1", "localhost", "::1", "0.0.0.0", "::"}
 
@@ -30,7 +30,7 @@ _LOOPBACK = {"127.0.0.1", "localhost", "::1", "0.0.0.0", "::"}
 class WatchOptions:
     """What to watch and how. ``process_access=False`` forces URL-only mode."""
 
-    url: str
+    url: ServerURL
     log_path: Path | None = None
     pid: int | None = None
     settings: WatchSettings = field(default_factory=WatchSettings)
@@ -42,17 +42,9 @@ class WatchOptions:
     api_key: str | None = None
 
 
-def url_port(url: str) -> int:
-    """The TCP port of ``url`` (80/443 when it names none)."""
-    parts = urlsplit(url)
-    if parts.port is not None:
-        return parts.port
-    return 443 if parts.scheme == "https" else 80
-
-
-def is_local(url: str) -> bool:
+def is_local(url: ServerURL) -> bool:
     """True when ``url`` points at this machine, so its port can be probed."""
-    host = urlsplit(url).hostname or ""
+    host = url.host
     if host in _LOOPBACK:
         return True
     try:
@@ -72,7 +64,7 @@ def build_watcher(
     """A watcher over every source the options allow; ``managed`` is a server we started."""
     clock = clock or SystemClock()
     settings = options.settings
-    client = SGLangClient(options.url, api_key=options.api_key, transport=transport)
+    client = SGLangClient(options.url.for_requests, api_key=options.api_key, transport=transport)
     # A router's own /health is 200 with no worker; ready means a worker can serve.
     router = RouterProbe(client, api_key=options.api_key)
 
@@ -117,7 +109,7 @@ def _probe(options: WatchOptions, managed: ManagedServer | None) -> ProcessProbe
     if not options.process_access:
         return None
     local = is_local(options.url)
-    port = url_port(options.url) if local else None
+    port = options.url.effective_port if local else None
     if managed is not None:
         return ProcessProbe(managed.pid, port=port, exit_code=managed.exit_code)
     if options.pid is not None:

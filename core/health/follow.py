@@ -174,7 +174,8 @@ async def _one(build: WatcherFactory, server: ServerProcess, queue: asyncio.Queu
         "server",
         f"found {server.kind} {server.url} PID {server.pid}; log "
         f"{server.log_path or '(not a file: not visible)'}",
-        {"kind": server.kind, "url": server.url, "pid": server.pid, "log": str(server.log_path)},
+        {"kind": server.kind, "url": str(server.url), "pid": server.pid,
+         "log": str(server.log_path)},
     )
     await queue.put(WatchEvent(found, None, server=name))
     watcher = build(server)

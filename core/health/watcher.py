@@ -15,11 +15,12 @@ from dataclasses import replace
 from typing import Any
 
 from eagle_tui.core.clock import Clock
+from eagle_tui.core.health.observed import Observation
 from eagle_tui.core.health.phase import Phase
 from eagle_tui.core.health.poller import HealthPoller
 from eagle_tui.core.health.settings import WatchSettings
 from eagle_tui.core.health.snapshot import Expectation, HealthSnapshot
-from eagle_tui.core.health.state import Observation, WatchState
+from eagle_tui.core.health.state import WatchState
 from eagle_tui.core.proc.launcher import ManagedServer, RestartResult
 from eagle_tui.core.proc.probe import ProcessProbe
 from eagle_tui.core.proc.report import GpuReport, ProbeReport

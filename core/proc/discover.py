@@ -21,6 +21,8 @@ from typing import Any
 
 import psutil
 
+from eagle_tui.core.urls import ServerURL
+
 _MODULE_KINDS = {
     "sglang.launch_server": "launch_server",
     "sglang.srt.entrypoints.http_server": "launch_server",
@@ -47,12 +49,12 @@ class ServerProcess:
     create_time: float
 
     @property
-    def url(self) -> str | None:
+    def url(self) -> ServerURL | None:
         """``http://HOST:PORT`` (a wildcard host is reached on the loopback)."""
         if self.port is None:
             return None
         host = "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
-        return f"http://{host}:{self.port}"
+        return ServerURL("http", host, self.port)
 
 
 def server_kind(argv: Sequence[str]) -> str | None:
@@ -144,10 +146,20 @@ def self_and_ancestors() -> set[int]:
     return pids
 
 
-def _candidates() -> Iterable[Any]:
+def process_tree(root: int) -> set[int]:
+    """``root`` and every process under it (empty once ``root`` is gone)."""
+    try:
+        top = psutil.Process(root)
+        return {root, *(child.pid for child in top.children(recursive=True))}
+    except psutil.Error:
+        return set()
+
+
+def _candidates(within: int | None = None) -> Iterable[Any]:
     ourselves = self_and_ancestors()
+    scope = process_tree(within) if within is not None else None
     for proc in psutil.process_iter(["pid", "cmdline", "create_time", "ppid"]):
-        if proc.info["pid"] in ourselves:
+        if proc.info["pid"] in ourselves or (scope is not None and proc.info["pid"] not in scope):
             continue
         argv = proc.info.get("cmdline") or []
         kind = server_kind(argv)
@@ -155,11 +167,15 @@ def _candidates() -> Iterable[Any]:
             yield proc, argv, kind
 
 
-def discover_servers() -> list[ServerProcess]:
-    """Every SGLang server (and eagle-tui sim) running here, oldest first; never raises."""
+def discover_servers(within: int | None = None) -> list[ServerProcess]:
+    """Every SGLang server (and eagle-tui sim) running here, oldest first; never raises.
+
+    ``within`` narrows the search to the process tree under that PID: test processes that
+    run side by side each look only at the servers they started themselves.
+    """
     found: list[ServerProcess] = []
     try:
-        candidates = list(_candidates())
+        candidates = list(_candidates(within))
     except (psutil.Error, OSError):
         return []
     pids = {proc.info["pid"] for proc, _, _ in candidates}

@@ -267,7 +267,11 @@ class Shutdown:
 
 @dataclass(frozen=True)
 class BatchStats:
-    """A ``Prefill batch`` / ``Decode batch`` line: load and throughput of one step."""
+    """A ``Prefill batch`` / ``Decode batch`` line: load and throughput of one step.
+
+    With speculative decoding a decode line also says ``accept len`` (tokens per verify step
+    over the interval since the previous line, bonus token included) and ``accept rate``
+    (accepted / proposed drafts over that interval)."""
 
     line: LogLine
     kind: str
@@ -275,6 +279,8 @@ class BatchStats:
     queued: int | None
     throughput: float | None
     token_usage: float | None
+    accept_length: float | None = None
+    accept_rate: float | None = None
 
 
 @dataclass(frozen=True)

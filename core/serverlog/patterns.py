@@ -240,6 +240,8 @@ _RUNNING = _field(r"#running-req: (\d+)")
 _QUEUED = _field(r"#queue-req: (\d+)")
 _USAGE_FRACTION = _field(r"token usage: ([\d.]+)")
 _THROUGHPUT = _field(r"(?:input|gen) throughput \(token/s\): ([\d.]+)")
+_ACCEPT_LENGTH = _field(r"(?<!block )\baccept len: ([\d.]+)")
+_ACCEPT_RATE = _field(r"\baccept rate: ([\d.]+)")
 
 
 def _batch(kind: str) -> Builder:
@@ -258,6 +260,8 @@ def _batch(kind: str) -> Builder:
             queued=_opt_int(_QUEUED(text)),
             throughput=_opt_float(_THROUGHPUT(text)),
             token_usage=_opt_float(_USAGE_FRACTION(text)),
+            accept_length=_opt_float(_ACCEPT_LENGTH(text)),
+            accept_rate=_opt_float(_ACCEPT_RATE(text)),
         )
 
     return build

@@ -48,6 +48,7 @@ from eagle_tui.core.sglang.types import (
     TokenDelta,
 )
 from eagle_tui.core.sglang.wire import decode_generate, error_for_status, parse_json, rejection
+from eagle_tui.core.urls import public_url
 
 API_KEY_ENV = "EAGLE_TUI_API_KEY"
 
@@ -76,7 +77,9 @@ class SGLangClient:
 
     The API key comes from ``api_key`` or the ``EAGLE_TUI_API_KEY`` environment
     variable; it is sent as ``Authorization: Bearer`` and never appears in
-    ``repr``, messages or logs.
+    ``repr``, messages or logs. User info in ``base_url`` (a ``ServerURL``'s
+    ``for_requests``) reaches httpx only, as Basic auth: ``base_url``, ``repr`` and
+    every message carry the public form.
     """
 
     def __init__(
@@ -88,13 +91,13 @@ class SGLangClient:
         max_connections: int = 512,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        self.base_url = base_url.rstrip("/")
+        self.base_url = public_url(base_url)
         self.timeouts = timeouts or ClientTimeouts()
         key = api_key if api_key is not None else os.environ.get(API_KEY_ENV)
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         headers["Accept-Encoding"] = "identity"  # a compressed body could not be bounded
         self._http = httpx.AsyncClient(
-            base_url=self.base_url,
+            base_url=base_url.rstrip("/"),
             headers=headers,
             timeout=httpx.Timeout(self.timeouts.info, connect=self.timeouts.connect),
             limits=httpx.Limits(

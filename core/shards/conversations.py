@@ -1,7 +1,6 @@
-"""Conversations in multi-turn batches (shard schema 2): a conversation's rows in turn order,
-and turns-per-conversation statistics. Single-turn shards (schema 1) have no conversations.
-
-Only the ``conversation_id`` and ``turn`` columns are read, one row group at a time.
+"""Conversations in multi-turn batches (shard schema 2): whether shards have them, and
+turns-per-conversation statistics. Single-turn shards (schema 1) have no conversations.
+A conversation's rows in turn order are selected in ``core.samples.select``.
 """
 
 from __future__ import annotations
@@ -22,20 +21,6 @@ def is_multi_turn(reader: ShardReader) -> bool:
     """True when the shards carry the conversation columns (schema 2)."""
     metadata = reader.metadata
     return metadata is not None and metadata.schema_version >= MULTI_TURN_SCHEMA_VERSION
-
-
-def conversation_indices(reader: ShardReader, conversation_id: str) -> list[int]:
-    """Global row indices of ``conversation_id``'s rows, in turn order (empty when none)."""
-    if not is_multi_turn(reader):
-        return []
-    found: list[tuple[int, int]] = []
-    offset = 0
-    for table in reader.iter_batches(["conversation_id", "turn"]):
-        hits = pc.indices_nonzero(pc.equal(table.column("conversation_id"), conversation_id))
-        turns = table.column("turn").combine_chunks()
-        found += [(int(turns[int(i)].as_py()), offset + int(i)) for i in hits.to_pylist()]
-        offset += table.num_rows
-    return [index for _turn, index in sorted(found)]
 
 
 @dataclass(frozen=True, slots=True)

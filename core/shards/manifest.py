@@ -29,10 +29,9 @@ from eagle_tui.core.batchstate import BatchState
 from eagle_tui.core.errors import ConfigError
 from eagle_tui.core.fsio import fsync_dir, write_atomic
 from eagle_tui.core.sampling import SamplingIdentity
+from eagle_tui.core.shards.batchdir.layout import BatchDir
 from eagle_tui.core.wire import explain
 
-MANIFEST_NAME = "manifest.json"
-SHARDS_DIR = "shards"
 MANIFEST_VERSION = 1
 
 
@@ -168,19 +167,19 @@ class Manifest:
 
     @property
     def path(self) -> Path:
-        """``out_dir / manifest.json``."""
-        return self.out_dir / MANIFEST_NAME
+        """Where the manifest file is (``BatchDir.manifest``)."""
+        return BatchDir(self.out_dir).manifest
 
     @property
     def shards_dir(self) -> Path:
-        """``out_dir / shards``."""
-        return self.out_dir / SHARDS_DIR
+        """Where its shards are (``BatchDir.shards``)."""
+        return BatchDir(self.out_dir).shards
 
     @classmethod
     def load(cls, out_dir: str | Path) -> Manifest:
         """Read ``out_dir/manifest.json``; ConfigError when missing or unreadable."""
         directory = Path(out_dir)
-        path = directory / MANIFEST_NAME
+        path = BatchDir(directory).manifest
         try:
             data = _DECODER.decode(path.read_bytes())
         except FileNotFoundError as e:
@@ -200,7 +199,7 @@ class Manifest:
     @classmethod
     def load_optional(cls, out_dir: str | Path) -> Manifest | None:
         """Like :meth:`load`, but None when there is no manifest file at all."""
-        if not (Path(out_dir) / MANIFEST_NAME).exists():
+        if not BatchDir.of(out_dir).holds_batch():
             return None
         return cls.load(out_dir)
 
@@ -243,8 +242,6 @@ def _now() -> str:
 
 
 __all__ = [
-    "MANIFEST_NAME",
-    "SHARDS_DIR",
     "BatchConfig",
     "Counts",
     "IdentityExtra",

@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from eagle_tui.core.errors import ShardError
-from eagle_tui.core.shards.manifest import SHARDS_DIR, Manifest
-from eagle_tui.core.shards.resume import IgnoredFile, listing_problem
+from eagle_tui.core.shards.batchdir.layout import BatchDir
+from eagle_tui.core.shards.batchdir.scan import IgnoredFile, listing_problem
+from eagle_tui.core.shards.manifest import Manifest
 from eagle_tui.core.shards.schema import ShardMetadata, ShardRow
 
 OPEN_FILES = 8
@@ -78,6 +78,12 @@ class ShardReader:
         raw = self._file(self.shards[0].path).schema_arrow.metadata
         return ShardMetadata.from_parquet(raw)
 
+    def footer_of(self, index: int) -> ShardMetadata | None:
+        """Provenance from the footer of the shard holding global row ``index`` (a batch
+        resumed with ``--force`` may have changed it between shards)."""
+        shard, _ = self.shard_of(index)
+        return ShardMetadata.from_parquet(self._file(shard.path).schema_arrow.metadata)
+
     def __len__(self) -> int:
         return self.num_rows
 
@@ -111,19 +117,6 @@ class ShardReader:
             raise IndexError(f"row {index} out of range (0..{self.num_rows - 1})")
         shard = self.shards[bisect.bisect_right(self._starts, index) - 1]
         return shard, index - shard.offset
-
-    def index_with_flag(self, flag: str, start: int = 0) -> int | None:
-        """Global index of the first row at or after ``start`` whose flags include ``flag``,
-        reading only the ``flags`` column."""
-        offset = 0
-        for table in self.iter_batches(["flags"]):
-            rows = table.num_rows
-            if offset + rows > start:
-                hit = _first_flag_row(table.column("flags"), flag, start - offset)
-                if hit is not None:
-                    return offset + hit
-            offset += rows
-        return None
 
     def page(self, start: int, count: int, columns: Sequence[str] | None = None) -> pa.Table:
         """Rows ``start .. start+count`` (clipped to the data) as one table, reading only
@@ -162,7 +155,8 @@ class ShardReader:
             return [self.path]
         if self.manifest is not None:
             return self._listed(verify)
-        folder = self.path / SHARDS_DIR if (self.path / SHARDS_DIR).is_dir() else self.path
+        shards = BatchDir(self.path).shards
+        folder = shards if shards.is_dir() else self.path
         return sorted(folder.glob("*.parquet"))
 
     def _listed(self, verify: bool) -> list[Path]:
@@ -170,7 +164,7 @@ class ShardReader:
         assert self.manifest is not None
         paths = []
         for info in self.manifest.shards:
-            path = self.manifest.shards_dir / info.name
+            path = BatchDir(self.manifest.out_dir).shard(info.name)
             problem = listing_problem(path, info.bytes, info.sha256 if verify else None)
             if problem:
                 self.ignored.append(IgnoredFile(path, problem, listed=True))
@@ -252,14 +246,6 @@ class ShardReader:
             for i, sample_id in enumerate(column.to_pylist(), start=shard.offset):
                 ids.setdefault(str(sample_id), i)
         return ids
-
-
-def _first_flag_row(flags: pa.ChunkedArray, flag: str, start: int) -> int | None:
-    """Row (within ``flags``, at or after ``start``) of the first list holding ``flag``."""
-    combined = flags.combine_chunks()
-    hits = pc.filter(pc.list_parent_indices(combined), pc.equal(pc.list_flatten(combined), flag))
-    rows = [int(r) for r in hits.to_pylist() if r >= start]
-    return min(rows) if rows else None
 
 
 def _column_list(columns: Sequence[str] | None) -> list[str] | None:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -32,6 +31,7 @@ import pyarrow.parquet as pq
 
 from eagle_tui.core.errors import ShardWriteError
 from eagle_tui.core.fsio import TMP_SUFFIX, HashingFile, describe_os_error, fsync_dir
+from eagle_tui.core.shards.batchdir.layout import BatchDir, shard_index
 from eagle_tui.core.shards.manifest import Manifest, ShardInfo
 from eagle_tui.core.shards.schema import (
     COLUMNS,
@@ -42,8 +42,6 @@ from eagle_tui.core.shards.schema import (
     schema_for,
 )
 
-SHARD_NAME = "part-{index:05d}.parquet"
-SHARD_NAME_RE = re.compile(r"^part-(\d+)\.parquet(?:\.tmp)?$")
 DEFAULT_MAX_ROWS = 10_000
 DEFAULT_MAX_BYTES = 256 << 20
 DEFAULT_ROW_GROUP_ROWS = 512
@@ -144,7 +142,8 @@ class ShardWriter:
         self.max_bytes = max_bytes
         self.row_group_rows = min(row_group_rows, max_rows)
         self.row_group_bytes = min(row_group_bytes, max_bytes)
-        self.shards_dir = self.out_dir / "shards"
+        self._batch = BatchDir(self.out_dir)
+        self.shards_dir = self._batch.shards
         self.shards_dir.mkdir(parents=True, exist_ok=True)
         self._next_index = _next_free_index(self.shards_dir, self.manifest)
         self._buffer: list[ShardRow] = []
@@ -230,7 +229,7 @@ class ShardWriter:
 
     def _start_shard(self, rows: list[ShardRow]) -> _OpenShard:
         """Open the next ``part-NNNNN.parquet.tmp`` for ``rows`` (lost if it fails)."""
-        final = self.shards_dir / SHARD_NAME.format(index=self._next_index)
+        final = self._batch.shard_file(self._next_index)
         tmp = final.with_name(final.name + TMP_SUFFIX)
         self._next_index += 1
         try:
@@ -290,6 +289,6 @@ def _next_free_index(shards_dir: Path, manifest: Manifest) -> int:
     """One past the highest shard index in the manifest or on disk (temp files included),
     so no existing file is ever overwritten."""
     names = [s.name for s in manifest.shards] + [p.name for p in shards_dir.iterdir()]
-    indices = [int(m.group(1)) for m in map(SHARD_NAME_RE.match, names) if m]
+    indices = [i for i in map(shard_index, names) if i is not None]
     return max(indices, default=-1) + 1
 

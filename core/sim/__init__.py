@@ -12,17 +12,22 @@ Run it with ``python -m eagle_tui.core.sim --help``; from tests, use
 ``launcher.SimProcess``. It never imports the SGLang client (``core.sglang``) nor
 the dashboard: it stands in for the server those talk to.
 
-Map of the package:
+Map of the package (top down: a module imports only those below it, checked by the
+"sim layers" contract in ``pyproject.toml``):
 
-- ``args``: the command line (``add_arguments``, ``run``); ``config``: the frozen
-  SimConfig; ``serve``: start-up, then uvicorn; ``context``: the running server;
-- ``lifecycle/``: start-up phases and their faults, warm-up, runtime faults, the
-  SIGTERM drain, the ways the server dies, tracebacks, the lifecycle state;
+- ``args``: the command line (``add_arguments``, ``run``); ``launcher``: run the sim as a
+  separate process (tests, demos, benchmarks);
+- ``serve``: start-up, then uvicorn;
 - ``http/``: the Starlette app and routes, response bodies, SSE, connection tricks;
-- ``validation/``: SGLang's three layers of 400s for ``/generate``;
-- ``engine/``: the scheduler, requests in flight, prefix cache, limits, counters;
-- ``model/``: the served tokenizer directory and the deterministic Kimi-shaped model;
-- ``log/``: the log sink, tqdm bars, uvicorn's lines, SGLang's log dialects;
+- ``lifecycle/``: start-up phases and their faults, warm-up, the SIGTERM drain;
+- ``context``: the running server (what routes and the lifecycle share);
+- ``engine/``: the scheduler, the server's state (phase, requests in flight), faults while
+  serving, prefix cache, counters; ``validation/``: SGLang's three layers of 400s;
+- ``log/``: the log sink, tqdm bars, uvicorn's lines, SGLang's log dialects, the tracebacks
+  it prints and the ways it dies;
 - ``server_info``, ``recorded`` (+ ``assets/``): info bodies from recordings;
-- ``launcher``: run the sim as a separate process (tests, demos, benchmarks).
+- ``model/``: the served tokenizer directory, the limits derived from it (capacity) and the
+  deterministic Kimi-shaped model;
+- ``config``: the frozen SimConfig; ``request``: one generation (validated input, then its
+  live output state).
 """

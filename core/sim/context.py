@@ -11,18 +11,18 @@ from typing import Any, cast
 from starlette.requests import Request
 
 from eagle_tui.core.sim.config import SimConfig
-from eagle_tui.core.sim.engine.capacity import Capacity
+from eagle_tui.core.sim.engine.faults import FaultInjector
 from eagle_tui.core.sim.engine.prefix_cache import PrefixCache
-from eagle_tui.core.sim.engine.request import SimRequest
 from eagle_tui.core.sim.engine.scheduler import Scheduler
+from eagle_tui.core.sim.engine.state import ServerState
 from eagle_tui.core.sim.engine.stats import Stats
-from eagle_tui.core.sim.lifecycle import tracebacks
-from eagle_tui.core.sim.lifecycle.death import scheduler_crash
-from eagle_tui.core.sim.lifecycle.runtime_faults import FaultInjector
-from eagle_tui.core.sim.lifecycle.state import ServerState
+from eagle_tui.core.sim.log import tracebacks
+from eagle_tui.core.sim.log.death import scheduler_crash
 from eagle_tui.core.sim.log.sink import SimLog
+from eagle_tui.core.sim.model.capacity import Capacity
 from eagle_tui.core.sim.model.fake_model import FakeModel
 from eagle_tui.core.sim.model.modeldir import ModelDir
+from eagle_tui.core.sim.request import SimRequest
 
 
 @dataclass

@@ -15,17 +15,17 @@ import uvicorn
 from eagle_tui.core.errors import ConfigError
 from eagle_tui.core.sim.config import SimConfig
 from eagle_tui.core.sim.context import SimContext
-from eagle_tui.core.sim.engine.capacity import Capacity, capacity_for
+from eagle_tui.core.sim.engine.faults import FaultInjector
 from eagle_tui.core.sim.engine.prefix_cache import PrefixCache
+from eagle_tui.core.sim.engine.state import ServerState
 from eagle_tui.core.sim.engine.stats import Stats
 from eagle_tui.core.sim.http.app import build_app
-from eagle_tui.core.sim.lifecycle.runtime_faults import FaultInjector
 from eagle_tui.core.sim.lifecycle.shutdown import die_by_signal, install_signal_handlers
 from eagle_tui.core.sim.lifecycle.startup import Startup
-from eagle_tui.core.sim.lifecycle.state import ServerState
 from eagle_tui.core.sim.log.dialect import dialect_named
 from eagle_tui.core.sim.log.sink import SimLog
 from eagle_tui.core.sim.log.uvicorn_lines import route_uvicorn_logs
+from eagle_tui.core.sim.model.capacity import Capacity, capacity_for
 from eagle_tui.core.sim.model.modeldir import ModelDir, load_model_dir
 
 

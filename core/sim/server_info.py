@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from eagle_tui.core.sim.config import SimConfig
-from eagle_tui.core.sim.engine.capacity import (
+from eagle_tui.core.sim.model.capacity import (
     AVAIL_BEFORE_WEIGHTS,
     CHUNKED_PREFILL_SIZE,
     GRAPH_GB,

@@ -10,6 +10,9 @@
 #   realsglang.sh start [random|script|DIR] [extra sglang args...]
 #                                          serve a model on 127.0.0.1:PORT in the background,
 #                                          return when it is ready
+#   realsglang.sh start-spec [random|script|DIR] [extra sglang args...]
+#                                          the same with NGRAM speculative decoding (through
+#                                          spec_overlay/; docs/real-sglang.md)
 #   realsglang.sh stop                     stop the server that `start` started
 #   realsglang.sh status                   is it running, what does /health say
 #   realsglang.sh all [random|script]      install (if needed) + model (if needed) + start
@@ -19,7 +22,7 @@
 #   REALSGLANG_VENV   the SGLang venv       $REALSGLANG_HOME/venv
 #   REALSGLANG_PORT   server port           30001
 #   REALSGLANG_LOG    server log            $REALSGLANG_HOME/server.log (pid in LOG.pid)
-#   REALSGLANG_START_TIMEOUT  seconds to wait for readiness (300)
+#   REALSGLANG_START_TIMEOUT  seconds to wait for readiness (300; start-spec 600)
 #   PYTHON            interpreter that creates the venv (python3; tested with 3.11)
 # The random model goes to $REALSGLANG_HOME/model, the script model to
 # $REALSGLANG_HOME/script-model.
@@ -116,6 +119,23 @@ running_pid() {  # prints the recorded pid when that process is alive
   [ -f "$PIDF" ] && kill -0 "$(cat "$PIDF")" 2>/dev/null && cat "$PIDF"
 }
 
+# NGRAM speculative decoding on the CPU: chain drafts only (the overlay's verify pass is
+# exact for a chain), and more static memory (0.05 fails the check once draft state counts).
+SERVER_ENV=()             # what runs the server: nothing, or `env` with the overlay
+START_TIMEOUT_DEFAULT=300
+SPEC_FLAGS=(--speculative-algorithm NGRAM --speculative-num-draft-tokens 4
+            --speculative-ngram-max-bfs-breadth 1 --mem-fraction-static 0.3)
+
+cmd_start_spec() {
+  local which="random"
+  if [ $# -gt 0 ] && [[ "$1" != -* ]]; then which="$1"; shift; fi
+  # the first start on a machine compiles SGLang's n-gram corpus (C++), hence the longer wait
+  START_TIMEOUT_DEFAULT=600
+  SERVER_ENV=(env "PYTHONPATH=$HERE/spec_overlay${PYTHONPATH:+:$PYTHONPATH}"
+              EAGLE_REALSGLANG_SPEC_OVERLAY=1)
+  cmd_start "$which" "${SPEC_FLAGS[@]}" "$@"
+}
+
 cmd_start() {
   local which="random"
   if [ $# -gt 0 ] && [[ "$1" != -* ]]; then which="$1"; shift; fi
@@ -125,13 +145,13 @@ cmd_start() {
   if running_pid >/dev/null; then
     log "already running: pid $(cat "$PIDF") (stop it first: $0 stop)"; return 1
   fi
-  local timeout="${REALSGLANG_START_TIMEOUT:-300}"
+  local timeout="${REALSGLANG_START_TIMEOUT:-$START_TIMEOUT_DEFAULT}"
   mkdir -p "$(dirname "$LOGF")"
   local t0=$SECONDS
   # setsid: the server and its scheduler and detokenizer children form one process group
   # whose id is the pid recorded here, so `stop` ends exactly that group.
   SGLANG_USE_CPU_ENGINE=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
-  setsid "$VENV/bin/python" -m sglang.launch_server \
+  setsid "${SERVER_ENV[@]}" "$VENV/bin/python" -m sglang.launch_server \
       --model-path "$model" \
       --device cpu \
       --host 127.0.0.1 --port "$PORT" \
@@ -196,6 +216,6 @@ cmd_all() {
 }
 
 case "${1:-}" in
-  install|model|start|stop|status|all) c="$1"; shift; "cmd_$c" "$@" ;;
+  install|model|start|start-spec|stop|status|all) c="${1//-/_}"; shift; "cmd_$c" "$@" ;;
   *) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 2 ;;
 esac

@@ -4,13 +4,12 @@ events without sleeping, a fake engine for in-process control servers."""
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import json
-import os
-import threading
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
+
+from support import waiting
 
 from eagle_tui.core.batches.api import BatchInfo, Hello, ProgressEvent
 from eagle_tui.core.batches.control_app import ControlApi
@@ -20,9 +19,9 @@ from eagle_tui.core.batches.hub import EventHub
 from eagle_tui.core.batches.status import RecentErrors, StatusBuilder, WatchTally
 from eagle_tui.core.batchstate import BatchState, public_state
 from eagle_tui.core.capture.config import CaptureConfig, RetryPolicy
-from eagle_tui.core.capture.outlock import LOCK_NAME
 from eagle_tui.core.capture.progress import CaptureProgress, Progress, ProgressTracker
 from eagle_tui.core.clock import SystemClock
+from eagle_tui.core.shards.batchdir.layout import BatchDir
 from eagle_tui.core.tokenizer import bundled_tokenizer_path
 
 TOOLS = [{"type": "function", "function": {
@@ -65,27 +64,8 @@ def batch_config(tmp_path: Path, server: str, **overrides: Any) -> CaptureConfig
 
 
 def wait_lock_free(out_dir: Path, timeout: float = 30.0) -> bool:
-    """Block until no process holds ``out_dir``'s lock (its worker is gone); False on timeout.
-
-    A blocking flock returns the moment the holder dies: an event, not a poll.
-    """
-    path = out_dir / LOCK_NAME
-    if not path.exists():
-        return True
-    fd = os.open(path, os.O_RDONLY)
-    done = threading.Event()
-
-    def take() -> None:
-        fcntl.flock(fd, fcntl.LOCK_SH)
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        done.set()
-
-    thread = threading.Thread(target=take, daemon=True)
-    thread.start()
-    freed = done.wait(timeout)
-    if freed:
-        os.close(fd)  # else the daemon thread still blocks on it; leak the fd rather than race
-    return freed
+    """Block until no process holds ``out_dir``'s lock (its worker is gone); False on timeout."""
+    return waiting.wait_lock_free(BatchDir(out_dir).lock, timeout)
 
 
 class EventLog:

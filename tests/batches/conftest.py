@@ -13,7 +13,7 @@ import pytest
 from batch_helpers import wait_lock_free
 
 from eagle_tui.core.batches.registry import BatchRecord, Registry
-from eagle_tui.core.capture.outlock import is_held
+from eagle_tui.core.shards.batchdir.lock import is_held
 
 
 @pytest.fixture

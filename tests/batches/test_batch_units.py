@@ -34,7 +34,6 @@ from eagle_tui.core.capture.config import (
     config_to_json,
 )
 from eagle_tui.core.capture.events import CaptureEvent, RequestEvent
-from eagle_tui.core.capture.outlock import OutputLock, holder_of, is_held
 from eagle_tui.core.capture.progress import Progress, ProgressTracker
 from eagle_tui.core.clock import SystemClock
 from eagle_tui.core.errors import (
@@ -46,6 +45,7 @@ from eagle_tui.core.errors import (
 )
 from eagle_tui.core.sampling import SamplingPreset
 from eagle_tui.core.sglang.client import API_KEY_ENV
+from eagle_tui.core.shards.batchdir.lock import OutputLock, holder_of, is_held
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -67,7 +67,7 @@ def test_a_second_controller_is_refused_with_who_holds_it(tmp_path: Path) -> Non
 def test_the_lock_dies_with_its_holder(tmp_path: Path) -> None:
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys; from pathlib import Path; "
-         "from eagle_tui.core.capture.outlock import OutputLock; "
+         "from eagle_tui.core.shards.batchdir.lock import OutputLock; "
          "OutputLock(Path(sys.argv[1])).acquire(); print('held', flush=True); sys.stdin.read()",
          str(tmp_path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT)
     try:

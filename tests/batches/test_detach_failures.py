@@ -9,8 +9,8 @@ from batch_helpers import batch_config, write_prompts
 
 from eagle_tui.core.batches.registry import Registry
 from eagle_tui.core.batches.survey import survey
-from eagle_tui.core.capture.outlock import OutputLock
 from eagle_tui.core.sampling import SamplingIdentity, SamplingPreset
+from eagle_tui.core.shards.batchdir.lock import OutputLock
 from eagle_tui.core.shards.manifest import BatchConfig, Manifest
 from eagle_tui.tui.cli.batch_verbs import EXIT_LOCKED, EXIT_START_FAILED, run_detached
 

@@ -23,11 +23,11 @@ from eagle_tui.core.batches.detach import launch_detached
 from eagle_tui.core.batches.registry import Registry
 from eagle_tui.core.batches.survey import survey
 from eagle_tui.core.capture.config import config_to_json
-from eagle_tui.core.capture.outlock import OutputLock, is_held
 from eagle_tui.core.errors import BatchLocked
+from eagle_tui.core.shards.batchdir.lock import OutputLock, is_held
+from eagle_tui.core.shards.batchdir.scan import scan_completed
 from eagle_tui.core.shards.manifest import Manifest
 from eagle_tui.core.shards.reader import ShardReader
-from eagle_tui.core.shards.resume import scan_completed
 from eagle_tui.tui.cli import main as cli_main
 
 pytestmark = pytest.mark.slow

@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 
 from eagle_tui.core.export.options import ExportOptions
 from eagle_tui.core.export.run import export
-from eagle_tui.core.export.sources import open_batches
+from eagle_tui.core.samples.job import open_batches
 from eagle_tui.core.shards.manifest import BatchConfig, Manifest
 from eagle_tui.core.shards.schema import FooterTokenizer, ShardMetadata, ShardRow
 from eagle_tui.core.shards.writer import ShardWriter

@@ -20,10 +20,12 @@ from typing import TypeVar
 import numpy as np
 import psutil
 
+from eagle_tui.core.samples.job import Job
+from eagle_tui.core.samples.select import SampleFilter, first_matching
 from eagle_tui.core.sampling import SamplingIdentity, SamplingPreset
+from eagle_tui.core.shards.batchdir.scan import scan_completed
 from eagle_tui.core.shards.manifest import BatchConfig, Manifest
 from eagle_tui.core.shards.reader import ShardReader
-from eagle_tui.core.shards.resume import scan_completed
 from eagle_tui.core.shards.schema import FooterTokenizer, ShardMetadata, ShardRow
 from eagle_tui.core.shards.stats import compute_stats
 from eagle_tui.core.shards.writer import ShardWriter
@@ -87,7 +89,8 @@ def bench_read(directory: Path, count: int) -> None:
     timed("row(-1), all columns", lambda: reader.row(-1))
     timed("index_of (first call builds the index)", lambda: reader.index_of("sample-00000001"))
     timed("index_of (second call)", lambda: reader.index_of(f"sample-{count - 1:08d}"))
-    timed("index_with_flag (flags column scan)", lambda: reader.index_with_flag("absent"))
+    timed("first_matching(flag) (flags and finish_reason columns scan)",
+          lambda: first_matching(Job([reader]), SampleFilter(flag="absent")))
     print(f"RSS growth while paging: {(process.memory_info().rss - before) / 2**20:.1f} MiB")
     timed("compute_stats (reads input_ids lengths)", lambda: compute_stats(reader))
     timed("scan_completed (sha256 + sample_id column)", lambda: scan_completed(directory))

@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from eagle_tui.core.sim.launcher import SimProcess  # noqa: E402
 from eagle_tui.core.tokenizer import bundled_tokenizer_path  # noqa: E402
+from eagle_tui.core.urls import ServerURL  # noqa: E402
 from eagle_tui.tui.app import EagleApp  # noqa: E402
 from eagle_tui.tui.options import DashboardOptions, ServerTarget  # noqa: E402
 from eagle_tui.tui.screens.streams import StreamsScreen  # noqa: E402
@@ -82,7 +83,7 @@ def write_prompts(path: Path, count: int) -> Path:
 
 
 async def measure(args: argparse.Namespace, sim: SimProcess, workdir: Path) -> dict[str, float]:
-    target = ServerTarget(sim.url, name="sim", log_file=sim.log_path, pid=sim.pid)
+    target = ServerTarget(ServerURL.parse(sim.url), name="sim", log_file=sim.log_path, pid=sim.pid)
     control = DetachedCapture()
     app = EagleApp(
         DashboardOptions(servers=(target,), start_view="streams"),

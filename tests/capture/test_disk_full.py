@@ -32,8 +32,8 @@ from test_engine_fakes import FakeSGLang, bundled_tokenizer, capture, make_confi
 from eagle_tui.core import fsio
 from eagle_tui.core.capture import failures, rejects
 from eagle_tui.core.errors import EagleError, OutputWriteError
+from eagle_tui.core.shards.batchdir.scan import scan_completed
 from eagle_tui.core.shards.manifest import Manifest
-from eagle_tui.core.shards.resume import scan_completed
 from eagle_tui.core.sim.launcher import SimProcess
 from eagle_tui.core.tokenizer import bundled_tokenizer_path
 
@@ -182,6 +182,7 @@ def _inject(monkeypatch: pytest.MonkeyPatch, budget: _Budget) -> None:
         monkeypatch.setattr(module, "open", full_open, raising=False)
 
 
+@pytest.mark.slow  # builds things: 81 whole captures, sweeping the byte budget
 async def test_enospc_injected_at_every_write_point(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     write_prompts(tmp_path / "prompts.jsonl", 120, bad_every=23)

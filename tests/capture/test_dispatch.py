@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from eagle_tui.core import errors
-from eagle_tui.core.capture.config import CaptureConfig, Redactor, RetryPolicy, public_url
+from eagle_tui.core.capture.config import CaptureConfig, Redactor, RetryPolicy
 from eagle_tui.core.capture.dispatch import (
     NoServerLeft,
     PoolClosed,
@@ -22,6 +22,7 @@ from eagle_tui.core.capture.retry import ServerAction, classify
 from eagle_tui.core.capture.rids import RidAllocator
 from eagle_tui.core.clock import FakeClock
 from eagle_tui.core.sglang.types import FinishReason, GenerateResult, HealthResult
+from eagle_tui.core.urls import public_url
 
 
 class StubClient:

@@ -7,17 +7,18 @@ from __future__ import annotations
 import json
 import random
 import signal
-import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+from support.waiting import exited, log_contains, wait_until
 from test_e2e_support import (
     assert_only_valid_shards,
     check_prompt_ids,
     good_records,
+    rows_stored,
     run_cli,
     start_cli,
     write_mixed_prompts,
@@ -97,22 +98,6 @@ async def check_outputs_are_the_servers(rows: list[dict[str, object]],
             assert again.finish.kind == row["finish_reason"]
 
 
-def wait_for(path: Path, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not path.exists():
-        assert time.monotonic() < deadline, f"{path} never appeared"
-        time.sleep(0.02)
-
-
-def wait_for_rows(out: Path, rows: int, process: subprocess.Popen[bytes]) -> None:
-    """Until the manifest holds ``rows`` done rows (the capture must still be running)."""
-    deadline = time.monotonic() + 120
-    while (manifest := Manifest.load_optional(out)) is None or manifest.counts.done < rows:
-        assert process.poll() is None, "the capture ended before it could be killed"
-        assert time.monotonic() < deadline, f"{rows} rows never stored"
-        time.sleep(0.01)
-
-
 def test_sigkill_at_random_moments_then_resume(tmp_path: Path,
                                                sims: tuple[SimProcess, SimProcess]) -> None:
     prompts = tmp_path / "prompts.jsonl"
@@ -128,7 +113,8 @@ def test_sigkill_at_random_moments_then_resume(tmp_path: Path,
     for attempt, target in enumerate(targets):
         process = start_cli(*args, *(["--resume"] if attempt else []), env=env,
                             log=tmp_path / f"run{attempt}.log")
-        wait_for_rows(out, target, process)
+        wait_until(rows_stored(out, target), 120, f"{target} rows stored",
+                   unless=exited(process, "the capture (before it could be killed)"))
         time.sleep(rng.uniform(0.0, 0.08))  # the random moment of the crash
         process.kill()
         process.wait(timeout=30)
@@ -155,7 +141,8 @@ def test_sigint_drains_then_a_second_one_aborts(tmp_path: Path) -> None:
                 "--tokenizer", str(bundled_tokenizer_path()), "--max-new-tokens", "48",
                 "--concurrency", "16", "--grace", "60"]
         first = start_cli(*args, log=tmp_path / "first.log")
-        wait_until_sending(sim, first, served=20)
+        wait_until(sending(sim, 20), 120, "the capture sending", every=0.05,
+                   unless=exited(first, "the capture"))
         first.send_signal(signal.SIGINT)
         assert first.wait(timeout=60) == 0
         text = (tmp_path / "first.log").read_text()
@@ -165,10 +152,13 @@ def test_sigint_drains_then_a_second_one_aborts(tmp_path: Path) -> None:
         assert sim_state(sim)["running"] == 0  # the in-flight ones finished: nothing aborted
 
         second = start_cli(*args, "--resume", log=tmp_path / "second.log")
-        wait_until_sending(sim, second, served=sim_state(sim)["requests_served"] + 20)
+        served = sim_state(sim)["requests_served"] + 20
+        wait_until(sending(sim, served), 120, "the resumed capture sending", every=0.05,
+                   unless=exited(second, "the capture"))
         second.send_signal(signal.SIGINT)
         # The kernel merges a signal into one still pending: wait until the first is seen.
-        wait_for_text(tmp_path / "second.log", "SIGINT: stopping", second)
+        wait_until(log_contains(tmp_path / "second.log", "SIGINT: stopping"), 30,
+                   "the first SIGINT seen", every=0.02, unless=exited(second, "the capture"))
         second.send_signal(signal.SIGINT)
         assert second.wait(timeout=30) == 0
         assert "aborting in-flight requests now" in (tmp_path / "second.log").read_text()
@@ -181,21 +171,10 @@ def sim_state(sim: SimProcess) -> dict[str, int]:
     return state
 
 
-def wait_until_sending(sim: SimProcess, process: subprocess.Popen[bytes], served: int) -> None:
-    """Until the sim has answered ``served`` requests and has more running."""
-    deadline = time.monotonic() + 120
-    while True:
-        assert process.poll() is None, "the capture ended early"
-        assert time.monotonic() < deadline, "the capture never got going"
+def sending(sim: SimProcess, served: int) -> Callable[[], bool]:
+    """A condition: the sim has answered ``served`` requests and has more running."""
+    def check() -> bool:
         state = sim_state(sim)
-        if state["requests_served"] >= served and state["running"] > 0:
-            return
-        time.sleep(0.05)
+        return state["requests_served"] >= served and state["running"] > 0
 
-
-def wait_for_text(path: Path, text: str, process: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 30
-    while text not in (path.read_text() if path.exists() else ""):
-        assert process.poll() is None, f"the capture ended before logging {text!r}"
-        assert time.monotonic() < deadline, f"{path} never said {text!r}"
-        time.sleep(0.02)
+    return check

@@ -9,11 +9,13 @@ import random
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from eagle_tui.core.capture.prompts import PromptRecord, open_prompts
-from eagle_tui.core.shards.resume import scan_completed
+from eagle_tui.core.shards.batchdir.scan import scan_completed
+from eagle_tui.core.shards.manifest import Manifest
 from eagle_tui.core.tokenizer import LoadedTokenizer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -110,6 +112,15 @@ def cli_env(extra: dict[str, str] | None) -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     env.update(extra or {})
     return env
+
+
+def rows_stored(out: Path, rows: int) -> Callable[[], bool]:
+    """A condition: the manifest in ``out`` counts at least ``rows`` done rows."""
+    def stored() -> bool:
+        manifest = Manifest.load_optional(out)
+        return manifest is not None and manifest.counts.done >= rows
+
+    return stored
 
 
 def assert_only_valid_shards(out_dir: Path) -> Counter[str]:

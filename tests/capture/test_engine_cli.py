@@ -58,12 +58,18 @@ def test_flags_become_a_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     ("extra", "message"),
     [(("--sampling-param", "oops"), "KEY=VALUE"),
      (("--temperature", "0.5", "--temperature", "0.5"), "repeat"),
-     (("--concurrency", "0"), "concurrency"),
-     (("--server", "localhost:30000"), "not an http")],
+     (("--concurrency", "0"), "concurrency")],
 )
 def test_bad_flags_are_refused(extra: tuple[str, ...], message: str) -> None:
     with pytest.raises((ConfigError, ValueError), match=message):
         cli.config_from_args(parse(*BASE, *extra))
+
+
+def test_a_bad_server_url_is_refused_by_the_parser(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        parse(*BASE, "--server", "localhost:30000")
+    assert exited.value.code == 2 and "--server: 'localhost:30000': is not an http" in (
+        capsys.readouterr().err)
 
 
 def test_a_batch_that_cannot_start_exits_2(tmp_path: Path,

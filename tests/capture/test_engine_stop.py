@@ -7,6 +7,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from support.waiting import async_wait_until
 from test_engine_fakes import FakeSGLang, bundled_tokenizer, make_config, rows_of, write_prompts
 
 from eagle_tui.core.capture.engine import CaptureEngine
@@ -28,8 +29,8 @@ def engine_for(config: object, fake: FakeSGLang, tokenizer: LoadedTokenizer,
 
 
 async def until_in_flight(fake: FakeSGLang, count: int) -> None:
-    while fake.in_flight < count:
-        await asyncio.sleep(0.005)
+    await async_wait_until(lambda: fake.in_flight >= count, 30, f"{count} requests in flight",
+                           every=0.005)
 
 
 async def test_stop_lets_in_flight_finish_within_grace(

@@ -104,6 +104,7 @@ def write_fuzz(path: Path, count: int, seed: int) -> tuple[set[str], set[int]]:
     return good, bad
 
 
+@pytest.mark.slow  # builds things: captures 3,000 fuzzed lines, then resumes them
 @pytest.mark.parametrize("seed", [12, 2024])
 async def test_fuzzed_prompt_file_finishes_with_every_line_accounted_for(
         tmp_path: Path, seed: int) -> None:

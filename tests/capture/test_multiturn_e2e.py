@@ -9,7 +9,6 @@ import io
 import json
 import random
 import re
-import subprocess
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator
@@ -24,7 +23,8 @@ from support.conversations import (
     turn_starts,
     write_conversations,
 )
-from test_e2e_support import assert_only_valid_shards, run_cli, start_cli
+from support.waiting import exited, wait_until
+from test_e2e_support import assert_only_valid_shards, rows_stored, run_cli, start_cli
 from test_engine_fakes import rows_of
 
 from eagle_tui.core.capture.config import CaptureConfig
@@ -191,14 +191,6 @@ async def test_dataset_history_renders_the_dataset_prefix(
         assert row["parent_id"] is None
 
 
-def wait_for_rows(out: Path, rows: int, process: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 120
-    while (manifest := Manifest.load_optional(out)) is None or manifest.counts.done < rows:
-        assert process.poll() is None, "the capture ended before it could be killed"
-        assert time.monotonic() < deadline, f"{rows} rows never stored"
-        time.sleep(0.01)
-
-
 def test_sigkill_at_random_moments_then_resume_every_turn_once(
         tmp_path: Path, tokenizer_dir: Path, rules: LoadedTokenizer,
         sims: tuple[SimProcess, SimProcess]) -> None:
@@ -219,7 +211,8 @@ def test_sigkill_at_random_moments_then_resume_every_turn_once(
     for attempt, target in enumerate(sorted(rng.sample(range(1, 300), 5))):
         process = start_cli(*args(out), *(["--resume"] if attempt else []),
                             log=tmp_path / f"run{attempt}.log")
-        wait_for_rows(out, target, process)
+        wait_until(rows_stored(out, target), 120, f"{target} rows stored",
+                   unless=exited(process, "the capture (before it could be killed)"))
         time.sleep(rng.uniform(0.0, 0.08))  # the random moment of the crash
         process.kill()
         process.wait(timeout=30)

@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 from support.router import RouterProcess, router_installed
+from support.waiting import async_wait_until
 from test_e2e_support import assert_only_valid_shards
 from test_engine_fakes import bundled_tokenizer, make_config, rows_of, write_prompts
 
@@ -127,11 +128,12 @@ async def test_every_worker_down_40s_pauses_and_loses_nothing(tmp_path: Path) ->
         engine = CaptureEngine(config, tokenizer=bundled_tokenizer())
         run = asyncio.ensure_future(engine.run())
         try:
-            await wait_for(lambda: engine.progress().counts.done >= 40, 60, "40 rows through")
+            await async_wait_until(lambda: engine.progress().counts.done >= 40, 60,
+                                   "40 rows through")
             for sim in sims:
                 sim.kill()
             down_at = time.monotonic()
-            await wait_for(lambda: engine.progress().servers[0].state == "paused", 20,
+            await async_wait_until(lambda: engine.progress().servers[0].state == "paused", 20,
                            "the router paused")
             view = await router_view(router.url)
             assert {w.state for w in view.workers} == {"down"} and not view.can_serve
@@ -162,7 +164,8 @@ async def test_abort_through_the_router_cuts_at_once_then_resume_completes(
                              retry=PATIENT, stop_grace_s=30.0)
         engine = CaptureEngine(config, tokenizer=bundled_tokenizer())
         run = asyncio.ensure_future(engine.run())
-        await wait_for(lambda: engine.progress().counts.in_flight == 8, 30, "8 requests in flight")
+        await async_wait_until(lambda: engine.progress().counts.in_flight == 8, 30,
+                               "8 requests in flight")
         await asyncio.sleep(0.5)
         started = time.monotonic()
         engine.stop(abort=True)
@@ -226,25 +229,17 @@ async def test_sampling_keys_the_router_drops_are_refused(tmp_path: Path) -> Non
     assert straight.progress.counts.done == 4, "a plain server is not checked (it refuses itself)"
 
 
-async def wait_for(condition: object, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    assert callable(condition)
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out after {timeout} s waiting for {what}"
-        await asyncio.sleep(0.05)
-
-
 async def wait_for_workers_idle(url: str, timeout: float, *, metrics: bool = True) -> None:
     """Until every worker reports no running request (the cut reached them); with
     ``metrics=False`` a worker without ``/metrics`` (no --enable-metrics) is not waited for."""
-    deadline = time.monotonic() + timeout
-    while True:
-        view = await router_view(url)
-        running = [w.probe.running for w in view.workers]
-        if all(r == 0 or (r is None and not metrics) for r in running):
-            return
-        assert time.monotonic() < deadline, f"workers still running {running}"
-        await asyncio.sleep(0.1)
+    running: list[int | None] = []
+
+    async def idle() -> bool:
+        running[:] = [w.probe.running for w in (await router_view(url)).workers]
+        return all(r == 0 or (r is None and not metrics) for r in running)
+
+    await async_wait_until(idle, timeout, lambda: f"idle workers (still running {running})",
+                           every=0.1)
 
 
 def test_router_sampling_keys_match_the_installed_router() -> None:
@@ -303,7 +298,8 @@ async def test_through_the_router_to_real_sglang(tmp_path: Path) -> None:
                            extra_sampling={"ignore_eos": True})
         engine = CaptureEngine(long, tokenizer=tokenizer)
         run = asyncio.ensure_future(engine.run())
-        await wait_for(lambda: engine.progress().counts.in_flight == 4, 60, "4 long requests")
+        await async_wait_until(lambda: engine.progress().counts.in_flight == 4, 60,
+                               "4 long requests")
         started = time.monotonic()
         engine.stop(abort=True)
         stopped = await asyncio.wait_for(run, 30)

@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from eagle_tui.core.health.history import StartupHistory
+from eagle_tui.core.health.observed import Observation
 from eagle_tui.core.health.poller import HealthOutcome, HealthProbe
 from eagle_tui.core.health.settings import WatchSettings
 from eagle_tui.core.health.snapshot import HealthSnapshot
-from eagle_tui.core.health.state import Observation, WatchState
+from eagle_tui.core.health.state import WatchState
 from eagle_tui.core.proc.report import ChildInfo, GpuReport, PortStatus, ProbeReport, ProcessReport
 from eagle_tui.core.serverlog.follower import LogChunk
 

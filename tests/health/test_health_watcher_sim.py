@@ -26,6 +26,7 @@ from eagle_tui.core.health.watcher import Watcher
 from eagle_tui.core.proc.launcher import ManagedServer
 from eagle_tui.core.proc.stop import StopTimeouts
 from eagle_tui.core.sim.launcher import SimProcess
+from eagle_tui.core.urls import ServerURL
 
 pytestmark = pytest.mark.slow
 
@@ -43,7 +44,7 @@ def watcher_for(
     **options: Any,
 ) -> Watcher:
     opts = WatchOptions(
-        url=sim.url,
+        url=ServerURL.parse(sim.url),
         log_path=options.pop("log_path", sim.log_path),
         pid=options.pop("pid", sim.pid),
         settings=settings,
@@ -303,7 +304,7 @@ async def test_managed_restart_rotates_the_log_and_the_watch_follows_the_new_sta
     clock = SystemClock()
     server.start()
     opts = WatchOptions(
-        url=f"http://127.0.0.1:{port}",
+        url=ServerURL("http", "127.0.0.1", port),
         log_path=log,
         settings=FAST_SETTINGS,
         history_path=tmp_path / "h.jsonl",

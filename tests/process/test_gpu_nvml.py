@@ -44,7 +44,10 @@ def test_read_gpus_reports_memory_utilisation_and_holders(monkeypatch: pytest.Mo
     assert report.available and [d.index for d in report.devices] == [0, 1]
     first, second = report.devices
     assert (first.name, first.used_bytes, first.utilization_percent) == (
-        "NVIDIA H100 80GB HBM3", 60 * 10**9, 97)
+        "NVIDIA H100 80GB HBM3",
+        60 * 10**9,
+        97,
+    )
     assert second.utilization_percent is None  # unsupported: unknown, not an error
     assert [p.pid for p in second.processes] == [4242, 999]
 

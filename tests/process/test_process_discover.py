@@ -3,6 +3,7 @@ file their output goes to; ``eagle-tui sim`` is one, a watch that launched one i
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -70,12 +71,29 @@ def test_eagle_tui_sim_is_found_with_its_port_and_log_file(
 ) -> None:
     popen, port, log = eagle_tui_sim
     wait_until(log_contains(log, "Uvicorn running on"), 60, "the sim's port open")
-    found = {s.pid: s for s in discover_servers()}
+    # Only this test process's own tree: other test workers run their own sims meanwhile.
+    found = {s.pid: s for s in discover_servers(within=os.getpid())}
     assert popen.pid in found
     server = found[popen.pid]
     assert (server.kind, server.port, server.log_path) == ("sim", port, log)
-    assert server.url == f"http://127.0.0.1:{port}"
+    assert server.url is not None and server.url.public == f"http://127.0.0.1:{port}"
     assert find_server_pid(port) == popen.pid
     report = ProcessProbe(port=port, discover=True).probe()  # the probe finds it too
     assert report.process is not None and report.process.pid == popen.pid
     assert report.port is not None and report.port.held_by_server is True
+
+
+@pytest.mark.slow
+def test_a_scope_keeps_to_one_process_tree(
+    eagle_tui_sim: tuple[subprocess.Popen[bytes], int, Path],
+) -> None:
+    popen, _, log = eagle_tui_sim
+    wait_until(log_contains(log, "Uvicorn running on"), 60, "the sim's port open")
+    assert [s.pid for s in discover_servers(within=popen.pid)] == [popen.pid]
+    with subprocess.Popen(["sleep", "60"]) as elsewhere:
+        try:
+            assert discover_servers(within=elsewhere.pid) == []
+        finally:
+            elsewhere.kill()
+    gone = elsewhere.pid
+    assert discover_servers(within=gone) == []  # a root that has exited: nothing, no error

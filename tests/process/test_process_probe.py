@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from support.processes import wait_exit
+from support.waiting import wait_exit
 
 from eagle_tui.core.proc.discover import find_server_pid
 from eagle_tui.core.proc.ports import port_status

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.processes import PORTHOLDER, kill_tree, spawn_holder, wait_exit
-from support.waiting import log_contains, poll_until
+from support.processes import PORTHOLDER, kill_tree, spawn_holder
+from support.waiting import log_contains, poll_until, wait_exit
 
 from eagle_tui.core.proc import gpu
 from eagle_tui.core.proc.launcher import ManagedServer

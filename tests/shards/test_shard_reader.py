@@ -176,6 +176,7 @@ def big_batch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     yield directory
 
 
+@pytest.mark.slow  # builds things: a few hundred MB of shards
 def test_paging_a_few_hundred_mb_stays_memory_light(big_batch: Path) -> None:
     on_disk = sum(p.stat().st_size for p in (big_batch / "shards").iterdir())
     assert on_disk > 150 << 20

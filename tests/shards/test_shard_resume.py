@@ -13,6 +13,8 @@ from shard_helpers import CONFIG, META, make_row, new_batch
 from eagle_tui.core.batchstate import BatchState
 from eagle_tui.core.errors import ConfigError
 from eagle_tui.core.sampling import SamplingIdentity, SamplingPreset
+from eagle_tui.core.shards.batchdir.opening import drop_untrusted, remove_temp_files
+from eagle_tui.core.shards.batchdir.scan import completed_sample_ids, scan_completed
 from eagle_tui.core.shards.manifest import (
     BatchConfig,
     Counts,
@@ -20,12 +22,6 @@ from eagle_tui.core.shards.manifest import (
     Manifest,
     ManifestExtra,
     ShardInfo,
-)
-from eagle_tui.core.shards.resume import (
-    completed_sample_ids,
-    drop_untrusted,
-    remove_temp_files,
-    scan_completed,
 )
 from eagle_tui.core.shards.writer import ShardWriter
 

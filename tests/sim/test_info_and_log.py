@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 from sim_helpers import PREFIX, RUN_DECODE, RUN_PREFILL, chat_prompt, key_shape, recording
+from support.waiting import log_contains, wait_until
 
 from eagle_tui.core.sim.launcher import SimProcess
 from eagle_tui.core.sim.recorded import RECORDED_SERVER_ARGS
@@ -131,10 +131,8 @@ def test_log_file_served_name_and_single_rank(start_sim: Any, tmp_path: Any) -> 
     log_file = tmp_path / "server.log"
     sim = start_sim("--log-file", str(log_file), "--served-model-name", "kimi-k2.5",
                     "--tp-size", "1", wait=None)
-    deadline = time.monotonic() + 60
-    while "fired up" not in (log_file.read_text() if log_file.exists() else ""):
-        assert time.monotonic() < deadline and sim.returncode is None, sim.log_text()
-        time.sleep(0.02)
+    wait_until(log_contains(log_file, "fired up"), 60, lambda: f"ready in {log_file}",
+               every=0.02, unless=lambda: None if sim.returncode is None else sim.log_text())
     assert httpx.get(sim.url + "/v1/models").json()["data"][0]["id"] == "kimi-k2.5"
     assert httpx.get(sim.url + "/model_info").json()["served_model_name"] == "kimi-k2.5"
     written = log_file.read_text()

@@ -14,11 +14,11 @@ import httpx
 import pytest
 from sim_helpers import RECORDINGS
 
-from eagle_tui.core.sim.engine.capacity import Capacity
 from eagle_tui.core.sim.launcher import SimProcess
 from eagle_tui.core.sim.log.dialect import PrefillStats
 from eagle_tui.core.sim.log.dialect_04 import Sglang04
 from eagle_tui.core.sim.log.dialect_05 import Sglang05
+from eagle_tui.core.sim.model.capacity import Capacity
 
 pytestmark = pytest.mark.slow
 

@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 import pytest
 from sim_helpers import chat_prompt
+from support.waiting import async_wait_until
 
 from eagle_tui.core.sim.launcher import SimProcess
 
@@ -47,11 +48,11 @@ async def state(client: httpx.AsyncClient) -> dict[str, Any]:
 
 async def until(probe: Callable[[], Awaitable[dict[str, Any]]],
                 condition: Callable[[dict[str, Any]], bool], timeout: float = 10.0) -> None:
-    """Poll ``probe`` until ``condition`` holds (the server reports; no fixed sleeps)."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not condition(await probe()):
-        assert asyncio.get_running_loop().time() < deadline, "condition not reached"
-        await asyncio.sleep(0.02)
+    """Until ``condition`` holds of what ``probe`` returns (the server reports; no fixed sleeps)."""
+    async def holds() -> bool:
+        return condition(await probe())
+
+    await async_wait_until(holds, timeout, "the sim's state", every=0.02)
 
 
 async def test_abort_matches_rid_prefixes(client: httpx.AsyncClient) -> None:

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-import select
 import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
+
+from support.waiting import wait_exit
 
 PORTHOLDER = Path(__file__).with_name("portholder.py")
 FAKE_MODULES = Path(__file__).with_name("fakemods")  # a stand-in ``sglang`` package
@@ -58,19 +59,6 @@ def spawn_holder(*args: str, module: str | None = None) -> Holder:
         popen.stdout.close()
         raise AssertionError(f"port holder failed to start: {line}")
     return Holder(popen, int(line[1]), [int(p) for p in line[2:]])
-
-
-def wait_exit(pid: int, timeout: float = 10.0) -> bool:
-    """Block until ``pid`` terminates (its pidfd becomes readable), or the timeout passes."""
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return True
-    try:
-        readable, _, _ = select.select([fd], [], [], timeout)
-        return bool(readable)
-    finally:
-        os.close(fd)
 
 
 def kill_tree(pids: list[int]) -> None:

@@ -391,10 +391,10 @@ def watch_like_the_verb(
     """The watcher ``eagle-tui watch --url … --log … --pid …`` builds (default settings,
     no history), on the fake clock; we are the stand-in's parent, so its exit code is known."""
     from eagle_tui.core.health.assemble import WatchOptions, build_watcher
+    from eagle_tui.core.urls import ServerURL
 
-    options = WatchOptions(
-        url=f"http://127.0.0.1:{port}", log_path=path, pid=server.pid, use_history=False, gpu=False
-    )
+    options = WatchOptions(url=ServerURL("http", "127.0.0.1", port), log_path=path,
+                           pid=server.pid, use_history=False, gpu=False)
     watcher = build_watcher(options, clock=clock)
     assert watcher.probe is not None
     watcher.probe._exit_code = server.exit_code

@@ -11,7 +11,6 @@ import contextlib
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
@@ -20,6 +19,7 @@ from typing import Self
 import httpx
 
 from eagle_tui.core.sim.launcher import free_port
+from support.waiting import poll_until
 
 CAPTURE_FLAGS = (
     "--policy", "round_robin",
@@ -80,17 +80,20 @@ class RouterProcess:
         self._wait(lambda body: body.get("healthy_workers") == healthy, "/readiness", timeout)
 
     def _wait(self, done: object, path: str, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            assert self._process is not None and self._process.poll() is None, self.log_tail()
+        def answered() -> bool:
             with contextlib.suppress(httpx.HTTPError, ValueError):
                 response = httpx.get(self.url + path, timeout=2)
                 body = response.json() if path == "/readiness" else {}
-                if response.status_code < 500 and callable(done) and done(body):
-                    return
-            time.sleep(0.1)
-        raise TimeoutError(f"router {self.url}{path} not as wanted in {timeout} s\n"
-                           f"{self.log_tail()}")
+                return response.status_code < 500 and callable(done) and bool(done(body))
+            return False
+
+        def gone() -> str | None:
+            alive = self._process is not None and self._process.poll() is None
+            return None if alive else f"the router exited\n{self.log_tail()}"
+
+        if not poll_until(answered, timeout, every=0.1, unless=gone):
+            raise AssertionError(f"router {self.url}{path} not as wanted in {timeout} s\n"
+                                 f"{self.log_tail()}")
 
     def log_tail(self, lines: int = 20) -> str:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])

@@ -21,9 +21,10 @@ from eagle_tui.core.batches.registry import Registry
 from eagle_tui.core.batchstate import BatchState
 from eagle_tui.core.capture.dispatch import ServerStatus
 from eagle_tui.core.capture.events import DeltaEvent, RequestEvent
-from eagle_tui.core.capture.outlock import is_held
 from eagle_tui.core.capture.progress import Progress
+from eagle_tui.core.shards.batchdir.lock import is_held
 from eagle_tui.core.tokenizer import bundled_tokenizer_path
+from eagle_tui.core.urls import ServerURL
 from eagle_tui.tui.app import EagleApp
 from eagle_tui.tui.options import DashboardOptions, ServerTarget
 from eagle_tui.tui.render.capture import kinds_text, sort_key, sparkline
@@ -213,7 +214,7 @@ async def test_form_validates_before_starting(tmp_path: Path) -> None:
 
 async def test_starts_and_stops_a_real_batch_against_the_sim(tmp_path: Path, sim_server) -> None:  # type: ignore[no-untyped-def]
     control = DetachedCapture()
-    target = ServerTarget(sim_server.url, name="sim")
+    target = ServerTarget(ServerURL.parse(sim_server.url), name="sim")
     app = EagleApp(
         DashboardOptions(
             start_view="capture", servers=(target,), tokenizer=bundled_tokenizer_path()

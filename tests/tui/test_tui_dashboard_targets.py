@@ -10,6 +10,7 @@ import pytest
 
 from eagle_tui.core.clock import FakeClock
 from eagle_tui.core.errors import ConfigError
+from eagle_tui.core.urls import ServerURL
 from eagle_tui.tui.dashboard import TuiConfig, add_arguments, options_from, server_targets
 from eagle_tui.tui.options import DashboardOptions, ServerTarget
 from eagle_tui.tui.sources import default_sources
@@ -23,14 +24,14 @@ def test_pid_pairs_with_the_url_in_the_same_position() -> None:
     )
     targets = options_from(args, TuiConfig(), {}).servers
     assert targets == (
-        ServerTarget("http://a:1", log_file=Path("a.log"), pid=41),
-        ServerTarget("http://b:2"),
+        ServerTarget(ServerURL.parse("http://a:1"), log_file=Path("a.log"), pid=41),
+        ServerTarget(ServerURL.parse("http://b:2")),
     )
     with pytest.raises(ConfigError, match="2 --pid values for 1 --url"):
-        server_targets(["http://a:1"], [], [1, 2])
+        server_targets([ServerURL.parse("http://a:1")], [], [1, 2])
 
 
 def test_no_url_means_the_servers_are_discovered() -> None:
     assert default_sources(DashboardOptions(), FakeClock()).discovery is not None
-    named = DashboardOptions(servers=(ServerTarget("http://a:1"),))
+    named = DashboardOptions(servers=(ServerTarget(ServerURL.parse("http://a:1")),))
     assert default_sources(named, FakeClock()).discovery is None

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from support.waiting import poll_until
 from tui_fakes import wait_for
 
 from eagle_tui.core.batches.registry import Registry
@@ -85,9 +86,7 @@ async def test_demo_runs_a_batch_on_the_sim_and_q_cleans_up(no_marker: None) -> 
     # Quitting waits QUIT_WAIT_S for the keeper's "clean", then gives the screen back; on a
     # loaded machine the keeper may finish after that, which is by design: wait for it.
     assert pid is not None
-    deadline = time.monotonic() + 30
-    while not cleaned_up(pid, demo.workdir) and time.monotonic() < deadline:
-        time.sleep(0.1)
+    poll_until(lambda: cleaned_up(pid, demo.workdir), 30, every=0.1)
     assert Registry().all() == []  # the demo's record is gone with its files
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     assert not demo.workdir.exists()
@@ -208,13 +207,13 @@ def test_a_demo_killed_at_any_moment_leaves_nothing(
         else:
             os.close(primary)
             primary = os.open(os.devnull, os.O_RDONLY)  # keeps the clean-up below simple
-        deadline = time.monotonic() + 10
-        while process.poll() is None and time.monotonic() < deadline:
-            drain(primary, 0.05, state, ports)
-        assert process.poll() is not None, f"the demo did not exit after {signum} at {moment}"
-        deadline = time.monotonic() + 10
-        while leftovers(state) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        def demo_exited() -> bool:
+            drain(primary, 0.05, state, ports)  # reading its terminal meanwhile
+            return process.poll() is not None
+
+        assert poll_until(demo_exited, 10, every=0), \
+            f"the demo did not exit after {signum} at {moment}"
+        poll_until(lambda: not leftovers(state), 10, every=0.05)
         assert leftovers(state) == [], f"left after signal {signum} at {moment:.2f} s"
         assert all(port_free(port) for port in ports), f"port still held: {ports}"
     finally:

@@ -18,19 +18,18 @@ import subprocess
 import sys
 import termios
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from rich.text import Text
 from support.records import stored_config
-from textual.content import Content
 from tui_shards import make_row, write_shards
 
 from eagle_tui.core import kimi
 from eagle_tui.core.batches.registry import BatchRecord, Registry
 from eagle_tui.core.text import terminal_safe
-from eagle_tui.tui import literal
+from eagle_tui.tui.render import literal
 
 TITLE = "\x1b]0;PWNED-TITLE\x07"
 CLIPBOARD = "\x1b]52;c;cHduZWQ=\x07"
@@ -51,10 +50,11 @@ def test_terminal_safe_shows_every_control_character() -> None:
     assert terminal_safe("plain 東京 🚀\ttab") == "plain 東京 🚀\ttab"
 
 
-def test_rich_and_textual_show_escapes_once_installed() -> None:
-    """Guards the one hook of tui/literal.py against a Rich or Textual upgrade."""
-    literal.install()
-    for make in (lambda s: Text(s).plain, lambda s: Content(s).plain):
+def test_rich_and_textual_text_made_by_literal_shows_escapes() -> None:
+    """The constructors every widget builds outside text with (``tui.render.literal``)."""
+    makers: tuple[Callable[[str], str], ...] = (
+        lambda s: literal.rich_text(s).plain, lambda s: literal.content(s).plain)
+    for make in makers:
         text = make(f"a{TITLE}{CLIPBOARD}b\x9bc")
         assert "\x1b" not in text and "\x9b" not in text and "␛]0;PWNED-TITLE" in text
         assert make("keep\nnewlines\tand tabs") == "keep\nnewlines\tand tabs"

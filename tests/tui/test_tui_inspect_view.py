@@ -12,6 +12,7 @@ from tui_fakes import FakeCapture, batch, wait_for
 from tui_shards import make_row, metadata, synthetic_rows, write_shards
 
 from eagle_tui.core import kimi
+from eagle_tui.core.samples.select import CLEAN, SampleFilter
 from eagle_tui.core.shards.schema import ShardRow
 from eagle_tui.core.tokenizer import bundled_tokenizer_path, load_tokenizer
 from eagle_tui.tui.app import EagleApp
@@ -20,7 +21,7 @@ from eagle_tui.tui.options import DashboardOptions
 from eagle_tui.tui.screens.inspect import InspectScreen
 from eagle_tui.tui.screens.sample import SampleScreen
 from eagle_tui.tui.sources import Sources
-from eagle_tui.tui.sources.samples import CLEAN, SampleFilter, SampleSource
+from eagle_tui.tui.sources.samples import SampleSource
 from eagle_tui.tui.sources.tokenizers import TokenizerCache
 from eagle_tui.tui.widgets.token_view import TokenView
 
@@ -138,13 +139,14 @@ def test_sample_source_reads_pages_not_whole_shards(
     directory = write_shards(tmp_path / "batch", synthetic_rows(2000), per_file=500, row_group=50)
     source = SampleSource(directory)
     reads: list[tuple[int, int]] = []
-    original = source.reader.page
+    [reader] = source.job.readers
+    original = reader.page
 
     def page(start: int, count: int, columns: object = None) -> object:
         reads.append((start, count))
         return original(start, count, columns)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(source.reader, "page", page)
+    monkeypatch.setattr(reader, "page", page)
     assert source.page(7, size=100).rows[0].index == 700
     assert reads == [(700, 100)]
     rows = synthetic_rows(2000)
@@ -313,3 +315,71 @@ async def test_v_does_nothing_in_a_single_turn_batch(tmp_path: Path) -> None:
         await pilot.press("v")
         await pilot.pause()
         assert screen.page is not None and screen.page.filter.conversation is None
+
+
+# -- several batch directories: the --shard slices of one job ------------------------------
+
+
+def write_slice(directory: Path, rows: list[ShardRow], partition: str) -> Path:
+    """A batch directory (manifest and shards, as capture writes them) holding ``rows``."""
+    from eagle_tui.core.sampling import SamplingIdentity, SamplingPreset
+    from eagle_tui.core.shards.manifest import BatchConfig, Manifest
+    from eagle_tui.core.shards.writer import ShardWriter
+
+    config = BatchConfig("/data/p.jsonl", "00", "/models/kimi-k2.5-tiny", "test", "test",
+                         SamplingIdentity(64, (SamplingPreset(),)))
+    manifest = Manifest(directory, config)
+    manifest.extra.partition = partition
+    manifest.save_atomic()
+    with ShardWriter(directory, metadata=metadata(), manifest=manifest, max_rows=7) as writer:
+        for row in rows:
+            writer.add(row)
+    return directory
+
+
+async def test_the_slices_of_a_job_open_as_one(tmp_path: Path) -> None:
+    rows = synthetic_rows(30)
+    first = write_slice(tmp_path / "slice 0", rows[:12], "0/2")  # a space, quoted in the box
+    second = write_slice(tmp_path / "slice1", rows[12:], "1/2")
+    app = EagleApp(
+        DashboardOptions(start_view="inspect", shard_dirs=(first, second)),
+        sources=Sources(capture=FakeCapture(), tokenizers=TokenizerCache(),
+                        shard_dirs=(str(first), str(second))),
+    )
+    async with app.run_test(size=(140, 40)) as pilot:
+        screen = screen_of(app)
+        await wait_for(pilot, lambda: screen.page is not None, what="first page")
+        assert screen.page is not None and screen.page.matching == 30
+        summary = str(screen.query_one("#inspect-summary", Static).render())
+        assert "30 rows in 5 shards · one job: slices 0, 1 of 2 (all)" in summary
+        assert [r.sample_id for r in screen.page.rows] == [r.sample_id for r in rows]
+        screen.query_one("#inspect-flag", Select).value = "tool_call"
+        await wait_for(pilot, lambda: screen.page is not None
+                       and screen.page.filter.flag == "tool_call", what="flag filter")
+        assert [r.index for r in screen.page.rows] == [
+            i for i, row in enumerate(rows) if "tool_call" in row.flags]
+        assert screen.query_one("#inspect-path", Input).value == f"'{first}' {second}"
+
+
+def test_the_path_box_takes_one_path_or_several(tmp_path: Path) -> None:
+    from eagle_tui.tui.screens.inspect import paths_in
+
+    spaced = tmp_path / "a b"
+    spaced.mkdir()
+    assert paths_in(f" {spaced} ") == [spaced]
+    assert paths_in(f"'{spaced}' {tmp_path / 'c'}") == [spaced, tmp_path / "c"]
+    assert paths_in("~/x") == [Path("~/x").expanduser()]
+    assert paths_in("'unclosed") == [Path("'unclosed")]
+
+
+
+async def test_a_tokenizer_other_than_the_recorded_one_is_said(tmp_path: Path) -> None:
+    """As `eagle-tui inspect` warns on stderr: these footers record fingerprint "test"."""
+    app = inspect_app(write_shards(tmp_path / "batch", synthetic_rows(3)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = screen_of(app)
+        await wait_for(pilot, lambda: screen.page is not None, what="first page")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: any("differs from the one the shards were captured with"
+                                          in n.message for n in app._notifications),
+                       60.0, "the warning")

@@ -11,6 +11,7 @@ from textual.binding import Binding
 from textual.widgets import Input
 from tui_fakes import FakeCapture, FakeServerFeed, batch, health, wait_for
 
+from eagle_tui.core.urls import ServerURL
 from eagle_tui.tui.app import EagleApp
 from eagle_tui.tui.options import DashboardOptions, ServerTarget
 from eagle_tui.tui.render.logview import collapse_ranks, find_line, rank_ranges
@@ -27,7 +28,7 @@ RANK_LINES = [f"[2026-01-02 03:04:05 TP{r}] Load weight begin. avail mem=139.12 
 
 
 def server_app(lines: list[str]) -> EagleApp:
-    target = ServerTarget("http://127.0.0.1:30000", name="kimi")
+    target = ServerTarget(ServerURL.parse("http://127.0.0.1:30000"), name="kimi")
     feed = FakeServerFeed(target, [health(), LogBatch(tuple(lines))])
     return EagleApp(DashboardOptions(servers=(target,)),
                     sources=Sources(servers=(feed,), capture=FakeCapture()))
@@ -67,10 +68,14 @@ async def test_a_burst_of_keys_keeps_its_order_and_field() -> None:
         assert isinstance(screen, NewBatchScreen)
         for key in [*"p.jsonl", "tab", *"out", "tab", *"srv", "shift+tab", "end", *"2"]:
             app.post_message(events.Key(key, key if len(key) == 1 else None))  # no waiting
-        await pilot.pause(0.3)
-        fields = screen.field_values()
-        assert (fields["prompts"], fields["out_dir"], fields["servers"]) == ("p.jsonl", "out2",
-                                                                           "srv")
+
+        def typed() -> tuple[str, str, str]:
+            fields = screen.field_values()
+            return fields["prompts"], fields["out_dir"], fields["servers"]
+
+        await wait_for(pilot, lambda: typed() == ("p.jsonl", "out2", "srv"),
+                       what=lambda: f"the burst in its fields (now {typed()})")
+        await pilot.pause()  # the last keys' bubbling too, before the app shuts down
 
 
 async def test_footer_names_keys_readably() -> None:
@@ -83,13 +88,18 @@ async def test_footer_names_keys_readably() -> None:
 
 async def test_table_search_with_n_and_N_then_esc_gives_n_back() -> None:
     control = FakeCapture([batch("b1-en"), batch("b2-zh"), batch("b3-en"), batch("b4-fr")])
-    app = EagleApp(DashboardOptions(start_view="capture"), sources=Sources(capture=control))
+    # No periodic refresh (the slowest --refresh): the table holds still under the keys.
+    app = EagleApp(DashboardOptions(start_view="capture", refresh_s=60.0),
+                   sources=Sources(capture=control))
     async with app.run_test(size=(120, 40)) as pilot:
         screen = app.screen
         assert isinstance(screen, CaptureScreen)
         table = screen.query_one(NavTable)
         await wait_for(pilot, lambda: table.row_count == 4, what="rows")
-        await pilot.press("slash", *"-en", "enter")
+        await pilot.press("slash")
+        await wait_for(pilot, lambda: isinstance(app.focused, Input), what="the search box")
+        await pilot.press(*"-en", "enter")
+        assert table.search == "-en"
         assert table.cursor_row == 0 and app.focused is table
         await pilot.press("n")
         assert table.cursor_row == 2

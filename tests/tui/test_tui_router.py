@@ -12,6 +12,7 @@ from tui_fakes import FakeCapture, wait_for
 from eagle_tui.core.health.phase import Phase
 from eagle_tui.core.health.settings import WatchSettings
 from eagle_tui.core.sim.launcher import SimProcess
+from eagle_tui.core.urls import ServerURL
 from eagle_tui.tui.app import EagleApp
 from eagle_tui.tui.cli.status import EXIT_SERVER_UNHEALTHY, collect, render_text
 from eagle_tui.tui.options import DashboardOptions, ServerTarget
@@ -36,7 +37,7 @@ def router_text(app: EagleApp) -> str:
 
 
 def cards(app: EagleApp) -> dict[str, ServerCard]:
-    return {card.target.url: card for card in app.screen.query(ServerCard)}
+    return {card.target.url.public: card for card in app.screen.query(ServerCard)}
 
 
 async def test_router_card_shows_workers_and_each_gets_a_card() -> None:
@@ -45,7 +46,7 @@ async def test_router_card_shows_workers_and_each_gets_a_card() -> None:
         sim.wait_ready(WAIT)
     with RouterProcess([s.url for s in sims]) as router:
         router.wait_workers(2)
-        target = ServerTarget(router.url, name="router")
+        target = ServerTarget(ServerURL.parse(router.url), name="router")
         feed = ServerFeed(target, settings=FAST, use_history=False)
         app = EagleApp(DashboardOptions(servers=(target,)),
                        sources=Sources(servers=(feed,), capture=FakeCapture()))

@@ -14,6 +14,7 @@ from tui_fakes import FakeCapture, wait_for
 from eagle_tui.core.health.phase import Phase
 from eagle_tui.core.health.settings import WatchSettings
 from eagle_tui.core.sim.launcher import SimProcess, free_port
+from eagle_tui.core.urls import ServerURL
 from eagle_tui.tui.app import EagleApp
 from eagle_tui.tui.options import DashboardOptions, ServerTarget
 from eagle_tui.tui.sources import Sources
@@ -48,7 +49,9 @@ def pane_status(app: EagleApp) -> str:
 async def test_watches_a_sim_start_up_to_ready(tmp_path: Path) -> None:
     log = tmp_path / "sim.log"
     with SimProcess(["--time-scale", "0.1", "--tokens-per-s", "0"], log_path=log) as sim:
-        app = dashboard(ServerTarget(sim.url, name="sim", log_file=log, pid=sim.pid))
+        app = dashboard(ServerTarget(
+            ServerURL.parse(sim.url), name="sim", log_file=log, pid=sim.pid
+        ))
         async with app.run_test(size=(120, 40)) as pilot:
             await wait_for(pilot, lambda: phase_of(app) == Phase.READY, LIVE_WAIT, "ready")
             pane = app.screen.query_one(LogPane)
@@ -68,7 +71,7 @@ async def test_watches_a_sim_start_up_to_ready(tmp_path: Path) -> None:
 async def test_server_absent_at_launch_then_arriving(tmp_path: Path) -> None:
     port = free_port()
     log = tmp_path / "late.log"
-    app = dashboard(ServerTarget(f"http://127.0.0.1:{port}", name="late", log_file=log))
+    app = dashboard(ServerTarget(ServerURL("http", "127.0.0.1", port), name="late", log_file=log))
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_for(pilot, lambda: phase_of(app) is not None, LIVE_WAIT, "first snapshot")
         assert phase_of(app) in (Phase.DOWN, Phase.UNREACHABLE)
@@ -83,7 +86,9 @@ async def test_server_dying_mid_run_shows_and_app_stays_up(tmp_path: Path) -> No
     sim = SimProcess(["--time-scale", "0", "--tokens-per-s", "0"], log_path=log).start()
     try:
         sim.wait_ready(LIVE_WAIT)
-        app = dashboard(ServerTarget(sim.url, name="dying", log_file=log, pid=sim.pid))
+        app = dashboard(ServerTarget(
+            ServerURL.parse(sim.url), name="dying", log_file=log, pid=sim.pid
+        ))
         async with app.run_test(size=(100, 30)) as pilot:
             await wait_for(pilot, lambda: phase_of(app) == Phase.READY, LIVE_WAIT, "ready")
             sim.kill()
@@ -125,7 +130,7 @@ def garbage_server() -> Iterator[int]:
 
 
 async def test_server_returning_garbage_is_shown_not_fatal(garbage_server: int) -> None:
-    app = dashboard(ServerTarget(f"http://127.0.0.1:{garbage_server}", name="junk"))
+    app = dashboard(ServerTarget(ServerURL("http", "127.0.0.1", garbage_server), name="junk"))
     async with app.run_test(size=(100, 30)) as pilot:
 
         def probed() -> bool:
@@ -145,7 +150,9 @@ async def test_log_file_deleted_mid_run(tmp_path: Path) -> None:
     log = tmp_path / "deleted.log"
     with SimProcess(["--time-scale", "0", "--tokens-per-s", "0"], log_path=log) as sim:
         sim.wait_ready(LIVE_WAIT)
-        app = dashboard(ServerTarget(sim.url, name="sim", log_file=log, pid=sim.pid))
+        app = dashboard(ServerTarget(
+            ServerURL.parse(sim.url), name="sim", log_file=log, pid=sim.pid
+        ))
         async with app.run_test(size=(100, 30)) as pilot:
             pane = app.screen.query_one(LogPane)
             await wait_for(pilot, lambda: len(pane.buffer) > 0, LIVE_WAIT, "log lines")

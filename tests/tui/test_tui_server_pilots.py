@@ -8,6 +8,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -19,11 +20,13 @@ from eagle_tui.core.health.history import StartupHistory
 from eagle_tui.core.health.phase import Phase
 from eagle_tui.core.health.settings import WatchSettings
 from eagle_tui.core.health.snapshot import HealthSnapshot
+from eagle_tui.core.proc.discover import discover_servers
 from eagle_tui.core.sim.launcher import SimProcess, free_port
+from eagle_tui.core.urls import ServerURL
 from eagle_tui.tui.app import EagleApp
 from eagle_tui.tui.options import DashboardOptions, ServerTarget
 from eagle_tui.tui.sources import Sources
-from eagle_tui.tui.sources.server import Emit, ServerFeed
+from eagle_tui.tui.sources.server import Emit, ServerDiscovery, ServerFeed
 from eagle_tui.tui.widgets.server_card import ServerCard
 
 pytestmark = pytest.mark.slow
@@ -76,7 +79,9 @@ async def test_attach_to_a_running_server_shows_the_true_ready_after_and_records
         up_since = time.monotonic()
         while time.monotonic() - up_since < 4.0:  # let it serve a while before we attach
             time.sleep(0.1)
-        feed = RecordingFeed(ServerTarget(sim.url, name="sim", log_file=log, pid=sim.pid))
+        feed = RecordingFeed(ServerTarget(
+            ServerURL.parse(sim.url), name="sim", log_file=log, pid=sim.pid
+        ))
         app = app_for(feed)
         async with app.run_test(size=(120, 40)) as pilot:
             await wait_for(pilot, is_phase(app, Phase.READY), LIVE_WAIT, "ready")
@@ -99,7 +104,9 @@ async def test_attach_to_a_hung_server_flags_at_once(tmp_path: Path) -> None:
     write_at_once(hung, path, mtime=time.time() - 150)  # silent for 2.5 minutes already
     server = FakeServerProcess("-m", "sglang.launch_server")
     try:
-        target = ServerTarget(f"http://127.0.0.1:{free_port()}", log_file=path, pid=server.pid)
+        target = ServerTarget(
+            ServerURL("http", "127.0.0.1", free_port()), log_file=path, pid=server.pid
+        )
         feed = RecordingFeed(target, use_history=False)
         app = app_for(feed)
         async with app.run_test(size=(120, 40)) as pilot:
@@ -121,7 +128,9 @@ async def test_restart_on_the_same_url_and_log_is_a_new_timeline_not_a_crash(
 ) -> None:
     port = free_port()
     log = tmp_path / "server.log"
-    feed = RecordingFeed(ServerTarget(f"http://127.0.0.1:{port}", log_file=log), use_history=False)
+    feed = RecordingFeed(ServerTarget(
+        ServerURL("http", "127.0.0.1", port), log_file=log
+    ), use_history=False)
     app = app_for(feed)
     async with app.run_test(size=(120, 40)) as pilot:
         with SimProcess(SIM_ARGS, port=port, log_path=log) as first:
@@ -151,7 +160,7 @@ async def test_a_port_conflict_names_the_holder_until_it_is_resolved(
     log = tmp_path / "server.log"
     log.write_text(next(log for log in load_corpus() if log.name.startswith("44-")).lines[0])
     server = FakeServerProcess("-m", "sglang.launch_server", "--port", str(holder.port))
-    target = ServerTarget(f"http://127.0.0.1:{holder.port}", log_file=log, pid=server.pid)
+    target = ServerTarget(ServerURL("http", "127.0.0.1", holder.port), log_file=log, pid=server.pid)
     feed = RecordingFeed(target, use_history=False)
     app = app_for(feed)
     try:
@@ -190,6 +199,9 @@ async def test_with_no_arguments_the_dashboard_finds_servers_and_their_logs(
     logs = [tmp_path / "a.log", tmp_path / "b.log"]
     with SimProcess(SIM_ARGS, log_path=logs[0]) as a, SimProcess(SIM_ARGS, log_path=logs[1]) as b:
         app = EagleApp(DashboardOptions())  # no --url: discovery
+        assert isinstance(app.sources.discovery, ServerDiscovery)
+        # ... of this test process's own servers: other test workers run sims meanwhile
+        app.sources.discovery = ServerDiscovery(partial(discover_servers, within=os.getpid()))
 
         def found() -> dict[int, ServerTarget]:
             return {c.target.pid: c.target for c in app.screen.query(ServerCard) if c.target.pid}
@@ -198,7 +210,7 @@ async def test_with_no_arguments_the_dashboard_finds_servers_and_their_logs(
             await wait_for(pilot, lambda: {a.pid, b.pid} <= set(found()), LIVE_WAIT, "both")
             for sim, log in ((a, logs[0]), (b, logs[1])):
                 target = found()[sim.pid]
-                assert target.log_file == log and target.url == sim.url
+                assert target.log_file == log and target.url.public == sim.url
             ours = (a.pid, b.pid)
             try:
                 await wait_for(

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from textual.notifications import Notification
 from tui_fakes import FakeCapture, FakeServerFeed, health, ready_health, wait_for
 
+from eagle_tui.core.clock import FakeClock
 from eagle_tui.core.health.phase import Phase
 from eagle_tui.core.health.snapshot import Flag
 from eagle_tui.core.proc.report import GpuDevice, GpuProcess, GpuReport
+from eagle_tui.core.urls import ServerURL
 from eagle_tui.tui.app import EagleApp
 from eagle_tui.tui.options import DashboardOptions, ServerTarget
+from eagle_tui.tui.render.incidents import HOLD_S
 from eagle_tui.tui.screens.confirm import ConfirmScreen
 from eagle_tui.tui.screens.server import ServerScreen
 from eagle_tui.tui.sources import Sources
@@ -17,14 +23,37 @@ from eagle_tui.tui.widgets.gpu_panel import GpuPanel
 from eagle_tui.tui.widgets.log_pane import LogPane, ServerLog
 from eagle_tui.tui.widgets.server_card import ServerCard
 
-TARGET = ServerTarget("http://127.0.0.1:30000", name="kimi-0", log_file=None)
+TARGET = ServerTarget(ServerURL.parse("http://127.0.0.1:30000"), name="kimi-0", log_file=None)
 SLOW = Flag("slow_startup", "elapsed 700 s > expected 600 s [bold] (3 earlier starts)")
 
 
-def app_with(*feeds: FakeServerFeed, readonly: bool = False) -> EagleApp:
+def app_with(*feeds: FakeServerFeed, readonly: bool = False, clock: FakeClock | None = None
+             ) -> EagleApp:
+    """The dashboard over ``feeds``, redrawing at the fastest ``--refresh`` a user can ask
+    for (what a feed sends is shown at the next redraw)."""
     return EagleApp(
-        DashboardOptions(readonly=readonly), sources=Sources(servers=feeds, capture=FakeCapture())
+        DashboardOptions(readonly=readonly, refresh_s=0.1),
+        sources=Sources(servers=feeds, capture=FakeCapture()),
+        clock=clock,
     )
+
+
+def shown(app: EagleApp, seq: int) -> Callable[[], bool]:
+    """A condition: the card shows the snapshot numbered ``seq``."""
+    def check() -> bool:
+        snapshot = app.screen.query_one(ServerCard).snapshot
+        return snapshot is not None and snapshot.health is not None and snapshot.health.seq == seq
+
+    return check
+
+
+def toasts_after_the_hold(app: EagleApp, clock: FakeClock) -> list[Notification]:
+    """The toasts once every incident's hold has passed (the view's periodic check, run now)."""
+    clock.advance(HOLD_S)
+    screen = app.screen
+    assert isinstance(screen, ServerScreen)
+    screen._toast_incidents()
+    return list(app._notifications)
 
 
 def card_text(app: EagleApp, index: int = 0) -> str:
@@ -54,18 +83,23 @@ async def test_card_shows_phase_window_shards_and_process() -> None:
 
 async def test_new_flag_toasts_once_with_literal_evidence() -> None:
     feed = FakeServerFeed(TARGET, [health()])
-    app = app_with(feed)
+    clock = FakeClock()
+    app = app_with(feed, clock=clock)
     async with app.run_test(size=(120, 40)) as pilot:
         await feed_ready(pilot, feed)
         feed.push(health(flags=[SLOW], seq=2))
+        await wait_for(pilot, shown(app, 2), what="the flagged snapshot")
+        assert not app._notifications  # held a moment: a crash's flags come over two ticks
+        toasts_after_the_hold(app, clock)
         await wait_for(
             pilot,
             lambda: any("slow_startup" in (n.title or "") for n in app._notifications),
             what="toast",
         )
         feed.push(health(flags=[SLOW], seq=3))
-        await pilot.pause(0.1)
-        toasts = [n for n in app._notifications if "slow_startup" in (n.title or "")]
+        await wait_for(pilot, shown(app, 3), what="the same flag again")
+        toasts = [n for n in toasts_after_the_hold(app, clock)
+                  if "slow_startup" in (n.title or "")]
         assert len(toasts) == 1 and "[bold]" in toasts[0].message
         assert "[bold] (3 earlier starts)" in card_text(app)
 
@@ -73,19 +107,24 @@ async def test_new_flag_toasts_once_with_literal_evidence() -> None:
 async def test_one_toast_per_crash_naming_the_first_fatal_line() -> None:
     """An OOM raises several flags over two ticks; one toast, quoting the OOM line."""
     feed = FakeServerFeed(TARGET, [health()])
-    app = app_with(feed)
     oom = Flag("fatal:oom", "log line 'torch.OutOfMemoryError: CUDA out of memory'")
     exited = Flag("process_exited", "PID 4242 exited with code 1")
     rank = Flag("rank_exited", "TP3 exited")
+    clock = FakeClock()
+    app = app_with(feed, clock=clock)
     async with app.run_test(size=(120, 40)) as pilot:
         await feed_ready(pilot, feed)
         feed.push(health(Phase.CRASHED, flags=[exited, rank], seq=2))
-        await pilot.pause(0.3)
+        await wait_for(pilot, shown(app, 2), what="the exit")
+        clock.advance(0.3)  # the fatal line lands a tick later
         feed.push(health(Phase.CRASHED, flags=[oom, exited, rank], seq=3))
+        await wait_for(pilot, shown(app, 3), what="the fatal line")
+        assert not app._notifications
+        toasts_after_the_hold(app, clock)
         await wait_for(pilot, lambda: bool(app._notifications), what="a toast")
         feed.push(health(Phase.CRASHED, flags=[oom, exited, rank, SLOW], seq=4))
-        await pilot.pause(2.0)
-        toasts = list(app._notifications)
+        await wait_for(pilot, shown(app, 4), what="a milder flag later")
+        toasts = toasts_after_the_hold(app, clock)
         assert len(toasts) == 1
         assert toasts[0].title == "kimi-0: fatal:oom (+2 more on the card)"
         assert "CUDA out of memory" in toasts[0].message
@@ -152,7 +191,7 @@ async def test_log_batches_reach_the_pane_and_errors_show() -> None:
 async def test_several_servers_select_whose_log_is_shown() -> None:
     first = FakeServerFeed(TARGET, [health(), LogBatch(("first server line",))])
     second = FakeServerFeed(
-        ServerTarget("http://127.0.0.1:30001", name="kimi-1"),
+        ServerTarget(ServerURL.parse("http://127.0.0.1:30001"), name="kimi-1"),
         [health(Phase.READY), LogBatch(("second server line",))],
     )
     app = app_with(first, second)
@@ -174,13 +213,13 @@ async def test_managed_restart_asks_first_and_readonly_hides_it() -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         await feed_ready(pilot, feed)
         await pilot.press("r")
-        await pilot.pause()
-        assert isinstance(app.screen, ConfirmScreen)
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the question")
         await pilot.press("n")
+        await wait_for(pilot, lambda: isinstance(app.screen, ServerScreen), what="answered no")
         await pilot.pause()
         assert feed.requests == []
         await pilot.press("r")
-        await pilot.pause()
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="asked again")
         await pilot.press("y")
         await wait_for(pilot, lambda: feed.requests == ["restart"], what="restart request")
         await wait_for(pilot, lambda: any("restart done" in n.message for n in app._notifications))

@@ -13,6 +13,7 @@ from textual.app import SystemCommand
 from tui_fakes import FakeCapture, batch
 
 from eagle_tui.core.errors import ConfigError
+from eagle_tui.core.urls import ServerURL
 from eagle_tui.tui.app import EagleApp
 from eagle_tui.tui.dashboard import (
     TuiConfig,
@@ -168,10 +169,11 @@ def test_options_precedence_cli_env_file_defaults() -> None:
 
 
 def test_servers_pair_with_their_logs() -> None:
-    targets = server_targets(["http://a:1", "http://b:2"], [Path("a.log")])
+    urls = [ServerURL.parse("http://a:1"), ServerURL.parse("http://b:2")]
+    targets = server_targets(urls, [Path("a.log")])
     assert targets[0].log_file == Path("a.log") and targets[1].log_file is None
     with pytest.raises(ConfigError):
-        server_targets(["http://a:1"], [Path("a.log"), Path("b.log")])
+        server_targets(urls[:1], [Path("a.log"), Path("b.log")])
 
 
 def test_config_file_errors_name_the_file(tmp_path: Path) -> None:

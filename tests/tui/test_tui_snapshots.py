@@ -21,8 +21,10 @@ from eagle_tui.core import kimi
 from eagle_tui.core.capture.events import CaptureEvent, DeltaEvent, RequestEvent
 from eagle_tui.core.health.snapshot import Flag
 from eagle_tui.core.tokenizer import bundled_tokenizer_path, load_tokenizer
+from eagle_tui.core.urls import ServerURL
 from eagle_tui.tui.app import EagleApp
 from eagle_tui.tui.options import DashboardOptions, ServerTarget
+from eagle_tui.tui.screens.capture import CaptureScreen
 from eagle_tui.tui.screens.inspect import InspectScreen
 from eagle_tui.tui.screens.sample import SampleScreen
 from eagle_tui.tui.screens.server import ServerScreen
@@ -76,7 +78,7 @@ async def check(app: EagleApp, pilot: Pilot[None], name: str) -> None:
 
 
 def server_app(theme: str) -> tuple[EagleApp, FakeServerFeed]:
-    target = ServerTarget("http://127.0.0.1:30000", name="kimi-k2.5")
+    target = ServerTarget(ServerURL.parse("http://127.0.0.1:30000"), name="kimi-k2.5")
     items = [health(seq=i, elapsed_s=130.0, flags=[SLOW]) for i in range(3)]
     feed = FakeServerFeed(target, [*items, LogBatch(LOG_LINES, partial="Loading 45%|####")])
     app = EagleApp(
@@ -108,15 +110,22 @@ async def test_capture_view(size: tuple[int, int], theme: str, no_blink: None) -
             batch("b2-kimi-zh", "running"),
         ]
     )
+    # The slowest --refresh a user can ask for: the view takes its snapshots when the test
+    # says (each one adds a point to the rate sparklines, so the picture never depends on
+    # how long the machine took).
     app = EagleApp(
-        DashboardOptions(theme=theme, start_view="capture"), sources=Sources(capture=control)
+        DashboardOptions(theme=theme, start_view="capture", refresh_s=60.0),
+        sources=Sources(capture=control),
     )
     async with app.run_test(size=size) as pilot:
         await pilot.press("down")
-        # The sparklines draw one point flat and two equal points full: wait for two.
-        histories = app.screen.histories  # type: ignore[attr-defined]
-        await wait_for(pilot, lambda: len(histories["b2-kimi-zh"].samples_per_s) >= 2,
-                       what="two rate points")
+        screen = app.screen
+        assert isinstance(screen, CaptureScreen)
+        # The sparklines draw one point flat and two equal points full: take a second one.
+        await wait_for(pilot, lambda: len(screen.histories["b2-kimi-zh"].samples_per_s) == 1,
+                       what="the first rate point")
+        screen.refresh_batches()
+        assert len(screen.histories["b2-kimi-zh"].samples_per_s) == 2
         await pilot.pause()
         await check(app, pilot, f"capture_{size[0]}x{size[1]}_{theme}")
 

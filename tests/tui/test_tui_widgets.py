@@ -7,7 +7,9 @@ import re
 from textual.app import App, ComposeResult
 from textual.widgets import Input
 
-from eagle_tui.tui.widgets.flags import FlagBadges, FlagEvidence, flag_severity
+from eagle_tui.tui.render.flags import flag_severity
+from eagle_tui.tui.render.meter import MeterValue, bar_cells, window_scale
+from eagle_tui.tui.widgets.flags import FlagBadges, FlagEvidence
 from eagle_tui.tui.widgets.log_pane import (
     LogBuffer,
     LogPane,
@@ -15,7 +17,7 @@ from eagle_tui.tui.widgets.log_pane import (
     compile_filter,
     filter_lines,
 )
-from eagle_tui.tui.widgets.meter import Meter, MeterValue, bar_cells, window_scale
+from eagle_tui.tui.widgets.meter import Meter
 
 STYLES = [
     "../../tui/styles/app.tcss",

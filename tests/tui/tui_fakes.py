@@ -1,19 +1,19 @@
 """Fakes for the TUI's sources: a server feed that replays snapshots, a capture control
-that records calls, snapshot builders, and a wait helper built on pilot pauses."""
+that records calls, snapshot builders; ``wait_for(pilot, condition)`` is
+``support.waiting.pilot_wait``, here too because every view test imports its fakes from here."""
 
 from __future__ import annotations
 
 import queue
 import threading
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from support.progress import snapshot as progress_snapshot
-from textual.pilot import Pilot
+from support.waiting import pilot_wait as wait_for  # noqa: F401  (the views' tests use it)
 
 from eagle_tui.core.capture.dispatch import ServerStatus
 from eagle_tui.core.capture.events import CaptureEvent
@@ -30,28 +30,12 @@ from eagle_tui.core.health.snapshot import (
 from eagle_tui.core.proc.report import GpuReport, PortStatus, ProcessReport
 from eagle_tui.core.shards.schema import ShardRow
 from eagle_tui.tui.options import ServerTarget
-from eagle_tui.tui.sources.capture import BatchRequest, BatchSnapshot
+from eagle_tui.tui.render.batch import BatchSnapshot
+from eagle_tui.tui.sources.capture import BatchRequest
 from eagle_tui.tui.sources.server import Emit, ServerAction
 
 if TYPE_CHECKING:
     from eagle_tui.tui.sources.server import FeedItem
-
-WAIT_S = 30.0
-
-
-async def wait_for(
-    pilot: Pilot[object],
-    condition: Callable[[], bool],
-    timeout: float = WAIT_S,
-    what: str = "condition",
-) -> None:
-    """Pump the app (pilot pauses) until ``condition()`` holds; AssertionError on timeout."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        await pilot.pause(0.02)
-
 
 def health(
     phase: Phase = Phase.LOADING_WEIGHTS,

@@ -12,25 +12,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # support.waiting
+
+from support.waiting import pilot_wait  # noqa: E402
 
 from eagle_tui.core.health.phase import Phase  # noqa: E402
 from eagle_tui.tui.app import EagleApp  # noqa: E402
 from eagle_tui.tui.demo import DemoApp, finish_demo, prepare_demo  # noqa: E402
 from eagle_tui.tui.screens.sample import SampleScreen  # noqa: E402
 from eagle_tui.tui.widgets.server_card import ServerCard  # noqa: E402
-
-
-async def until(pilot: object, condition: object, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            raise TimeoutError("screenshot scenario stalled")
-        await pilot.pause(0.1)  # type: ignore[attr-defined]
 
 
 def save(app: EagleApp, out: Path, name: str) -> None:
@@ -76,10 +70,10 @@ async def shoot(out: Path, size: tuple[int, int], theme: str) -> None:
                 card = app.screen.query_one(ServerCard)
                 return card.snapshot is not None and bool(card.snapshot.flags)
 
-            await until(pilot, flagged, 120)
+            await pilot_wait(pilot, flagged, 120)
             await pilot.pause(1.0)
             save(app, out, "server-starting")
-            await until(pilot, lambda: card_phase(app) == Phase.READY, 180)
+            await pilot_wait(pilot, lambda: card_phase(app) == Phase.READY, 180)
             await pilot.pause(12.0)
             save(app, out, "server-ready")
             await pilot.press("2")
@@ -91,14 +85,14 @@ async def shoot(out: Path, size: tuple[int, int], theme: str) -> None:
             await pilot.press("4")
             await pilot.pause(0.5)
             await pilot.press("r")
-            await until(
+            await pilot_wait(
                 pilot,
                 lambda: getattr(app.screen, "page", None) is not None and app.screen.page.rows,
                 60,
             )  # type: ignore[attr-defined]
             save(app, out, "inspect")
             await pilot.press("enter")
-            await until(pilot, lambda: isinstance(app.screen, SampleScreen), 30)
+            await pilot_wait(pilot, lambda: isinstance(app.screen, SampleScreen), 30)
             await pilot.pause(4.0)
             save(app, out, "sample")
     finally:

@@ -4,7 +4,7 @@ Without BATCH: one line per registered batch with its state (running, paused, st
 done, stopped, failed, interrupted, ...), rows, failures, rates and ETA. With BATCH: that
 batch in detail (servers, recent errors by kind, shards). ``--json`` prints the same as
 JSON; ``--forget`` removes a finished batch's record (its directory stays). Exit status:
-see ``core.batches.cli_common``.
+see ``tui.cli.batch_verbs``.
 """
 
 from __future__ import annotations

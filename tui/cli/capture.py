@@ -42,16 +42,18 @@ from msgspec import UNSET, UnsetType
 from eagle_tui.core.capture.config import CaptureConfig, RetryPolicy, temperature_presets
 from eagle_tui.core.capture.conversation import MultiTurn
 from eagle_tui.core.capture.engine import CaptureEngine, CaptureSummary
-from eagle_tui.core.capture.outlock import OutputLock
 from eagle_tui.core.capture.partition import Partition
 from eagle_tui.core.capture.report import summary_text
 from eagle_tui.core.errors import ConfigError, EagleError
 from eagle_tui.core.fsio import describe_os_error
 from eagle_tui.core.sampling import SamplingPreset
 from eagle_tui.core.sglang import API_KEY_ENV
+from eagle_tui.core.shards.batchdir.layout import BatchDir
+from eagle_tui.core.shards.batchdir.lock import OutputLock
 from eagle_tui.core.text import terminal_safe
 from eagle_tui.tui.cli.batch_verbs import add_detach_arguments, run_detached
 from eagle_tui.tui.cli.capture_display import plain_progress, rich_progress
+from eagle_tui.tui.options import server_url
 
 log = logging.getLogger("eagle_tui.core.capture")
 
@@ -78,7 +80,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                            "or ShareGPT 'conversations', optional 'tools' and 'id'")
     need.add_argument("--out", type=Path, required=True, help="batch directory (shards, "
                       "manifest.json, failures.jsonl, rejects.jsonl)")
-    need.add_argument("--server", action="append", required=True, metavar="URL",
+    need.add_argument("--server", action="append", required=True, type=server_url, metavar="URL",
                       help="SGLang server URL; repeat for several (least-loaded first)")
     need.add_argument("--tokenizer", type=Path, required=True,
                       help="the served model's tokenizer directory (local)")
@@ -189,7 +191,7 @@ def _run_in_foreground(config: CaptureConfig, args: argparse.Namespace) -> int:
     except Exception as e:  # a bug or an unforeseen failure: one line here, details in the log
         log.error("the capture crashed", exc_info=e, extra={"file_only": True})
         return _say(f"the batch crashed ({type(e).__name__}: {terminal_safe(str(e))[:300]}); "
-                    f"the traceback is in {config.out_dir / 'capture.log'}; saved rows are "
+                    f"the traceback is in {BatchDir(config.out_dir).capture_log}; saved rows are "
                     "safe and --resume continues", EXIT_CRASHED)
     print(terminal_safe(summary_text(summary), multiline=True), file=sys.stderr)
     return summary.exit_code
@@ -208,7 +210,8 @@ def config_from_args(args: argparse.Namespace) -> CaptureConfig:
     temperatures = tuple(args.temperature or [1.0])
     presets: tuple[SamplingPreset, ...] = temperature_presets(temperatures, **common)
     return CaptureConfig(
-        prompts=args.prompts, out_dir=args.out, servers=tuple(args.server),
+        prompts=args.prompts, out_dir=args.out,
+        servers=tuple(url.for_requests for url in args.server),
         tokenizer=args.tokenizer, model_dir=args.model_dir,
         trust_remote_code=args.trust_remote_code, max_new_tokens=args.max_new_tokens,
         presets=presets, extra_sampling=_pairs(args.sampling_param, "--sampling-param"),
@@ -259,7 +262,7 @@ def _configure_logging(out_dir: Path) -> list[logging.Handler]:
     out_dir.mkdir(parents=True, exist_ok=True)
     root = logging.getLogger()
     root.setLevel(logging.INFO)
-    to_file = _LogFile(out_dir / "capture.log")
+    to_file = _LogFile(BatchDir(out_dir).capture_log)
     to_file.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     to_stderr = _StderrHandler()
     to_stderr.setLevel(logging.WARNING)

@@ -13,6 +13,7 @@ from typing import Any, TextIO
 from eagle_tui.core.capture.progress import CaptureProgress
 from eagle_tui.core.capture.report import progress_line
 from eagle_tui.core.text import counts_text, duration, terminal_safe
+from eagle_tui.tui.render.literal_rich import Literal
 
 Snapshot = Callable[[], CaptureProgress]
 
@@ -29,13 +30,14 @@ async def rich_progress(snapshot: Snapshot, console: Any, refresh_s: float = 0.5
     """A live panel on ``console`` (a ``rich.console.Console``) until cancelled."""
     from rich.live import Live
 
-    with Live(panel(snapshot()), console=console, auto_refresh=False, transient=False) as live:
+    with Live(Literal(panel(snapshot())), console=console, auto_refresh=False,
+              transient=False) as live:
         try:
             while True:
                 await asyncio.sleep(refresh_s)
-                live.update(panel(snapshot()), refresh=True)
+                live.update(Literal(panel(snapshot())), refresh=True)
         finally:
-            live.update(panel(snapshot()), refresh=True)
+            live.update(Literal(panel(snapshot())), refresh=True)
 
 
 def panel(snapshot: CaptureProgress) -> Any:

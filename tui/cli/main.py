@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from eagle_tui.tui import dashboard, literal
+from eagle_tui.tui import dashboard
 
 # verb -> (module, one-line help). Order is the order `--help` lists them in.
 VERBS: dict[str, str] = {
@@ -47,7 +47,7 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(
         dest="verb", metavar="VERB", help="with no verb, the dashboard opens"
     )
-    chosen = next((a for a in argv if not a.startswith("-")), None)
+    chosen = chosen_verb(argv)
     for verb, help_text in VERBS.items():
         verb_parser = sub.add_parser(verb, help=help_text, description=help_text)
         if verb == chosen:
@@ -55,10 +55,45 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     return parser
 
 
+def chosen_verb(argv: Sequence[str]) -> str | None:
+    """The verb ``argv`` names, skipping the dashboard options and their values (the first
+    word that is not an option may be a value: ``--theme eagle-dark stats``)."""
+    found = _dashboard_scan(argv)
+    if found is None:  # a bad value, maybe of the verb's own option (`watch --url BAD`)
+        return argv[0] if argv and argv[0] in VERBS else None
+    return found.verb if found.verb in VERBS else None
+
+
+def _dashboard_scan(argv: Sequence[str]) -> argparse.Namespace | None:
+    """The dashboard options in ``argv`` and the first word after them (``verb``); None
+    when they do not parse (the full parser then says why)."""
+    scan = argparse.ArgumentParser(prog="eagle-tui", add_help=False, exit_on_error=False)
+    dashboard.add_arguments(scan)
+    scan.add_argument("verb", nargs="?")
+    try:
+        found, _ = scan.parse_known_args(list(argv))
+    except argparse.ArgumentError:
+        return None
+    return found
+
+
+def options_before_verb(argv: Sequence[str], verb: str) -> list[str]:
+    """Options given before ``verb`` (but help): the verb would drop them unsaid."""
+    before = list(argv[: list(argv).index(verb)]) if verb in argv else []
+    options = [word.split("=", 1)[0] for word in before if word.startswith("-")]
+    return [option for option in options if option not in ("-h", "--help")]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``eagle-tui`` console script."""
-    literal.install(textual=False)  # Rich output shows control characters, never runs them
     args_list = list(sys.argv[1:] if argv is None else argv)
+    verb = chosen_verb(args_list)
+    misplaced = options_before_verb(args_list, verb) if verb else []
+    if verb and misplaced:
+        print(f"eagle-tui: {' '.join(misplaced)} comes before the verb {verb!r}, where only "
+              f"the dashboard's options go; give {verb}'s options after it "
+              f"(eagle-tui {verb} --help)", file=sys.stderr)
+        return 2
     parser = build_parser(args_list)
     args = parser.parse_args(args_list)
     if args.verb is None:

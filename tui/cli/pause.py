@@ -1,7 +1,7 @@
 """``eagle-tui pause BATCH``: send no new requests; those in flight finish.
 
 The worker keeps running and its control socket answering; ``eagle-tui resume BATCH``
-continues. Exit status: see ``core.batches.cli_common``.
+continues. Exit status: see ``tui.cli.batch_verbs``.
 """
 
 from __future__ import annotations

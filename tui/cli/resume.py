@@ -7,7 +7,7 @@ The API key comes only from what is given now: ``--api-key-file`` or ``EAGLE_TUI
 (nothing stored is trusted with it); ``--server`` replaces the recorded servers (a moved
 server, or URLs that carry credentials, which the registry never stores). The record
 itself is used only if it is safely yours (``core.trust``).
-Exit status: see ``core.batches.cli_common``.
+Exit status: see ``tui.cli.batch_verbs``.
 """
 
 from __future__ import annotations
@@ -33,12 +33,13 @@ from eagle_tui.tui.cli.batch_verbs import (
     find_view,
     run_verb,
 )
+from eagle_tui.tui.options import server_url
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``resume`` verb's arguments."""
     add_batch_argument(parser)
-    parser.add_argument("--server", action="append", default=None, metavar="URL",
+    parser.add_argument("--server", action="append", default=None, type=server_url, metavar="URL",
                         help="send to this server instead of the recorded ones (repeatable)")
     parser.add_argument("--api-key-file", type=Path, default=None, metavar="FILE",
                         help=f"file holding the API key (default: ${API_KEY_ENV})")
@@ -48,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Resume or restart one batch."""
-    servers = tuple(args.server) if args.server else None
+    servers = tuple(url.for_requests for url in args.server) if args.server else None
     try:
         api_key = _api_key(args.api_key_file)
     except OSError as e:

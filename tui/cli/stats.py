@@ -18,14 +18,14 @@ from rich.table import Table
 
 from eagle_tui.core.errors import EagleError
 from eagle_tui.core.export.options import MASK_STARTS
-from eagle_tui.core.export.sources import check_one_job, open_batches
 from eagle_tui.core.export.tally import KeepCounts, KeepTally
+from eagle_tui.core.samples.job import open_job
 from eagle_tui.core.shards.conversations import ConversationStats
-from eagle_tui.core.shards.reader import ShardReader
 from eagle_tui.core.shards.stats import BatchStats, Distribution, compute_stats_over
 from eagle_tui.core.wire import ENCODER
 from eagle_tui.tui.cli.export_filters import add_filter_arguments, row_filter_from
 from eagle_tui.tui.cli.inspect import make_console
+from eagle_tui.tui.render.literal_rich import Literal
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -44,22 +44,22 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
     out = console or make_console()
     try:
         tally = KeepTally(row_filter_from(args), args.mask_start, args.max_length)
-        readers, job = open_readers(args.path)
-        stats = compute_stats_over(readers, observers=[tally.add])
+        opened = open_job(args.path)
+        stats = compute_stats_over(opened.readers, observers=[tally.add])
     except EagleError as e:
         print(f"eagle-tui stats: {e}", file=sys.stderr)
         return 2
-    keep = tally.counts()
+    keep, job = tally.counts(), opened.slices
     if job:
-        out.print(f"one job: {job}", soft_wrap=True)
+        out.print(Literal(f"one job: {job}"), soft_wrap=True)
     if args.json:
         out.print(stats_json(stats, keep, job), soft_wrap=True)
         return 0
     for renderable in summary_tables(stats):
-        out.print(renderable)
-    out.print(keep.text(), soft_wrap=True)
+        out.print(Literal(renderable))
+    out.print(Literal(keep.text()), soft_wrap=True)
     for ignored in stats.ignored:
-        out.print(f"ignored: {ignored}", style="yellow")
+        out.print(Literal(f"ignored: {ignored}"), style="yellow")
     return 0
 
 
@@ -71,15 +71,6 @@ def stats_json(stats: BatchStats, keep: KeepCounts, job: str) -> str:
     if job:
         document["job"] = job
     return msgspec.json.format(ENCODER.encode(document), indent=1).decode()
-
-
-def open_readers(paths: list[Path]) -> tuple[list[ShardReader], str]:
-    """One reader, or the verified batches of one job (as export checks them) and a line
-    naming its slices."""
-    if len(paths) == 1:
-        return [ShardReader(paths[0])], ""
-    batches = open_batches(paths)
-    return [b.reader for b in batches], check_one_job([b.manifest for b in batches])
 
 
 def summary_tables(stats: BatchStats) -> list[Table]:

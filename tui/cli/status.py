@@ -19,7 +19,6 @@ import json
 import sys
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import msgspec
 
@@ -33,9 +32,10 @@ from eagle_tui.core.health.snapshot import HealthSnapshot
 from eagle_tui.core.paths import state_dir
 from eagle_tui.core.sglang.router import look_at
 from eagle_tui.core.text import terminal_safe
-from eagle_tui.core.urls import url_error
+from eagle_tui.core.urls import ServerURL
 from eagle_tui.core.wire import ENCODER
 from eagle_tui.tui.cli.batch_table import counts_json
+from eagle_tui.tui.options import server_url
 from eagle_tui.tui.render.router import RouterDoc, router_lines
 
 EXIT_OK = 0
@@ -67,11 +67,12 @@ class StatusReport(msgspec.Struct, frozen=True, kw_only=True):
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``status`` options."""
-    parser.add_argument("--url", action="append", default=[], metavar="URL",
+    parser.add_argument("--url", action="append", default=[], type=server_url, metavar="URL",
                         help="an SGLang server to include (repeat for several)")
     parser.add_argument("--log", action="append", default=[], type=Path, metavar="FILE",
                         help="log file of the --url in the same position")
-    parser.add_argument("--router-metrics", action="append", default=[], metavar="URL",
+    parser.add_argument("--router-metrics", action="append", default=[], type=server_url,
+                        metavar="URL",
                         help="a router's Prometheus endpoint (its --prometheus-port), read "
                              "into the router's entry (repeat for several routers)")
     parser.add_argument("--once", action="store_true",
@@ -88,10 +89,6 @@ def run(args: argparse.Namespace) -> int:
         print("eagle-tui status: more --log than --url; pair each log with its server",
               file=sys.stderr)
         return EXIT_USAGE
-    for url in args.url:
-        if (problem := url_error(url, flag="--url")) is not None:
-            print(f"eagle-tui status: {problem}", file=sys.stderr)
-            return EXIT_USAGE
     try:
         report = asyncio.run(collect(args.url, args.log, args.router_metrics))
     except UntrustedState as e:  # another user could have planted what we would read
@@ -102,8 +99,8 @@ def run(args: argparse.Namespace) -> int:
     return report.exit_code
 
 
-async def collect(urls: list[str], logs: list[Path],
-                  router_metrics: list[str] | None = None) -> StatusReport:
+async def collect(urls: list[ServerURL], logs: list[Path],
+                  router_metrics: list[ServerURL] | None = None) -> StatusReport:
     """Every known server and batch; a router's entry also lists its workers (``router``)."""
     records = Registry().all()
     views = [view for view in await survey_all(records) if not demo_leftover(view)]
@@ -111,13 +108,13 @@ async def collect(urls: list[str], logs: list[Path],
     log_of = dict(zip(urls, logs, strict=False))
     snapshots = await asyncio.gather(*(server_snapshot(u, log_of.get(u)) for u in servers))
     routers = await asyncio.gather(*(router_entry(u, router_metrics or []) for u in servers))
-    server_json = [{"url": url, **snapshot_json(snap), **router}
+    server_json = [{"url": url.public, **snapshot_json(snap), **router}
                    for url, snap, router in zip(servers, snapshots, routers, strict=True)]
     return StatusReport(servers=server_json, batches=[batch_line(view) for view in views],
                         exit_code=_exit_code(list(snapshots), views))
 
 
-async def server_snapshot(url: str, log: Path | None) -> HealthSnapshot:
+async def server_snapshot(url: ServerURL, log: Path | None) -> HealthSnapshot:
     """One watcher tick against ``url`` (URL-only unless a log is given)."""
     options = WatchOptions(url=url, log_path=log, use_history=False, gpu=False)
     watcher = build_watcher(options)
@@ -127,12 +124,12 @@ async def server_snapshot(url: str, log: Path | None) -> HealthSnapshot:
         await watcher.aclose()
 
 
-async def router_entry(url: str, metrics_urls: list[str]) -> dict[str, RouterDoc]:
+async def router_entry(url: ServerURL, metrics_urls: list[ServerURL]) -> dict[str, RouterDoc]:
     """``{"router": …}`` for a router URL (its metrics from the ``metrics_urls`` entry on the
     same host), ``{}`` for anything else."""
-    host = urlsplit(url).hostname
-    metrics = next((m for m in metrics_urls if urlsplit(m).hostname == host), None)
-    view = await look_at(url, metrics_url=metrics)
+    metrics = next((m for m in metrics_urls if m.host == url.host), None)
+    view = await look_at(url.for_requests,
+                         metrics_url=None if metrics is None else metrics.for_requests)
     return {} if view is None else {"router": RouterDoc.of(view)}
 
 
@@ -143,11 +140,11 @@ def demo_leftover(view: BatchView) -> bool:
     return Path(view.record.out_dir).is_relative_to(demo_dir) and view.state not in LIVE_STATES
 
 
-def _known_servers(urls: list[str], views: list[BatchView]) -> list[str]:
+def _known_servers(urls: list[ServerURL], views: list[BatchView]) -> list[ServerURL]:
     known = list(urls)
     for view in views:
-        for url in view.record.config.servers:
-            if url not in known:
+        for text in view.record.config.servers:  # checked when the batch was made
+            if (url := ServerURL.parse(text)) not in known:
                 known.append(url)
     return known
 

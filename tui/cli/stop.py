@@ -4,7 +4,7 @@ No new requests go out; those in flight may finish for the grace period (default
 batch's own, 30 s unless set), then they are aborted. ``--abort`` aborts them at once.
 Everything finished is written to complete shards and the manifest, so ``eagle-tui resume
 BATCH`` later continues exactly where it stopped. Waits for the worker to exit unless
-``--no-wait``. Exit status: see ``core.batches.cli_common``.
+``--no-wait``. Exit status: see ``tui.cli.batch_verbs``.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from eagle_tui.core.clock import SystemClock
-from eagle_tui.core.health.assemble import WatchOptions, build_watcher, is_local, url_port
+from eagle_tui.core.health.assemble import WatchOptions, build_watcher, is_local
 from eagle_tui.core.health.changes import Change
 from eagle_tui.core.health.follow import follow, follow_all
 from eagle_tui.core.health.phase import STARTUP_PHASES
@@ -48,6 +48,7 @@ from eagle_tui.core.proc.launcher import ManagedServer
 from eagle_tui.core.proc.ports import port_status
 from eagle_tui.core.proc.stop import StopTimeouts, stop_process_tree
 from eagle_tui.tui.cli.watch_output import Output
+from eagle_tui.tui.options import server_url
 
 EXIT_CODES: dict[Outcome, int] = {
     Outcome.READY: 0,
@@ -76,7 +77,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``watch`` verb's options."""
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = _EPILOG
-    parser.add_argument("--url", help="server base URL, e.g. http://127.0.0.1:30000")
+    parser.add_argument("--url", type=server_url,
+                        help="server base URL, e.g. http://127.0.0.1:30000")
     parser.add_argument(
         "--all",
         action="store_true",
@@ -181,7 +183,7 @@ async def _watch(args: argparse.Namespace, command: list[str], out: Output) -> i
         if code is not None:
             return code
         log_path = log_path or _default_log_path()
-        managed = ManagedServer(command, log_path=log_path, port=url_port(args.url))
+        managed = ManagedServer(command, log_path=log_path, port=args.url.effective_port)
         try:
             managed.start()
         except OSError as exc:
@@ -212,7 +214,7 @@ async def _watch(args: argparse.Namespace, command: list[str], out: Output) -> i
 
 
 def _announce(out: Output, options: WatchOptions, managed: ManagedServer | None) -> None:
-    sources = [f"url {options.url}"]
+    sources = [f"url {options.url.public}"]
     if options.log_path is not None:
         sources.append(f"log {options.log_path}")
     if managed is not None:
@@ -268,7 +270,7 @@ async def _clear_port(args: argparse.Namespace, out: Output) -> int | None:
     """Before launching: make sure nothing holds the port (the race of a quick restart)."""
     if args.url_only or not is_local(args.url):
         return None
-    port = url_port(args.url)
+    port = args.url.effective_port
     clock = SystemClock()
     deadline = clock.monotonic() + args.port_grace
     status = port_status(port)
@@ -296,7 +298,7 @@ def _default_log_path() -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``watch`` on its own (``python -m core.health.cli``)."""
+    """Run ``watch`` on its own (``python -m eagle_tui.tui.cli.watch``)."""
     parser = argparse.ArgumentParser(prog="eagle-tui watch", description=__doc__.splitlines()[0])
     add_arguments(parser)
     return run(parser.parse_args(argv))

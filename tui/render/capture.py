@@ -8,8 +8,8 @@ from collections.abc import Mapping, Sequence
 from eagle_tui.core.batchstate import BatchState
 from eagle_tui.core.capture.progress import CaptureProgress, Progress
 from eagle_tui.core.text import duration
-from eagle_tui.tui.sources.capture import BatchSnapshot
-from eagle_tui.tui.widgets.meter import MeterValue
+from eagle_tui.tui.render.batch import BatchSnapshot
+from eagle_tui.tui.render.meter import MeterValue
 
 RATE_POINTS = 120
 

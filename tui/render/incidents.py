@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from eagle_tui.tui.widgets.flags import flag_severity
+from eagle_tui.tui.render.flags import flag_severity
 
 if TYPE_CHECKING:
     from eagle_tui.core.health.snapshot import Flag

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Literal
 
 from eagle_tui.core.health.phase import Phase
 from eagle_tui.core.text import clip, duration
-from eagle_tui.tui.widgets.meter import MeterValue, window_scale
+from eagle_tui.tui.render.meter import MeterValue, window_scale
 
 if TYPE_CHECKING:
     from eagle_tui.core.health.snapshot import Flag, HealthSnapshot

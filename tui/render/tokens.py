@@ -20,6 +20,7 @@ from textual.style import Style
 from eagle_tui.core import kimi
 from eagle_tui.core.segments import Segment, SegmentKind, split_segments
 from eagle_tui.core.validate import Boundaries
+from eagle_tui.tui.render import literal
 
 ViewMode = Literal["text", "ids"]
 Decoder = Callable[[Sequence[int]], str]
@@ -143,7 +144,7 @@ def document_content(
         parts.append((_piece_text(piece, mode, document.decoded), styles.get(piece.kind, "")))
         if mode == "ids":
             parts.append((" ", ""))
-    return Content.assemble(*parts)
+    return literal.assemble(*parts)
 
 
 def _piece_text(piece: Piece, mode: ViewMode, decoded: bool) -> str:

@@ -9,12 +9,12 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
 from eagle_tui.core.errors import ConfigError
 from eagle_tui.core.text import duration
+from eagle_tui.tui.render import literal
 from eagle_tui.tui.screens.base import FIELD_KEYS
 from eagle_tui.tui.sources.capture import PRESETS, BatchRequest, validate_request
 
@@ -73,13 +73,13 @@ class NewBatchScreen(ModalScreen[BatchRequest | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="form-box"):
-            yield Static(Content.styled("New capture batch", "bold"), id="form-title")
+            yield Static(literal.styled("New capture batch", "bold"), id="form-title")
             for name, label in self.FIELDS:
-                yield Label(label)
+                yield Label(label)  # literal: FIELDS, constants
                 yield Input(self._defaults.get(name, ""), id=f"form-{name}", compact=True,
                             select_on_focus=False)  # a burst typed after Tab appends
             with Horizontal(classes="form-row"):
-                yield Select(
+                yield Select(  # literal: the preset names, constants
                     [(name, name) for name in PRESETS],
                     value="greedy",
                     allow_blank=False,
@@ -120,7 +120,7 @@ class NewBatchScreen(ModalScreen[BatchRequest | None]):
 
     def show_error(self, message: str) -> None:
         """Say what is wrong (literal text)."""
-        self.query_one("#form-error", Static).update(Content(message))
+        self.query_one("#form-error", Static).update(literal.content(message))
 
     @on(Button.Pressed, "#form-cancel")
     def action_cancel(self) -> None:
@@ -160,8 +160,8 @@ class StopBatchScreen(ModalScreen[StopChoice | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm-box"):
-            yield Static(Content(stop_question(self._batch_id, self._in_flight, self._grace_s)),
-                         id="confirm-question")
+            question = stop_question(self._batch_id, self._in_flight, self._grace_s)
+            yield Static(literal.content(question), id="confirm-question")
             with Horizontal(id="confirm-buttons"):
                 yield Button("Drain (d)", id="stop-drain", variant="warning")
                 yield Button("Abort (a)", id="stop-abort", variant="error")

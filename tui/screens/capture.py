@@ -20,10 +20,12 @@ from textual.widgets import DataTable, Static
 
 from eagle_tui.core.batchstate import BatchState
 from eagle_tui.core.errors import ConfigError
+from eagle_tui.tui.render import literal
+from eagle_tui.tui.render.batch import BatchSnapshot
 from eagle_tui.tui.render.capture import BatchHistory, sort_key, table_cells
 from eagle_tui.tui.screens.base import ViewScreen
 from eagle_tui.tui.screens.batch_forms import NewBatchScreen, StopBatchScreen
-from eagle_tui.tui.sources.capture import BatchRequest, BatchSnapshot, CaptureControl
+from eagle_tui.tui.sources.capture import BatchRequest, CaptureControl
 from eagle_tui.tui.widgets.batch_detail import BatchDetail
 from eagle_tui.tui.widgets.nav_table import NavTable
 
@@ -106,13 +108,13 @@ class CaptureScreen(ViewScreen):
     def _update_table(self) -> None:
         table = self.query_one("#batch-table", DataTable)
         for snapshot in self.snapshots:
-            cells = [Text(cell) for cell in table_cells(snapshot)]
+            cells = [literal.rich_text(cell) for cell in table_cells(snapshot)]
             key = snapshot.batch_id
             if key in table.rows:
                 for column, cell in zip(table.columns, cells, strict=True):
-                    table.update_cell(key, column, cell, update_width=True)
+                    table.update_cell(key, column, cell, update_width=True)  # literal: above
             else:
-                table.add_row(*cells, key=key)
+                table.add_row(*cells, key=key)  # literal: cells made above
         known = {snapshot.batch_id for snapshot in self.snapshots}
         for row_key in [row_key for row_key in table.rows if row_key.value not in known]:
             table.remove_row(row_key)  # forgotten from the registry
@@ -162,7 +164,7 @@ class CaptureScreen(ViewScreen):
         self._sort(self.query_one("#batch-table", DataTable))
         column = COLUMNS[self.sort_column] if self.sort_column is not None else "registry order"
         order = "descending" if self.sort_reverse else "ascending"
-        self.notify(f"sorted by {column}, {order}", markup=False, timeout=2)
+        self.notify(literal.shown(f"sorted by {column}, {order}"), markup=False, timeout=2)
         self._update_detail()
 
     @on(DataTable.RowHighlighted, "#batch-table")
@@ -187,7 +189,7 @@ class CaptureScreen(ViewScreen):
         self.app.push_screen(NewBatchScreen(self._form_defaults()), self._start)
 
     def _form_defaults(self) -> dict[str, str]:
-        servers = " ".join(feed.target.url for feed in self.eagle.sources.servers)
+        servers = " ".join(feed.target.url.public for feed in self.eagle.sources.servers)
         tokenizer = self.eagle.options.tokenizer
         return {
             "servers": servers,
@@ -199,7 +201,8 @@ class CaptureScreen(ViewScreen):
     def _start(self, request: BatchRequest | None) -> None:
         if request is None or self.control is None:
             return
-        self.notify(f"starting a worker for {request.out_dir}", title="New batch", markup=False)
+        self.notify(literal.shown(f"starting a worker for {request.out_dir}"), title="New batch",
+                    markup=False)
         self._launch(self.control, request)
 
     @work(thread=True, group="capture-start", exit_on_error=False)
@@ -216,9 +219,11 @@ class CaptureScreen(ViewScreen):
 
     def _started(self, batch_id: str | None, error: str | None, request: BatchRequest) -> None:
         if batch_id is None:
-            self.notify(error or "?", title="Batch not started", severity="error", markup=False)
+            self.notify(literal.shown(error or "?"), title="Batch not started", severity="error",
+                        markup=False)
             return
-        self.notify(f"{batch_id} → {request.out_dir}", title="Batch started", markup=False)
+        self.notify(literal.shown(f"{batch_id} → {request.out_dir}"), title="Batch started",
+                    markup=False)
         self.refresh_batches()
 
     def action_resume_run(self) -> None:
@@ -226,7 +231,7 @@ class CaptureScreen(ViewScreen):
         if selected is None or self.control is None or not selected.resumable:
             return
         self.control.resume(selected.batch_id)
-        self.notify("starting a new worker", title=selected.batch_id, markup=False)
+        self.notify("starting a new worker", title=literal.shown(selected.batch_id), markup=False)
 
     def action_pause_resume(self) -> None:
         selected = self.selected()
@@ -246,7 +251,8 @@ class CaptureScreen(ViewScreen):
         def chosen(choice: str | None) -> None:
             if choice and self.control is not None:
                 self.control.stop(batch_id, abort=choice == "abort")
-                self.notify(f"{choice} requested", title=batch_id, markup=False)
+                self.notify(literal.shown(f"{choice} requested"), title=literal.shown(batch_id),
+                            markup=False)
 
         progress = selected.progress
         in_flight = progress.counts.in_flight if progress is not None else None
@@ -271,4 +277,5 @@ class CaptureScreen(ViewScreen):
         )
         for action, title, help_text in commands:
             if self.check_action(action, ()):
-                yield SystemCommand(title, help_text, getattr(self, f"action_{action}"))
+                action_method = getattr(self, f"action_{action}")
+                yield SystemCommand(title, help_text, action_method)  # literal: constants

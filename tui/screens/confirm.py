@@ -7,9 +7,10 @@ from typing import ClassVar
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
+
+from eagle_tui.tui.render import literal
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -28,10 +29,10 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm-box"):
-            yield Static(Content(self._question), id="confirm-question")
+            yield Static(literal.content(self._question), id="confirm-question")
             with Horizontal(id="confirm-buttons"):
                 yield Button(
-                    f"{self._confirm_label} (y)",
+                    literal.shown(f"{self._confirm_label} (y)"),
                     id="confirm-yes",
                     variant="error" if self._danger else "primary",
                 )

@@ -12,6 +12,8 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Markdown, Static
 
+from eagle_tui.tui.render import literal
+
 
 class HelpScreen(ModalScreen[None]):
     """A modal with the view's help text and its key table; any of ? F1 Esc q closes it."""
@@ -28,10 +30,10 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-body"):
-            yield Static(Content.styled(f"{self._title} — help", "bold"), id="help-title")
+            yield Static(literal.styled(f"{self._title} — help", "bold"), id="help-title")
             yield Markdown(self._help_text, id="help-text")
-            yield Static(Content.styled("Keys", "bold"), classes="help-section")
-            yield Static(self._keys, id="help-keys")
+            yield Static(literal.styled("Keys", "bold"), classes="help-section")
+            yield Static(self._keys, id="help-keys")  # literal: keys_table
 
     def action_dismiss(self, result: None = None) -> None:  # type: ignore[override]
         self.dismiss(result)
@@ -49,6 +51,6 @@ def keys_table(bindings: Iterable[ActiveBinding], key_display: Callable[[Binding
         key = key_display(binding)
         style = "" if active.enabled else "$text-disabled"
         lines.append(
-            Content.assemble((f"{key:>12}", "bold $accent"), "  ", (binding.description, style))
+            literal.assemble((f"{key:>12}", "bold $accent"), "  ", (binding.description, style))
         )
     return Content("\n").join(lines)

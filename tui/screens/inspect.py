@@ -6,6 +6,7 @@ for counts and filters, one page of rows at a time); results come back as messag
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
@@ -16,39 +17,34 @@ from textual import on, work
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
-from textual.content import Content
 from textual.message import Message
 from textual.widgets import DataTable, Input, Select, Static
 
+from eagle_tui.core.samples.select import ANY, CLEAN, FLAGGED, SampleFilter
 from eagle_tui.core.validate import FLAGS
+from eagle_tui.tui.render import literal
+from eagle_tui.tui.render.flags import badge_text
 from eagle_tui.tui.screens.base import ViewScreen
 from eagle_tui.tui.screens.sample import SampleScreen, SampleView, copy_with_feedback
 from eagle_tui.tui.sources.recent import RecentSource
-from eagle_tui.tui.sources.samples import (
-    ANY,
-    CLEAN,
-    FLAGGED,
-    SampleFilter,
-    SamplePage,
-    SampleRow,
-    SampleSource,
-    ShardSummary,
-)
-from eagle_tui.tui.widgets.flags import badge_text
+from eagle_tui.tui.sources.samples import SamplePage, SampleRow, SampleSource, ShardSummary
 from eagle_tui.tui.widgets.nav_table import NavTable
 
 HELP = """\
 Pick a batch directory, a `shards/` directory or one parquet file (`o` edits the path,
-Enter opens it). The table pages through the samples without loading the shards whole:
-`n`/`p` next and previous page, `r` reloads (a running batch keeps adding shards).
+Enter opens it), or several batch directories separated by spaces: the `--shard` slices of
+one job, read as one as `eagle-tui inspect` reads them. The table pages through the samples
+without loading the shards whole: `n`/`p` next and previous page, `r` reloads (a running
+batch keeps adding shards).
 Filter by **flag** (`clean`, `flagged` or one flag) and by **finish reason** with the two
 selectors. The line under the summary says how many rows `eagle-tui export` would keep with
 its default filter, and why it would drop the others. In a multi-turn batch `v` lists the
 highlighted row's conversation, every stored turn in order; `v` again lists all rows.
 
 Enter opens the highlighted sample: decoded with the same highlighting as live streams
-(`t` switches to raw ids, `p` hides the prompt), with its validation flags. `c` copies the
-sample id.
+(`t` switches to raw ids, `p` hides the prompt), with its validation flags. It is decoded
+as `eagle-tui inspect` decodes it: with `--tokenizer`, else the batch's recorded tokenizer
+where it is now, else the bundled one when the shards name it. `c` copies the sample id.
 """
 COLUMNS = ("#", "sample_id", "prompt", "output", "finish", "flags")
 FINISH_CHOICES = ("stop", "length", "abort")
@@ -82,12 +78,25 @@ class SampleReady(Message):
         self.final = final
 
 
+def paths_in(text: str) -> list[Path]:
+    """The paths an input names: one path as typed, or several (the ``--shard`` slices of one
+    job, read as one) separated by spaces and quoted as in a shell."""
+    typed = Path(text.strip()).expanduser()
+    if typed.exists():
+        return [typed]
+    try:
+        parts = shlex.split(text)
+    except ValueError:  # an unclosed quote: take the text as one path
+        parts = []
+    return [Path(part).expanduser() for part in parts] or [typed]
+
+
 def flag_options(summary: ShardSummary | None) -> list[tuple[str, str]]:
     """Select options: any, clean, flagged, then each flag (with its count when known)."""
     counts = summary.flag_counts if summary else {}
     names = list(dict.fromkeys((*FLAGS, *sorted(counts))))
     options = [("flag: any", ANY), ("clean", CLEAN), ("flagged", FLAGGED)]
-    options += [(f"{name} ({counts.get(name, 0)})", name) for name in names]
+    options += [(literal.shown(f"{name} ({counts.get(name, 0)})"), name) for name in names]
     return options
 
 
@@ -95,7 +104,8 @@ def finish_options(summary: ShardSummary | None) -> list[tuple[str, str]]:
     """Select options: any, then each finish reason (with counts when known)."""
     counts = summary.finish_counts if summary else {}
     names = list(dict.fromkeys((*FINISH_CHOICES, *sorted(counts))))
-    return [("finish: any", ANY), *((f"{n} ({counts.get(n, 0)})", n) for n in names)]
+    return [("finish: any", ANY),
+            *((literal.shown(f"{n} ({counts.get(n, 0)})"), n) for n in names)]
 
 
 def summary_text(summary: ShardSummary, page: SamplePage | None) -> str:
@@ -106,7 +116,7 @@ def summary_text(summary: ShardSummary, page: SamplePage | None) -> str:
         head = f"{summary.rows:,} rows in {shards}"
     else:
         head = f"{summary.rows:,} recent rows from the running worker (no shard yet; r reloads)"
-    parts = [head, f"{flagged:,} flagged"]
+    parts = [head, *([f"one job: {summary.job}"] if summary.job else []), f"{flagged:,} flagged"]
     if summary.ignored:
         parts.append(f"{len(summary.ignored)} files ignored")
     if page is not None and page.filter.conversation is not None:
@@ -120,12 +130,12 @@ def summary_text(summary: ShardSummary, page: SamplePage | None) -> str:
 def row_cells(row: SampleRow) -> tuple[Text, ...]:
     """Table cells as literal ``Text`` (a DataTable would parse plain strings as markup)."""
     return (
-        Text(str(row.index)),
-        Text(row.sample_id),
-        Text(f"{row.prompt_len:,}", justify="right"),
-        Text(f"{row.output_len:,}", justify="right"),
-        Text(row.finish_reason),
-        Text(badge_text(row.flags) if row.flags else "clean"),
+        literal.rich_text(str(row.index)),
+        literal.rich_text(row.sample_id),
+        literal.rich_text(f"{row.prompt_len:,}", justify="right"),
+        literal.rich_text(f"{row.output_len:,}", justify="right"),
+        literal.rich_text(row.finish_reason),
+        literal.rich_text(badge_text(row.flags) if row.flags else "clean"),
     )
 
 
@@ -177,12 +187,12 @@ class InspectScreen(ViewScreen):
 
     def _initial_path(self) -> str:
         dirs = self.eagle.sources.shard_dirs
-        return dirs[0] if dirs else ""
+        return dirs[0] if len(dirs) == 1 else shlex.join(dirs)
 
     def on_mount(self) -> None:
         path = self.query_one("#inspect-path", Input).value
-        if path:
-            self._open(Path(path))
+        if path.strip():
+            self._open(paths_in(path))
 
     # -- opening -----------------------------------------------------------------------------
 
@@ -191,41 +201,43 @@ class InspectScreen(ViewScreen):
 
     def action_reload(self) -> None:
         """Open the path again (a running batch adds shards as it goes)."""
-        path = self.query_one("#inspect-path", Input).value.strip()
-        if path:
-            self._open(Path(path).expanduser())
+        path = self.query_one("#inspect-path", Input).value
+        if path.strip():
+            self._open(paths_in(path))
 
     @on(Input.Submitted, "#inspect-path")
     def _path_submitted(self, event: Input.Submitted) -> None:
         event.stop()
         if event.value.strip():
-            self._open(Path(event.value.strip()).expanduser())
+            self._open(paths_in(event.value))
 
     @work(thread=True, exclusive=True, group="inspect-open", exit_on_error=False)
-    def _open(self, path: Path) -> None:
-        self._set_summary(f"opening {path} …")
+    def _open(self, paths: list[Path]) -> None:
+        shown = " ".join(map(str, paths))
+        self._set_summary(f"opening {shown} …")
         source: Samples
         try:
-            source = SampleSource(path)
+            source = SampleSource(paths)
             summary = source.summary()
         except Exception as exc:  # ShardError, OSError, pyarrow errors: show them
-            recent = self._recent_of_running_batch(path)
+            recent = self._recent_of_running_batch(paths)
             if recent is None:
-                self.post_message(SourceOpened(None, None, f"cannot open {path}: {exc}"))
+                self.post_message(SourceOpened(None, None, f"cannot open {shown}: {exc}"))
                 return
             source, summary = recent, recent.summary()
-        if not summary.rows and (recent := self._recent_of_running_batch(path)) is not None:
+        if not summary.rows and (recent := self._recent_of_running_batch(paths)) is not None:
             source.close()  # no shard yet: the worker's recent rows instead
             source, summary = recent, recent.summary()
         self.post_message(SourceOpened(source, summary, ""))
         self.post_message(PageReady(source.page(0)))
 
-    def _recent_of_running_batch(self, path: Path) -> RecentSource | None:
-        """A running batch writing to ``path`` that has no shard yet: its worker's recent
-        rows (so it can be spot-checked before its first shard). Blocking."""
+    def _recent_of_running_batch(self, paths: list[Path]) -> RecentSource | None:
+        """A running batch writing to the one path given that has no shard yet: its
+        worker's recent rows (so it can be spot-checked before its first shard). Blocking."""
         control = self.eagle.sources.capture
-        if control is None:
+        if control is None or len(paths) != 1:
             return None
+        path = paths[0]
         wanted = path.expanduser().resolve()
         for snapshot in control.batches():
             if snapshot.live and snapshot.out_dir.expanduser().resolve() == wanted:
@@ -235,20 +247,22 @@ class InspectScreen(ViewScreen):
         return None
 
     def _set_summary(self, text: str) -> None:
-        self.app.call_from_thread(self.query_one("#inspect-summary", Static).update, Content(text))
+        summary = self.query_one("#inspect-summary", Static)
+        self.app.call_from_thread(summary.update, literal.content(text))
 
     @on(SourceOpened)
     def _source_opened(self, message: SourceOpened) -> None:
         if message.source is None or message.summary is None:
-            self.query_one("#inspect-summary", Static).update(Content(message.error))
-            self.notify(message.error, title="Inspect", severity="error", markup=False)
+            self.query_one("#inspect-summary", Static).update(literal.content(message.error))
+            self.notify(literal.shown(message.error), title="Inspect", severity="error",
+                        markup=False)
             return
         if self.source is not None:
             self.source.close()
         self.source, self.summary, self.page = message.source, message.summary, None
         export = message.summary.export
         self.query_one("#inspect-export", Static).update(
-            Content(export.text() if export is not None else "")
+            literal.content(export.text() if export is not None else "")
         )
         self._reset_filters(message.summary)
 
@@ -317,7 +331,7 @@ class InspectScreen(ViewScreen):
             table.add_row(*row_cells(row), key=str(row.index))
         if self.summary is not None:
             text = summary_text(self.summary, message.page)
-            self.query_one("#inspect-summary", Static).update(Content(text))
+            self.query_one("#inspect-summary", Static).update(literal.content(text))
         self.refresh_bindings()
 
     def action_state(self, action: str) -> bool | None:
@@ -370,18 +384,23 @@ class InspectScreen(ViewScreen):
             return
         try:
             row = source.sample(index)
+            raw = sample_document(row, source.decoding(index, None))
         except Exception as exc:
             self._set_summary(f"cannot read sample {index}: {exc}")
             return
-        metadata = self.summary.metadata if self.summary else None
-        raw = sample_document(row, metadata, None)
         self.post_message(SampleReady(SampleView(row, raw, "decoding…"), final=False))
-        wanted = source.tokenizer if isinstance(source, RecentSource) else None
         tokenizer, why = (
-            cache.try_load(wanted or cache.choose(metadata)) if cache else (None, "")
+            cache.try_choice(source.tokenizer_choice(cache.preferred)) if cache else (None, "")
         )
-        document = sample_document(row, metadata, tokenizer) if tokenizer else raw
-        note = f"decoded with {tokenizer.name}" if tokenizer else f"raw ids: {why}"
+        if tokenizer is None:
+            self.post_message(SampleReady(SampleView(row, raw, f"raw ids: {why}"), final=True))
+            return
+        document = sample_document(row, source.decoding(index, tokenizer))
+        warning = source.warning(tokenizer)
+        if warning:  # as `eagle-tui inspect` warns on stderr
+            self.app.call_from_thread(self.notify, warning, title="Inspect",
+                                      severity="warning", markup=False)
+        note = f"decoded with {tokenizer.name}"
         self.post_message(SampleReady(SampleView(row, document, note), final=True))
 
     @on(SampleReady)

@@ -10,7 +10,6 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
-from textual.content import Content
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import Footer, Static
@@ -18,6 +17,7 @@ from textual.widgets import Footer, Static
 from eagle_tui.core.fsio import write_atomic
 from eagle_tui.core.shards.schema import ShardRow
 from eagle_tui.tui.clipboard import ClipboardReach, copy_feedback
+from eagle_tui.tui.render import literal
 from eagle_tui.tui.render.sample_export import decoded_text, export_path, sample_json
 from eagle_tui.tui.render.tokens import TokenDocument
 from eagle_tui.tui.widgets.flags import FlagBadges
@@ -73,10 +73,10 @@ class SampleScreen(Screen[None]):
         super().__init__(classes="sample-screen")
         self.view = view
         self.tokens = TokenView(view.document, id="sample-tokens")
-        self.decoder = Static(Content(view.decoder_note), id="sample-decoder")
+        self.decoder = Static(literal.content(view.decoder_note), id="sample-decoder")
 
     def compose(self) -> ComposeResult:
-        yield Static(Content(sample_header(self.view.row)), id="sample-header")
+        yield Static(literal.content(sample_header(self.view.row)), id="sample-header")
         badges = FlagBadges(id="sample-flags")
         badges.names = tuple(self.view.row.flags)
         yield badges
@@ -90,7 +90,7 @@ class SampleScreen(Screen[None]):
         """Swap in the decoded document once the tokenizer has loaded (safe before the
         screen has composed: the widgets exist from ``__init__``)."""
         self.tokens.show(document)
-        self.decoder.update(Content(note))
+        self.decoder.update(literal.content(note))
 
     def action_toggle_mode(self) -> None:
         self.tokens.toggle_mode()
@@ -151,4 +151,4 @@ def copy_with_feedback(
     shown = text if len(text) <= 120 else text[:117] + "…"
     body = f"{shown}\n{message}" if message else shown
     severity: SeverityLevel = "warning" if reach.reach == "no" else "information"
-    screen.notify(body, title=title, severity=severity, markup=False)
+    screen.notify(literal.shown(body), title=literal.shown(title), severity=severity, markup=False)

@@ -7,11 +7,9 @@ batches here; the screen keeps per-server history and log buffers and updates th
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar
-from urllib.parse import urlsplit
 
 from textual import on, work
 from textual.app import ComposeResult, SystemCommand
@@ -23,7 +21,9 @@ from textual.widget import Widget
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
+from eagle_tui.core.urls import BadURL, ServerURL
 from eagle_tui.tui.options import ServerTarget
+from eagle_tui.tui.render import literal
 from eagle_tui.tui.render.gpu import gpu_lines
 from eagle_tui.tui.render.incidents import HOLD_S, IncidentDesk
 from eagle_tui.tui.render.server import ServerHistory
@@ -252,11 +252,15 @@ class ServerScreen(ViewScreen):
         if not found:
             card.mount(workers)
         workers.show(view)
-        watched = {feed.target.url.rstrip("/") for feed in self.feeds}
+        watched = {feed.target.url for feed in self.feeds}
         for worker in view.workers:
-            if worker.url not in watched:
-                name = f"{card.target.label} › {urlsplit(worker.url).netloc or worker.url}"
-                self._add_server(ServerTarget(url=worker.url, name=name))
+            try:
+                url = ServerURL.parse(worker.url)
+            except BadURL:  # the router lists what it was given: nothing we could watch
+                continue
+            if url not in watched:
+                name = f"{card.target.label} › {url.label}"
+                self._add_server(ServerTarget(url=url, name=name))
     def _show_gpus(self, snapshot: HealthSnapshot | None) -> None:
         lines = gpu_lines(snapshot.gpu, snapshot.process) if snapshot is not None else []
         self.query_one(GpuPanel).show_lines(lines, wanted=self.show_gpus)
@@ -268,7 +272,7 @@ class ServerScreen(ViewScreen):
     def _note_last_line(self, index: int, lines: tuple[str, ...]) -> None:
         meaningful = [line for line in lines if not HEALTH_NOISE.search(line)]
         if meaningful:
-            self._last_line[index] = (meaningful[-1], time.monotonic())
+            self._last_line[index] = (meaningful[-1], self.eagle.clock.monotonic())
 
     def _without_polls(self, index: int, snapshot: HealthSnapshot) -> HealthSnapshot:
         """The snapshot with its "last log" line being the newest one that is not the
@@ -280,7 +284,7 @@ class ServerScreen(ViewScreen):
         if seen is None:
             return replace(snapshot, last_log_line=None, last_log_age_s=None)
         return replace(snapshot, last_log_line=seen[0],
-                       last_log_age_s=max(0.0, time.monotonic() - seen[1]))
+                       last_log_age_s=max(0.0, self.eagle.clock.monotonic() - seen[1]))
 
     def _snapshots(self, index: int, snapshots: list[HealthSnapshot]) -> None:
         """Record every snapshot (latency points, new flags); show the newest."""
@@ -290,19 +294,19 @@ class ServerScreen(ViewScreen):
         self.query_one(f"#server-card-{index}", ServerCard).show(shown, history)
         if index == self.selected:
             self._show_gpus(shown)
-        self.desks[index].add(new_flags, time.monotonic())
+        self.desks[index].add(new_flags, self.eagle.clock.monotonic())
         self._toast_incidents()
         self.refresh_bindings()
 
     def _toast_incidents(self) -> None:
         """One toast per incident, naming its root cause (see ``render.incidents``)."""
-        now = time.monotonic()
+        now = self.eagle.clock.monotonic()
         for desk in self.desks:
             toast = desk.due(now)
             if toast is not None:
                 severity: SeverityLevel = "error" if toast.severity == "error" else "warning"
-                self.notify(toast.message, title=toast.title, severity=severity, markup=False,
-                            timeout=10)
+                self.notify(literal.shown(toast.message), title=literal.shown(toast.title),
+                            severity=severity, markup=False, timeout=10)
 
     def _log_batch(self, index: int, batch: LogBatch) -> None:
         if index != self.selected:
@@ -368,14 +372,15 @@ class ServerScreen(ViewScreen):
         label = self.feeds[index].target.label
         self._busy.add(index)
         self.refresh_bindings()
-        self.notify(f"{action} requested", title=label, markup=False)
+        self.notify(literal.shown(f"{action} requested"), title=literal.shown(label), markup=False)
         try:
             result = await asyncio.wrap_future(self.feeds[index].request(action))
-            self.notify(result, title=f"{label}: {action}", markup=False)
+            self.notify(literal.shown(result), title=literal.shown(f"{label}: {action}"),
+                        markup=False)
         except Exception as exc:
             self.notify(
-                f"{type(exc).__name__}: {exc}",
-                title=f"{label}: {action} failed",
+                literal.shown(f"{type(exc).__name__}: {exc}"),
+                title=literal.shown(f"{label}: {action} failed"),
                 severity="error",
                 markup=False,
             )

@@ -19,14 +19,15 @@ from textual import on, work
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
-from textual.content import Content
 from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
+from eagle_tui.tui.render import literal
+from eagle_tui.tui.render.batch import BatchSnapshot
 from eagle_tui.tui.screens.base import ViewScreen
-from eagle_tui.tui.sources.capture import BatchSnapshot, CaptureControl
+from eagle_tui.tui.sources.capture import CaptureControl
 from eagle_tui.tui.sources.documents import KIMI_BOUNDARIES
 from eagle_tui.tui.sources.streams import KEEP_STREAMS, StreamBoard, StreamView
 from eagle_tui.tui.sources.tokenizers import SharedTokenizer
@@ -275,7 +276,7 @@ class StreamsScreen(ViewScreen):
         return "raw ids: no tokenizer" if self._note else "raw ids until the tokenizer loads"
 
     def _show_status(self) -> None:
-        self.query_one("#streams-status", Static).update(Content(self.status_text()))
+        self.query_one("#streams-status", Static).update(literal.content(self.status_text()))
 
     # -- actions -----------------------------------------------------------------------------
 
@@ -313,7 +314,7 @@ class StreamsScreen(ViewScreen):
     def action_toggle_auto(self) -> None:
         self.eagle.auto_watch = not self.eagle.auto_watch
         state = "on" if self.eagle.auto_watch else "off"
-        self.notify(f"keep {KEEP_STREAMS} streams live: {state}", markup=False)
+        self.notify(literal.shown(f"keep {KEEP_STREAMS} streams live: {state}"), markup=False)
         self._show_status()
 
     def action_watch_more(self) -> None:

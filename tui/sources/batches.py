@@ -44,10 +44,11 @@ from eagle_tui.core.batches.registry import BatchRecord, Registry
 from eagle_tui.core.batches.survey import BatchView, survey_all, unanswered
 from eagle_tui.core.batchstate import FINAL_STATES, RESUMABLE_STATES, BatchState
 from eagle_tui.core.capture.events import CaptureEvent, DeltaEvent, RequestEvent
-from eagle_tui.core.capture.outlock import is_held
 from eagle_tui.core.capture.progress import CaptureProgress, Progress
 from eagle_tui.core.errors import BatchError, ConfigError, EagleError
-from eagle_tui.tui.sources.capture import BatchRequest, BatchSnapshot, validate_request
+from eagle_tui.core.shards.batchdir.lock import is_held
+from eagle_tui.tui.render.batch import BatchSnapshot
+from eagle_tui.tui.sources.capture import BatchRequest, validate_request
 
 if TYPE_CHECKING:
     from eagle_tui.core.shards.schema import ShardRow

@@ -13,12 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from eagle_tui.core.batchstate import LIVE_STATES, BatchState
+from eagle_tui.core.batchstate import LIVE_STATES
 from eagle_tui.core.capture.config import CaptureConfig
 from eagle_tui.core.capture.events import CaptureEvent
-from eagle_tui.core.capture.progress import CaptureProgress
 from eagle_tui.core.errors import ConfigError
 from eagle_tui.core.sampling import SamplingPreset
+from eagle_tui.core.shards.batchdir.layout import BatchDir
+from eagle_tui.tui.render.batch import BatchSnapshot
 
 if TYPE_CHECKING:
     from eagle_tui.core.shards.schema import ShardRow
@@ -28,8 +29,7 @@ PRESETS: dict[str, SamplingPreset] = {
     "default": SamplingPreset("", temperature=1.0),
     "kimi": SamplingPreset("", temperature=1.0, top_p=0.95),
 }
-__all__ = ["LIVE_STATES", "PRESETS", "BatchRequest", "BatchSnapshot", "CaptureControl",
-           "validate_request"]
+__all__ = ["LIVE_STATES", "PRESETS", "BatchRequest", "CaptureControl", "validate_request"]
 
 
 @dataclass(frozen=True)
@@ -63,30 +63,6 @@ class BatchRequest:
             shard_rows=self.shard_rows,
             shard_max_age_s=self.shard_max_age_s,
         )
-
-
-@dataclass(frozen=True)
-class BatchSnapshot:
-    """One batch at one moment. ``progress`` is None until its counts are known;
-    ``resumable`` batches (stopped, failed, interrupted) can be continued by ``resume``."""
-
-    batch_id: str
-    out_dir: Path
-    prompts: Path
-    servers: tuple[str, ...]
-    state: BatchState
-    tokenizer: Path | None = None
-    progress: CaptureProgress | None = None
-    error: str | None = None
-    name: str = ""
-    resumable: bool = False
-    stop_grace_s: float | None = None
-    """How long a drain lets in-flight requests finish before it aborts them."""
-
-    @property
-    def live(self) -> bool:
-        """True while the batch may still send requests."""
-        return self.state in LIVE_STATES
 
 
 class CaptureControl(Protocol):
@@ -138,6 +114,6 @@ def validate_request(request: BatchRequest) -> CaptureConfig:
     open_prompts(config.prompts)
     if not config.tokenizer.is_dir():
         raise ConfigError(f"tokenizer directory {config.tokenizer} does not exist")
-    if (config.out_dir / "manifest.json").exists() and not config.resume:
+    if BatchDir(config.out_dir).holds_batch() and not config.resume:
         raise ConfigError(f"{config.out_dir} already holds a batch; tick resume or pick another")
     return config

@@ -3,7 +3,8 @@
 A batch writes its first shard after ``shard_rows`` samples (2,000 by default) or
 ``shard_max_age_s``; until then its worker keeps the newest finished rows for
 ``GET /recent`` (``core.batches``). ``RecentSource`` offers them to the Inspect view with
-the calls ``SampleSource`` has (summary, select, page, sample), from memory.
+the calls ``SampleSource`` has (summary, select, page, sample, tokenizer_choice, decoding),
+from memory.
 """
 
 from __future__ import annotations
@@ -12,17 +13,16 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from eagle_tui.core.shards.schema import ShardRow
-from eagle_tui.tui.sources.samples import (
-    ANY,
-    CLEAN,
-    FLAGGED,
-    PAGE_SIZE,
-    SampleFilter,
-    SamplePage,
-    SampleRow,
-    ShardSummary,
+from eagle_tui.core.samples.decode import (
+    Decoding,
+    SharedTokenizer,
+    TokenizerChoice,
+    choose_tokenizer,
+    decoding_for,
 )
+from eagle_tui.core.samples.select import ANY, CLEAN, FLAGGED, SampleFilter
+from eagle_tui.core.shards.schema import ShardRow
+from eagle_tui.tui.sources.samples import PAGE_SIZE, SamplePage, SampleRow, ShardSummary
 
 
 def keeps(row: ShardRow, wanted: SampleFilter) -> bool:
@@ -79,6 +79,20 @@ class RecentSource:
 
     def sample(self, index: int) -> ShardRow:
         return self._rows[index]
+
+    def tokenizer_choice(self, preferred: Path | None) -> TokenizerChoice:
+        """The running batch's own tokenizer (no shard footer names one yet)."""
+        if self.tokenizer is not None:
+            return TokenizerChoice(self.tokenizer, "batch")
+        return choose_tokenizer(preferred, None, None)
+
+    def decoding(self, index: int, tokenizer: SharedTokenizer | None) -> Decoding:
+        """No footer records boundary ids yet: the tokenizer's own, else Kimi's."""
+        return decoding_for(None, None, tokenizer)
+
+    def warning(self, tokenizer: SharedTokenizer) -> str:
+        """Nothing recorded to compare with."""
+        return ""
 
     def close(self) -> None:
         """Nothing to release (rows are in memory)."""

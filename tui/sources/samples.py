@@ -1,16 +1,18 @@
-"""Captured samples for the Inspect view: counts, filtered pages and single rows.
+"""Captured samples for the Inspect view: counts, filtered pages, single rows, decodings.
 
-Wraps ``core.shards.ShardReader``; nothing is loaded whole. Counting and filtering read
-only the small ``flags`` and ``finish_reason`` columns, one row group at a time, with
-Arrow compute; a page reads just the row groups that hold its rows. Calls block: run them
-in a worker. A lock serialises use of the reader between workers.
+Wraps a ``core.samples.job.Job`` (one path, or the ``--shard`` slices of a job read as one)
+and asks ``core.samples`` which rows a filter keeps and how a row is decoded, the rules
+``eagle-tui inspect`` uses; nothing is loaded whole. Counting and filtering read only the
+small ``flags`` and ``finish_reason`` columns, one row group at a time, with Arrow compute;
+a page reads just the row groups that hold its rows. Calls block: run them in a worker. A
+lock serialises use of the readers between workers.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,31 +21,22 @@ import pyarrow.compute as pc
 
 from eagle_tui.core.export.options import RowFilter
 from eagle_tui.core.export.tally import KeepCounts, KeepTally
-from eagle_tui.core.shards.conversations import conversation_indices, is_multi_turn
+from eagle_tui.core.samples.decode import (
+    Decoding,
+    SharedTokenizer,
+    TokenizerChoice,
+    choose_tokenizer,
+    decoding_for,
+    fingerprint_warning,
+)
+from eagle_tui.core.samples.job import open_job
+from eagle_tui.core.samples.select import SELECT_COLUMNS, SampleFilter, matching_rows
+from eagle_tui.core.shards.conversations import is_multi_turn
 from eagle_tui.core.shards.reader import ShardReader
 from eagle_tui.core.shards.schema import ShardMetadata, ShardRow
 
-ANY = "any"
-CLEAN = "clean"
-FLAGGED = "flagged"
 PAGE_SIZE = 100
 _PAGE_COLUMNS = ["sample_id", "input_ids", "prompt_len", "finish_reason", "flags"]
-
-
-@dataclass(frozen=True)
-class SampleFilter:
-    """Which rows to list: ``flag`` is any / clean / flagged / a flag name; ``finish`` is
-    any or a finish reason; ``conversation`` (multi-turn batches) lists that conversation's
-    turns only, in turn order."""
-
-    flag: str = ANY
-    finish: str = ANY
-    conversation: str | None = None
-
-    @property
-    def is_all(self) -> bool:
-        """True when nothing is filtered out."""
-        return self.flag == ANY and self.finish == ANY and self.conversation is None
 
 
 @dataclass(frozen=True)
@@ -72,6 +65,7 @@ class ShardSummary:
     clean: int = 0
     metadata: ShardMetadata | None = None
     export: KeepCounts | None = None
+    job: str = ""  # the --shard slices, when several batch directories were opened
 
 
 @dataclass(frozen=True)
@@ -86,13 +80,15 @@ class SamplePage:
 
 
 class SampleSource:
-    """Pages of samples under ``path`` (a batch directory, a shards directory or a file)."""
+    """Pages of samples under ``paths``: a batch directory, a shards directory or a file,
+    or several batch directories (the ``--shard`` slices of one job)."""
 
-    def __init__(self, path: str | Path) -> None:
-        """Open the shards' footers; raises ShardError when ``path`` holds none."""
-        self.reader = ShardReader(path)
-        self.path = self.reader.path
-        self.multi_turn = is_multi_turn(self.reader)
+    def __init__(self, paths: str | Path | Sequence[str | Path]) -> None:
+        """Open the shards' footers; raises ShardError (ConfigError, ExportError for
+        directories that are not one job) when they cannot be read."""
+        self.job = open_job([paths] if isinstance(paths, str | Path) else list(paths))
+        self.path = self.job.path
+        self.multi_turn = self.job.multi_turn
         self._lock = threading.Lock()
         self._filter = SampleFilter()
         self._selected: pa.Array | None = None
@@ -100,7 +96,7 @@ class SampleSource:
     @property
     def rows(self) -> int:
         """Rows in every shard."""
-        return self.reader.num_rows
+        return self.job.num_rows
 
     def summary(self) -> ShardSummary:
         """Counts by flag and finish reason, and what ``eagle-tui export`` would keep with
@@ -115,18 +111,19 @@ class SampleSource:
                 flags.update(_value_counts(pc.list_flatten(table["flags"])))
                 finishes.update(_value_counts(table["finish_reason"]))
                 clean += pc.sum(pc.equal(pc.list_value_length(table["flags"]), 0)).as_py() or 0
-            metadata = self.reader.metadata
-        ignored = tuple(f"{item.path}: {item.reason}" for item in self.reader.ignored)
+            metadata = self.job.metadata
+        ignored = tuple(f"{item.path}: {item.reason}" for item in self.job.ignored)
         return ShardSummary(
             self.path,
             self.rows,
-            len(self.reader.shards),
+            self.job.shard_count,
             ignored,
             dict(flags),
             dict(finishes),
             clean,
             metadata,
             export.counts(),
+            self.job.slices,
         )
 
     def select(self, wanted: SampleFilter) -> int:
@@ -135,29 +132,9 @@ class SampleSource:
             self._filter, self._selected = wanted, None
             return self.rows
         with self._lock:
-            if wanted.conversation is None:
-                selected = self._matching(wanted)
-            else:
-                selected = self._turns_of(wanted)
+            selected = matching_rows(self.job, wanted)
         self._selected, self._filter = selected, wanted
         return len(self._selected)
-
-    def _matching(self, wanted: SampleFilter) -> pa.Array:
-        """Global indices of the rows the flag and finish filters keep (two small columns)."""
-        parts = [
-            pc.add(pc.cast(pc.indices_nonzero(_mask(table, wanted)), pa.int64()), offset)
-            for offset, table in self._offset_batches()
-        ]
-        return pa.chunked_array(parts, type=pa.int64()).combine_chunks()
-
-    def _turns_of(self, wanted: SampleFilter) -> pa.Array:
-        """The rows of ``wanted.conversation`` in turn order, those the other filters keep
-        (the conversation's few indices are matched in Arrow, never a set of every row)."""
-        assert wanted.conversation is not None
-        turns = pa.array(conversation_indices(self.reader, wanted.conversation), pa.int64())
-        if wanted.flag == ANY and wanted.finish == ANY:
-            return turns
-        return pc.filter(turns, pc.is_in(turns, value_set=self._matching(wanted)))
 
     def page(self, number: int, size: int = PAGE_SIZE) -> SamplePage:
         """Page ``number`` (0-based, clamped) of the current selection."""
@@ -172,23 +149,32 @@ class SampleSource:
     def sample(self, index: int) -> ShardRow:
         """The whole row at global ``index``."""
         with self._lock:
-            return self.reader.row(index)
+            return self.job.row(index)
+
+    def tokenizer_choice(self, preferred: Path | None) -> TokenizerChoice:
+        """The tokenizer to decode with (``core.samples.decode``: ``inspect``'s rule)."""
+        return choose_tokenizer(preferred, self.job.manifest, self.job.metadata)
+
+    def decoding(self, index: int, tokenizer: SharedTokenizer | None) -> Decoding:
+        """How row ``index`` is split and decoded (its shard's recorded boundary ids)."""
+        with self._lock:
+            footer = self.job.footer_of(index)
+        return decoding_for(footer, self.job.manifest, tokenizer)
+
+    def warning(self, tokenizer: SharedTokenizer) -> str:
+        """Why ``tokenizer``'s text may be wrong for these shards ("" when it is theirs)."""
+        return fingerprint_warning(tokenizer, self.job.manifest, self.job.metadata)
 
     def close(self) -> None:
         """Release open files."""
         with self._lock:
-            self.reader.close()
+            self.job.close()
 
     # -- internals -------------------------------------------------------------------------
 
     def _light_batches(self) -> Iterator[pa.Table]:
-        return self.reader.iter_batches(columns=["flags", "finish_reason"])
-
-    def _offset_batches(self) -> Iterator[tuple[int, pa.Table]]:
-        offset = 0
-        for table in self._light_batches():
-            yield offset, table
-            offset += table.num_rows
+        for _start, reader in self.job.parts():
+            yield from reader.iter_batches(columns=list(SELECT_COLUMNS))
 
     def _indices(self, start: int, stop: int) -> list[int]:
         if self._selected is None:
@@ -196,50 +182,47 @@ class SampleSource:
         return [int(i) for i in self._selected.slice(start, stop - start).to_pylist()]
 
     def _read(self, start: int, count: int) -> list[SampleRow]:
-        columns = [*_PAGE_COLUMNS, "conversation_id"] if self.multi_turn else _PAGE_COLUMNS
-        table = self.reader.page(start, count, columns=columns)
-        conversations = (table["conversation_id"].to_pylist() if self.multi_turn
-                         else [None] * table.num_rows)
-        lengths = pc.list_value_length(table["input_ids"]).to_pylist()
-        ids = table["sample_id"].to_pylist()
-        prompts = table["prompt_len"].to_pylist()
-        finishes = table["finish_reason"].to_pylist()
-        flags = table["flags"].to_pylist()
-        return [
-            SampleRow(
-                start + i,
-                ids[i],
-                prompts[i],
-                (lengths[i] or 0) - prompts[i],
-                finishes[i],
-                tuple(flags[i] or ()),
-                conversations[i],
-            )
-            for i in range(table.num_rows)
-        ]
+        """Rows ``start .. start+count`` of the job, batch by batch (only a multi-turn batch
+        has conversations)."""
+        rows: list[SampleRow] = []
+        for first, reader in self.job.parts():
+            lo, hi = max(start, first), min(start + count, first + reader.num_rows)
+            if lo < hi:
+                rows += _table_rows(reader.page(lo - first, hi - lo, columns=_columns(reader)),
+                                    lo, is_multi_turn(reader))
+        return rows
+
+
+def _columns(reader: ShardReader) -> list[str]:
+    return [*_PAGE_COLUMNS, "conversation_id"] if is_multi_turn(reader) else _PAGE_COLUMNS
+
+
+def _table_rows(table: pa.Table, start: int, multi_turn: bool) -> list[SampleRow]:
+    """Table rows of ``table``, whose first row is global row ``start``."""
+    conversations = (table["conversation_id"].to_pylist() if multi_turn
+                     else [None] * table.num_rows)
+    lengths = pc.list_value_length(table["input_ids"]).to_pylist()
+    ids = table["sample_id"].to_pylist()
+    prompts = table["prompt_len"].to_pylist()
+    finishes = table["finish_reason"].to_pylist()
+    flags = table["flags"].to_pylist()
+    return [
+        SampleRow(
+            start + i,
+            ids[i],
+            prompts[i],
+            (lengths[i] or 0) - prompts[i],
+            finishes[i],
+            tuple(flags[i] or ()),
+            conversations[i],
+        )
+        for i in range(table.num_rows)
+    ]
 
 
 def _value_counts(array: pa.Array | pa.ChunkedArray) -> dict[str, int]:
     counts = pc.value_counts(array).to_pylist()
     return {str(item["values"]): int(item["counts"]) for item in counts}
-
-
-def _mask(table: pa.Table, wanted: SampleFilter) -> pa.Array:
-    """Boolean mask of the rows of ``table`` that ``wanted`` keeps."""
-    rows = table.num_rows
-    mask = pa.array([True] * rows)
-    if wanted.finish != ANY:
-        mask = pc.and_(mask, pc.fill_null(pc.equal(table["finish_reason"], wanted.finish), False))
-    flags = table["flags"].combine_chunks()
-    if wanted.flag == CLEAN:
-        mask = pc.and_(mask, pc.equal(pc.list_value_length(flags), 0))
-    elif wanted.flag == FLAGGED:
-        mask = pc.and_(mask, pc.greater(pc.list_value_length(flags), 0))
-    elif wanted.flag != ANY:
-        parents = pc.list_parent_indices(flags)
-        hit_rows = pc.filter(parents, pc.equal(pc.list_flatten(flags), wanted.flag))
-        mask = pc.and_(mask, pc.is_in(pa.array(range(rows), pa.int64()), value_set=hit_rows))
-    return pc.fill_null(mask, False)
 
 
 def _runs(indices: list[int]) -> Iterator[tuple[int, int]]:

@@ -130,7 +130,7 @@ class ServerFeed:
         try:
             snapshot = await watcher.tick()
         except Exception as exc:  # the watcher guards its sources; this is a last resort
-            log.exception("watcher tick failed for %s", self.target.url)
+            log.exception("watcher tick failed for %s", self.target.url.public)
             if self._last_snapshot is None:
                 return
             snapshot = replace(self._last_snapshot, problems=(f"watch failed: {exc}",))
@@ -145,12 +145,12 @@ class ServerFeed:
         if self._router is None:
             from eagle_tui.core.sglang.client import SGLangClient
 
-            self._router = RouterProbe(SGLangClient(self.target.url))
+            self._router = RouterProbe(SGLangClient(self.target.url.for_requests))
         try:
             if await self._router.detect():
                 emit(await self._router.look(with_load=True))
         except Exception:  # a side view: never let it stop the watch
-            log.exception("router look failed for %s", self.target.url)
+            log.exception("router look failed for %s", self.target.url.public)
 
     async def _tail_log(self, stop: threading.Event, emit: Emit, clock: Clock) -> None:
         from eagle_tui.core.serverlog.follower import LogFollower
@@ -214,7 +214,10 @@ def target_of(server: ServerProcess) -> ServerTarget:
     """The dashboard target of a server found in the process table."""
     assert server.url is not None
     return ServerTarget(
-        server.url, name=f"{server.kind} :{server.port}", log_file=server.log_path, pid=server.pid
+        server.url,
+        name=f"{server.kind} :{server.port}",
+        log_file=server.log_path,
+        pid=server.pid,
     )
 
 

@@ -10,7 +10,8 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from eagle_tui.tui.render import capture as text
-from eagle_tui.tui.sources.capture import BatchSnapshot
+from eagle_tui.tui.render import literal
+from eagle_tui.tui.render.batch import BatchSnapshot
 from eagle_tui.tui.widgets.meter import Meter
 
 
@@ -20,7 +21,7 @@ class RateSpark(Widget):
     values: reactive[tuple[float, ...]] = reactive(())
 
     def render(self) -> Content:
-        return Content(text.sparkline(self.values, self.size.width))
+        return literal.content(text.sparkline(self.values, self.size.width))
 
 
 class BatchDetail(Vertical):
@@ -59,4 +60,4 @@ class BatchDetail(Vertical):
         self.query_one(".batch-error").display = bool(snapshot.error)
 
     def _set(self, name: str, value: str) -> None:
-        self.query_one(f".{name}", Static).update(Content(value))
+        self.query_one(f".{name}", Static).update(literal.content(value))

@@ -6,47 +6,17 @@ badge also starts with ``⚑`` and names the flag, so it reads without colour.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import ClassVar, Literal
+from collections.abc import Iterable
+from typing import ClassVar
 
 from textual.content import Content
 from textual.reactive import reactive
 from textual.style import Style
 from textual.widget import Widget
 
+from eagle_tui.tui.render import literal
+from eagle_tui.tui.render.flags import BADGE, flag_severity
 from eagle_tui.tui.widgets.styling import component_style
-
-Severity = Literal["error", "warning", "info"]
-
-ERROR_FLAGS = frozenset(
-    {
-        "crashed",
-        "stalled",
-        "port_conflict",
-        "rank_exited",
-        "bad_token_id",
-        "count_mismatch",
-        "prompt_count_mismatch",
-        "no_stop_token",
-        "over_max_new_tokens",
-        "aborted",
-        "no_think_end",
-        "tool_call_before_think_end",
-        "think_start_in_output",
-    }
-)
-INFO_FLAGS = frozenset({"tool_call"})
-BADGE = "⚑"
-
-
-def flag_severity(name: str) -> Severity:
-    """``error`` for fatal and data-breaking flags, ``info`` for informational ones,
-    ``warning`` otherwise."""
-    if name.startswith("fatal") or name in ERROR_FLAGS:
-        return "error"
-    if name in INFO_FLAGS:
-        return "info"
-    return "warning"
 
 
 class FlagStyled(Widget):
@@ -70,7 +40,7 @@ class FlagBadges(FlagStyled):
         parts: list[str | tuple[str, Style]] = []
         for name in self.names:
             parts.extend(((f"{BADGE} {name}", self.flag_style(name)), " "))
-        return Content.assemble(*parts)
+        return literal.assemble(*parts)
 
 
 class FlagEvidence(FlagStyled):
@@ -88,9 +58,4 @@ class FlagEvidence(FlagStyled):
         return Content("\n").join(self._line(name, evidence) for name, evidence in self.flags)
 
     def _line(self, name: str, evidence: str) -> Content:
-        return Content.assemble((f"{BADGE} {name}", self.flag_style(name)), " ", evidence)
-
-
-def badge_text(names: Sequence[str]) -> str:
-    """Plain ``⚑ a ⚑ b`` (for table cells)."""
-    return " ".join(f"{BADGE} {name}" for name in names)
+        return literal.assemble((f"{BADGE} {name}", self.flag_style(name)), " ", evidence)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from textual.content import Content
 from textual.widgets import Static
+
+from eagle_tui.tui.render import literal
 
 
 class GpuPanel(Static):
@@ -18,5 +19,5 @@ class GpuPanel(Static):
         """Show ``lines`` (literal text) when there are any and the panel is wanted."""
         if tuple(lines) != self.lines:
             self.lines = tuple(lines)
-            self.update(Content("\n").join(Content(line) for line in lines))
+            self.update(literal.lines(lines))
         self.display = wanted and bool(lines)

@@ -33,7 +33,6 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.content import Content
 from textual.message import Message
 from textual.reactive import reactive
 from textual.strip import Strip
@@ -41,6 +40,7 @@ from textual.timer import Timer
 from textual.widgets import Input, Log, Static
 
 from eagle_tui.core.text import terminal_safe
+from eagle_tui.tui.render import literal
 from eagle_tui.tui.render.logview import (
     RankGroup,
     collapse_ranks,
@@ -195,7 +195,7 @@ class ServerLog(Log):
         self.refeeding = True
         try:
             self.clear()
-            self.write_lines(lines, scroll_end=False)
+            self.write_lines(lines, scroll_end=False)  # literal: made safe in add_lines
         finally:
             self.refeeding = False
         if self.auto_scroll:
@@ -289,7 +289,7 @@ class LogPane(Vertical):
                 self._refeed()
                 return
             log = self.server_log
-            log.write_lines(shown, scroll_end=False)
+            log.write_lines(shown, scroll_end=False)  # literal: made safe above
             if self.follow:
                 log.scroll_end(animate=False, x_axis=False)
         self._show_status()
@@ -374,7 +374,7 @@ class LogPane(Vertical):
     def set_partial(self, text: str) -> None:
         """Show the unterminated last line (empty hides it)."""
         partial = self.query_one(".log-pane--partial", Static)
-        partial.update(Content(terminal_safe(text)))
+        partial.update(literal.content(text))
         partial.display = bool(text)
 
     # -- follow and jumps ------------------------------------------------------------------
@@ -473,4 +473,4 @@ class LogPane(Vertical):
                                        ("no stamps", not self.timestamps)) if on]
         parts = (self._source_problem, problem, shown, " ".join(modes), state)
         text = "  ".join(part for part in parts if part)
-        self.query_one(".log-pane--status", Static).update(Content(text))
+        self.query_one(".log-pane--status", Static).update(literal.content(text))

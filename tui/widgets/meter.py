@@ -2,12 +2,11 @@
 
 ``Meter`` draws ``███████░░░│░░  label``: the fill is ``fraction`` of the bar, the ``│``
 sits at ``marker`` (both 0..1 of the bar's full scale), and the fill turns to the warning
-style once it passes the marker. ``window_scale`` computes both for elapsed-vs-window bars.
+style once it passes the marker. ``tui.render.meter`` holds the values and their scale.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar
 
 from textual.content import Content
@@ -15,44 +14,9 @@ from textual.reactive import reactive
 from textual.style import Style
 from textual.widget import Widget
 
+from eagle_tui.tui.render import literal
+from eagle_tui.tui.render.meter import EMPTY, EMPTY_METER, FILL, MARK, MeterValue, bar_cells
 from eagle_tui.tui.widgets.styling import component_style
-
-FILL = "█"
-EMPTY = "░"
-MARK = "│"
-
-
-@dataclass(frozen=True)
-class MeterValue:
-    """What a meter shows. ``fraction`` None draws an empty bar (unknown)."""
-
-    fraction: float | None
-    label: str = ""
-    marker: float | None = None
-
-
-EMPTY_METER = MeterValue(None)
-
-
-def window_scale(
-    elapsed_s: float | None, window_s: float | None
-) -> tuple[float | None, float | None]:
-    """(fill, marker) for an elapsed time against an expected window.
-
-    The full scale is 1.25 × the window, stretched when elapsed goes past it, so the marker
-    stays visible and an overrun shows as fill beyond it.
-    """
-    if elapsed_s is None or not window_s or window_s <= 0:
-        return None, None
-    scale = max(window_s * 1.25, elapsed_s * 1.05)
-    return elapsed_s / scale, window_s / scale
-
-
-def bar_cells(fraction: float | None, marker: float | None, width: int) -> tuple[int, int | None]:
-    """(filled cells, marker cell) for a bar ``width`` cells wide."""
-    filled = 0 if fraction is None else round(max(0.0, min(1.0, fraction)) * width)
-    mark = None if marker is None else min(width - 1, max(0, round(marker * width)))
-    return filled, mark
 
 
 class Meter(Widget):
@@ -78,7 +42,7 @@ class Meter(Widget):
         label = f" {value.label}" if value.label else ""
         width = max(4, self.size.width - len(label))
         filled, mark = bar_cells(value.fraction, value.marker, width)
-        return Content.assemble(*self._bar_parts(filled, mark, width), label)
+        return literal.assemble(*self._bar_parts(filled, mark, width), label)
 
     def _bar_parts(self, filled: int, mark: int | None, width: int) -> list[tuple[str, Style]]:
         runs: list[tuple[str, str]] = []

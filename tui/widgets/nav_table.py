@@ -13,6 +13,8 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.widgets import DataTable
 
+from eagle_tui.tui.render import literal
+
 
 def row_matches(cells: Sequence[object], needle: str) -> bool:
     """True when any cell's text holds ``needle`` (case-insensitive)."""
@@ -88,5 +90,5 @@ class NavTable(DataTable[Text]):
             if row_matches(self.get_row_at(row), self.search):
                 self.move_cursor(row=row)
                 return row
-        self.notify(f"no row holds {self.search!r}", markup=False, timeout=3)
+        self.notify(literal.shown(f"no row holds {self.search!r}"), markup=False, timeout=3)
         return None

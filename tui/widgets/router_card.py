@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from textual.content import Content
 from textual.widgets import Static
 
+from eagle_tui.tui.render import literal
 from eagle_tui.tui.render.router import RouterDoc, router_lines
 
 if TYPE_CHECKING:
@@ -35,4 +35,4 @@ class RouterWorkers(Static):
         """Replace the lines with ``view``'s."""
         self.view = view
         lines = [line.removeprefix("  ") for line in router_lines(RouterDoc.of(view))]
-        self.update(Content("\n".join(lines)))
+        self.update(literal.lines(lines))

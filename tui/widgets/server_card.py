@@ -14,9 +14,11 @@ from textual.content import Content
 from textual.widgets import Sparkline, Static
 
 from eagle_tui.tui.options import ServerTarget
+from eagle_tui.tui.render import literal
 from eagle_tui.tui.render import server as text
+from eagle_tui.tui.render.meter import MeterValue
 from eagle_tui.tui.widgets.flags import FlagEvidence
-from eagle_tui.tui.widgets.meter import Meter, MeterValue
+from eagle_tui.tui.widgets.meter import Meter
 
 if TYPE_CHECKING:
     from eagle_tui.core.health.snapshot import HealthSnapshot
@@ -35,8 +37,8 @@ class ServerCard(Vertical):
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="card-title"):
-            yield Static(Content(self.target.label), classes="card-name")
-            yield Static(Content(self.target.url), classes="card-url")
+            yield Static(literal.content(self.target.label), classes="card-name")
+            yield Static(literal.content(self.target.url.public), classes="card-url")
             if self.target.managed:
                 yield Static("managed", classes="card-managed", markup=False)
         yield Static(
@@ -72,24 +74,24 @@ class ServerCard(Vertical):
                 text.gpu_text(snapshot.gpu),
             )
         )
-        self._set("card-proc", Content(proc))
+        self._set("card-proc", literal.content(proc))
         self.query_one(".card-latency", Sparkline).data = list(history.latencies_ms)
         health = " · ".join(p for p in (text.health_text(snapshot), text.load_text(snapshot)) if p)
-        self._set("card-health-text", Content(health))
-        self._set("card-lastlog", Content(text.last_log_text(snapshot)))
+        self._set("card-health-text", literal.content(health))
+        self._set("card-lastlog", literal.content(text.last_log_text(snapshot)))
         notes = text.notes_text(snapshot)
-        self._set("card-notes", Content(notes))
+        self._set("card-notes", literal.content(notes))
         self.query_one(".card-notes").display = bool(notes)
 
     def _set(self, name: str, content: Content) -> None:
-        self.query_one(f".{name}", Static).update(content)
+        self.query_one(f".{name}", Static).update(content)  # literal: built by callers
 
     def _set_phase(self, snapshot: HealthSnapshot) -> None:
         phase = self.query_one(".card-phase", Static)
         tone = text.phase_tone(snapshot.phase)
         for other in TONES:
             phase.set_class(other == tone, f"-{other}")
-        phase.update(Content(text.phase_line(snapshot)))
+        phase.update(literal.content(text.phase_line(snapshot)))
 
     def _set_shards(self, value: MeterValue | None) -> None:
         meter = self.query_one(".card-shards", Meter)
@@ -104,4 +106,4 @@ class ServerCard(Vertical):
             if number:
                 parts.append(" › ")
             parts.append((label, "bold") if current else label)
-        return Content.assemble(*parts) if parts else Content("no phase timeline yet")
+        return literal.assemble(*parts) if parts else Content("no phase timeline yet")

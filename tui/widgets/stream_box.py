@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.content import Content
 
+from eagle_tui.tui.render import literal
+from eagle_tui.tui.render.flags import badge_text
 from eagle_tui.tui.sources.streams import StreamView
-from eagle_tui.tui.widgets.flags import badge_text
 from eagle_tui.tui.widgets.token_view import TokenView
 
 STATES = ("streaming", "retrying", "finished", "failed", "waiting")
@@ -47,6 +47,6 @@ class StreamBox(Vertical):
 
     def _set_state(self, view: StreamView) -> None:
         self.ended = view.ended
-        self.border_title = Content(stream_title(view))
+        self.border_title = literal.content(stream_title(view))
         self.set_class(view.state == "finished", "-done")
         self.set_class(view.state == "failed", "-failed")

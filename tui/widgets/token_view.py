@@ -15,6 +15,7 @@ from textual.reactive import reactive
 from textual.style import Style
 from textual.widget import Widget
 
+from eagle_tui.tui.render import literal
 from eagle_tui.tui.render.tokens import (
     EMPTY_DOCUMENT,
     SEGMENT_KINDS,
@@ -145,4 +146,4 @@ class TokenLegend(TokenStyled):
         parts: list[str | tuple[str, Style | str]] = []
         for kind, label in LEGEND:
             parts.extend(((label, styles[kind]), " "))
-        return Content.assemble(*parts)
+        return literal.assemble(*parts)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal
-from textual.content import Content
 from textual.events import Click
 from textual.message import Message
 from textual.widgets import Static
 
 from eagle_tui.tui.options import VIEW_TITLES, VIEWS
+from eagle_tui.tui.render import literal
 
 
 class ViewTab(Static):
@@ -23,7 +23,7 @@ class ViewTab(Static):
             self.view = view
 
     def __init__(self, view: str, number: int, *, active: bool) -> None:
-        label = Content.assemble((f" {number}", "bold"), f" {VIEW_TITLES[view]} ")
+        label = literal.assemble((f" {number}", "bold"), f" {VIEW_TITLES[view]} ")
         super().__init__(label, classes="-active" if active else "", markup=False)
         self.view = view
 
@@ -44,8 +44,8 @@ class ViewTabs(Horizontal):
         yield Static(" eagle-tui ", id="app-name", markup=False)
         for number, view in enumerate(VIEWS, start=1):
             yield ViewTab(view, number, active=view == self.active)
-        yield Static(self._status, id="tabs-status", markup=False)
+        yield Static(literal.content(self._status), id="tabs-status")
 
     def set_status(self, text: str) -> None:
         """Show ``text`` (literal) at the right end of the bar."""
-        self.query_one("#tabs-status", Static).update(Content(text))
+        self.query_one("#tabs-status", Static).update(literal.content(text))

@@ -18,19 +18,19 @@ from collections.abc import Callable
 from typing import Final
 
 from eagle_tui.core.sim.engine.prefix_cache import PrefixCache
-from eagle_tui.core.sim.engine.request import (
-    WAITING_ABORT,
-    SimRequest,
-    abort_finish,
-    length_finish,
-    stop_finish,
-)
 from eagle_tui.core.sim.engine.stats import Stats
 from eagle_tui.core.sim.log.dialect import DecodeStats, PrefillStats
 from eagle_tui.core.sim.log.sink import SimLog
 from eagle_tui.core.sim.model.detok import output_text
 from eagle_tui.core.sim.model.fake_model import FakeModel, plan_seed
 from eagle_tui.core.sim.model.modeldir import ModelDir
+from eagle_tui.core.sim.request import (
+    WAITING_ABORT,
+    SimRequest,
+    abort_finish,
+    length_finish,
+    stop_finish,
+)
 
 MAX_BURST: Final = 4096  # tokens per step in fast mode: keeps the event loop responsive
 

@@ -17,11 +17,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from eagle_tui.core.sim.context import SimContext, sim_context
-from eagle_tui.core.sim.engine.request import SimRequest, abort_finish
+from eagle_tui.core.sim.engine.faults import Fault
 from eagle_tui.core.sim.http.connection import DroppedConnection, wait_for_disconnect
 from eagle_tui.core.sim.http.payload import ChunkView, response_object
 from eagle_tui.core.sim.http.sse import DONE, sse_event, stream_events
-from eagle_tui.core.sim.lifecycle.runtime_faults import Fault
+from eagle_tui.core.sim.request import SimRequest, abort_finish
 from eagle_tui.core.sim.validation.body_gate import parse_body
 from eagle_tui.core.sim.validation.contract import check_contract
 from eagle_tui.core.sim.validation.normalize import GenerateCall, normalize

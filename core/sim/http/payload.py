@@ -17,10 +17,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from eagle_tui.core.sim.engine.request import SimRequest
 from eagle_tui.core.sim.model.detok import output_text
 from eagle_tui.core.sim.model.logprobs import logprob_fields
 from eagle_tui.core.sim.model.modeldir import ModelDir
+from eagle_tui.core.sim.request import SimRequest
 
 
 @dataclass(frozen=True)

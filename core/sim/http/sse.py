@@ -16,10 +16,10 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from eagle_tui.core.sim.engine.request import SimRequest
 from eagle_tui.core.sim.http.payload import ChunkView, response_object
 from eagle_tui.core.sim.model.detok import output_text
 from eagle_tui.core.sim.model.modeldir import ModelDir
+from eagle_tui.core.sim.request import SimRequest
 
 DONE: Final = b"data: [DONE]\n\n"
 

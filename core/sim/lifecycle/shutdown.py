@@ -15,7 +15,7 @@ import signal
 from typing import Final
 
 from eagle_tui.core.sim.context import SimContext
-from eagle_tui.core.sim.lifecycle.death import exit_now
+from eagle_tui.core.sim.log.death import exit_now
 
 DRAIN_POLL_SECONDS: Final = 5.0
 MIN_DRAIN_POLL: Final = 0.05  # at --time-scale 0: still poll, but do not spin

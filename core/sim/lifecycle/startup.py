@@ -15,7 +15,11 @@ from collections.abc import Awaitable, Callable
 from typing import Final
 
 from eagle_tui.core.sim.config import SimConfig
-from eagle_tui.core.sim.engine.capacity import (
+from eagle_tui.core.sim.engine.state import ServerState
+from eagle_tui.core.sim.lifecycle import startup_faults
+from eagle_tui.core.sim.log.progress import shard_bar
+from eagle_tui.core.sim.log.sink import SimLog
+from eagle_tui.core.sim.model.capacity import (
     AVAIL_BEFORE_WEIGHTS,
     CHUNKED_PREFILL_SIZE,
     GRAPH_GB,
@@ -24,10 +28,6 @@ from eagle_tui.core.sim.engine.capacity import (
     WEIGHT_GB,
     Capacity,
 )
-from eagle_tui.core.sim.lifecycle import startup_faults
-from eagle_tui.core.sim.lifecycle.state import ServerState
-from eagle_tui.core.sim.log.progress import shard_bar
-from eagle_tui.core.sim.log.sink import SimLog
 from eagle_tui.core.sim.model.modeldir import ModelDir
 from eagle_tui.core.sim.server_info import server_args
 

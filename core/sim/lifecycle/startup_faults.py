@@ -12,8 +12,8 @@ import asyncio
 from typing import Final, NoReturn
 
 from eagle_tui.core.sim.config import SimConfig
-from eagle_tui.core.sim.lifecycle import tracebacks
-from eagle_tui.core.sim.lifecycle.death import (
+from eagle_tui.core.sim.log import tracebacks
+from eagle_tui.core.sim.log.death import (
     exit_now,
     kill_process_tree,
     rank_failed_during_launch,

@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from eagle_tui.core.sim.context import SimContext
 from eagle_tui.core.sim.lifecycle import startup_faults
-from eagle_tui.core.sim.lifecycle.death import kill_process_tree
+from eagle_tui.core.sim.log.death import kill_process_tree
 
 WARMUP_BODY: Final = {"text": "The capital city of France is",
                       "sampling_params": {"temperature": 0, "max_new_tokens": 8}}

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from eagle_tui.core.sim.config import LOG_DIALECTS
-from eagle_tui.core.sim.engine.capacity import Capacity
+from eagle_tui.core.sim.model.capacity import Capacity
 
 
 @dataclass(frozen=True)

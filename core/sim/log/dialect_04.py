@@ -16,8 +16,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from eagle_tui.core.sim.engine.capacity import Capacity
-from eagle_tui.core.sim.lifecycle.tracebacks import launcher_lost_rank
 from eagle_tui.core.sim.log.dialect import (
     DecodeStats,
     LaunchDeath,
@@ -27,6 +25,8 @@ from eagle_tui.core.sim.log.dialect import (
 )
 from eagle_tui.core.sim.log.dialect_05 import SIGQUIT_FROM_CHILD
 from eagle_tui.core.sim.log.progress import tqdm_bar
+from eagle_tui.core.sim.log.tracebacks import launcher_lost_rank
+from eagle_tui.core.sim.model.capacity import Capacity
 from eagle_tui.core.sim.recorded import load_asset
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from eagle_tui.core.sim.engine.capacity import Capacity
 from eagle_tui.core.sim.log.dialect import (
     DecodeStats,
     LaunchDeath,
@@ -19,6 +18,7 @@ from eagle_tui.core.sim.log.dialect import (
     RuntimeCrash,
 )
 from eagle_tui.core.sim.log.progress import tqdm_bar
+from eagle_tui.core.sim.model.capacity import Capacity
 from eagle_tui.core.sim.server_info import GPU_SERVER_ARGS
 
 SIGQUIT_FROM_CHILD = "Received sigquit from a child process. It usually means the child failed."

@@ -10,8 +10,8 @@ cuts the text before it (after it with ``no_stop_trim``), as SGLang does.
 
 from __future__ import annotations
 
-from eagle_tui.core.sim.engine.request import SimRequest
 from eagle_tui.core.sim.model.modeldir import ModelDir
+from eagle_tui.core.sim.request import SimRequest
 
 
 def output_text(model: ModelDir, request: SimRequest, upto: int | None = None) -> str:

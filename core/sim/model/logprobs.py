@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from eagle_tui.core.sim.engine.request import SimRequest
 from eagle_tui.core.sim.model.modeldir import ModelDir
+from eagle_tui.core.sim.request import SimRequest
 
 
 def logprob_fields(model: ModelDir, request: SimRequest, start: int, upto: int) -> dict[str, Any]:

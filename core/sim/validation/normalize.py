@@ -14,8 +14,8 @@ from collections.abc import Container
 from dataclasses import dataclass
 from typing import Any, Final
 
-from eagle_tui.core.sim.engine.request import GenerateItem, LogprobSpec, SamplingSpec
 from eagle_tui.core.sim.model.modeldir import ModelDir
+from eagle_tui.core.sim.request import GenerateItem, LogprobSpec, SamplingSpec
 from eagle_tui.core.sim.validation.rejections import InputRejected
 
 DEFAULT_MAX_NEW_TOKENS: Final = 128

@@ -1,0 +1,179 @@
+"""Docstrings, package maps and ``prog`` strings name only modules that exist.
+
+Modules move (``core.batches.worker`` printed ``prog="python -m core.batches.worker"`` long
+after the path stopped working; package maps listed modules that had moved to ``tui/cli``).
+This reads every docstring and every ``prog=`` string of ``core``, ``tui``, ``scripts`` and
+``tests`` and checks each name in them:
+
+- a dotted name (``eagle_tui.core.x.y``, ``core.x.y``, ``tui.x``) resolves to a module, or to
+  a name defined at the top of the longest module it starts with; after ``python -m`` it is
+  the import name (``eagle_tui.core…``: no bare ``core`` or ``tui`` can be imported);
+- a path (``core/x/y.py``, ``tui/x.py``) is a file of the repository;
+- in a package's ``__init__`` docstring, the modules a package map lists (``- ``a`` /
+  ``b``: what they do``) exist in that package, and ``module.Name`` references resolve.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+SELF = Path(__file__).resolve()
+ROOT = SELF.parents[1]
+SCANNED = ("core", "tui", "scripts", "tests")
+PACKAGES = {"core": ROOT / "core", "tui": ROOT / "tui"}
+
+RUN_MODULE = re.compile(r"python3? -m ([\w.]+)")
+DOTTED = re.compile(r"(?<![\w./-])(?:eagle_tui\.)?(?:core|tui)(?:\.[A-Za-z_]\w*)+")
+PATH = re.compile(r"(?<![\w./-])(?:core|tui)/[\w/.-]*?\.py\b")
+MAP_ITEM = re.compile(r"^\s*- (.*?):(?:\s|$)")
+TICKED = re.compile(r"``([^`]+)``")
+RELATIVE = re.compile(r"^([a-z_]\w*)\.([A-Za-z_]\w*)$")
+DEFINITIONS = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+FILE_SUFFIXES = {"json", "jsonl", "py", "md", "log", "txt", "toml", "parquet", "lock", "gz"}
+
+
+def python_files() -> Iterator[Path]:
+    for top in SCANNED:
+        for path in sorted((ROOT / top).rglob("*.py")):
+            if ".venv" not in path.parts and "fixtures" not in path.parts and path != SELF:
+                yield path
+
+
+def texts(path: Path) -> Iterator[tuple[int, str]]:
+    """(line, text) of every docstring and ``prog=`` string in ``path``."""
+    source = path.read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    scopes: list[ast.AST] = [tree]
+    while scopes:  # modules, classes and functions: only they have docstrings
+        scope = scopes.pop()
+        body = getattr(scope, "body", [])
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                and isinstance(body[0].value.value, str):
+            yield body[0].value.lineno, body[0].value.value
+        scopes.extend(node for node in body if isinstance(node, DEFINITIONS))
+    if "prog=" in source:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.keyword) and node.arg == "prog" \
+                    and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+                yield node.value.lineno, node.value.value
+
+
+@cache
+def module_file(dotted: str) -> Path | None:
+    """The file of module ``core.x.y`` / ``tui.x`` (``__init__.py`` for a package)."""
+    top, *rest = dotted.split(".")
+    base = PACKAGES[top].joinpath(*rest)
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return base if base.is_dir() and not rest else None
+
+
+@cache
+def top_names(path: Path) -> frozenset[str]:
+    """Names bound at the top of a module (definitions, assignments, imports)."""
+    names: set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return frozenset(names)
+
+
+def dotted_problem(name: str) -> str | None:
+    """Why the dotted ``name`` names nothing, or None when it resolves."""
+    parts = name.removeprefix("eagle_tui.").split(".")
+    for cut in range(len(parts), 0, -1):
+        found = module_file(".".join(parts[:cut]))
+        if found is None:
+            continue
+        rest = parts[cut:]
+        if not rest:
+            return None
+        if found.is_file() and rest[0] in top_names(found):
+            return None
+        return f"{'.'.join(parts[:cut])} has no module or name {rest[0]!r}"
+    return "no such package"
+
+
+def package_map_problems(path: Path, text: str) -> Iterator[str]:
+    """Modules a package's docstring lists (or names as ``module.Name``) that it lacks."""
+    package = path.parent
+    dotted = ".".join(package.relative_to(ROOT).parts)
+
+    def is_module(name: str) -> bool:
+        name = name.rstrip("/")
+        if "*" in name:
+            return any(package.glob(name + ".py"))
+        return (package / f"{name}.py").is_file() or (package / name).is_dir()
+
+    for line in text.splitlines():
+        item = MAP_ITEM.match(line)
+        if item is not None:
+            for name in TICKED.findall(item.group(1)):
+                if not is_module(name):
+                    yield f"the package map lists {name!r}, which {dotted} does not have"
+        for name in TICKED.findall(line):
+            relative = RELATIVE.match(name)
+            if relative is not None and is_module(relative.group(1)) \
+                    and relative.group(2) not in FILE_SUFFIXES:  # ``failures.jsonl``
+                problem = dotted_problem(f"{dotted}.{name}")
+                if problem is not None:
+                    yield f"{name!r}: {problem}"
+
+
+def problems_in(path: Path) -> Iterator[str]:
+    for line, text in texts(path):
+        where = f"{path.relative_to(ROOT)}:{line}"
+        for match in DOTTED.finditer(text):
+            problem = dotted_problem(match.group())
+            if problem is not None:
+                yield f"{where}: {match.group()!r}: {problem}"
+        for match in RUN_MODULE.finditer(text):
+            if match.group(1).startswith(("core.", "tui.")):
+                yield (f"{where}: {match.group()!r}: the import name is "
+                       f"eagle_tui.{match.group(1)} (a bare core/tui is not importable)")
+        for match in PATH.finditer(text):
+            if not (ROOT / match.group()).is_file():
+                yield f"{where}: {match.group()!r} is not a file of the repository"
+        if path.name == "__init__.py":
+            yield from (f"{where}: {p}" for p in package_map_problems(path, text))
+
+
+def test_docstrings_and_progs_name_modules_that_exist() -> None:
+    found = [problem for path in python_files() for problem in problems_in(path)]
+    assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize(("name", "resolves"), [
+    ("eagle_tui.core.urls", True),
+    ("core.urls.ServerURL", True),
+    ("core.health.state.WatchState.update", True),
+    ("tui.cli.main", True),
+    ("core.batches.worker", True),
+    ("core.health.cli", False),
+    ("core.urls.NoSuchThing", False),
+    ("tui.nowhere", False),
+])
+def test_the_check_tells_names_that_exist_from_names_that_do_not(name: str,
+                                                                 resolves: bool) -> None:
+    assert (dotted_problem(name) is None) is resolves
+
+
+def test_a_package_map_naming_a_missing_module_fails() -> None:
+    text = ("Map:\n\n- ``engine`` / ``lock``: the engine; a lock that moved\n"
+            "- ``cli_*``: verbs that moved\n\n``engine.CaptureEngine`` runs, ``engine.Gone`` not")
+    found = list(package_map_problems(ROOT / "core" / "capture" / "__init__.py", text))
+    assert len(found) == 3 and "'lock'" in found[0] and "'cli_*'" in found[1]
+    assert "'Gone'" in found[2]
