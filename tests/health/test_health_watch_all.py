@@ -4,12 +4,17 @@ each line naming its server; the loop is ``core.health.follow``."""
 from __future__ import annotations
 
 import json
+import os
 import threading
+from functools import partial
 from pathlib import Path
 
 import pytest
 
+from eagle_tui.core.health import follow
+from eagle_tui.core.proc.discover import discover_servers
 from eagle_tui.core.sim.launcher import SimProcess
+from eagle_tui.tui.cli import watch
 from eagle_tui.tui.cli.main import main
 
 pytestmark = pytest.mark.slow
@@ -20,6 +25,9 @@ def test_watch_all_finds_running_and_later_servers(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("EAGLE_TUI_STATE_DIR", str(tmp_path / "state"))
+    # Only this test's servers: parallel workers' sims would crowd the watch under load.
+    monkeypatch.setattr(watch, "follow_all", partial(
+        follow.follow_all, discover=partial(discover_servers, within=os.getpid())))
     later: list[SimProcess] = []
 
     def start_later() -> None:
