@@ -82,7 +82,7 @@ async def test_every_fault_kind_handled_and_reported(tmp_path: Path) -> None:
         await abort_slow_requests_once(engine, slow.url)
         summary = await run
     p = summary.progress
-    assert p.done == 240 and p.failed == 4, summary_text(summary)
+    assert p.counts.done == 240 and p.counts.failed == 4, summary_text(summary)
     assert dict(p.failures) == {"context_too_long": 4}
     for kind in ("busy", "connection_lost", "bad_response", "timeout", "aborted"):
         assert p.errors.get(kind, 0) > 0, (kind, dict(p.errors))
