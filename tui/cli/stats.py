@@ -53,7 +53,7 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
     if job:
         out.print(Literal(f"one job: {job}"), soft_wrap=True)
     if args.json:
-        out.print(stats_json(stats, keep, job), soft_wrap=True)
+        out.print(Literal(stats_json(stats, keep, job)), soft_wrap=True)
         return 0
     for renderable in summary_tables(stats):
         out.print(Literal(renderable))
