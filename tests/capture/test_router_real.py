@@ -73,7 +73,7 @@ def assert_router_provenance(out_dir: Path, router: RouterProcess) -> None:
     finally:
         reader.close()
     assert metadata is not None
-    assert metadata.server_version == "0.5.23", "the workers' version, not the router's null"
+    assert metadata.server.version == "0.5.23", "the workers' version, not the router's null"
 
 
 async def test_router_is_detected_and_health_means_a_worker_can_serve() -> None:
