@@ -40,6 +40,7 @@ MAX_SECONDS = 30 * 24 * 3600.0
 below what a timer or ``select`` can hold."""
 
 SHOWN_CHARS = 160
+MAX_DIGITS = 40  # more is out of every range (and int() refuses past 4300 digits)
 
 
 def shown(text: str) -> str:
@@ -69,6 +70,11 @@ class Whole:
     what: str = ""
 
     def __call__(self, text: str) -> int:
+        digits = text.strip().lstrip("+-")
+        if digits.isdigit() and len(digits) > MAX_DIGITS:
+            raise argparse.ArgumentTypeError(
+                f"{shown(text)} is out of range; give a whole number from {self.low} to "
+                f"{self.high}{self._for()}")
         try:
             value = int(text.strip())
         except ValueError:
@@ -117,6 +123,7 @@ class Number:
 
 def _plain(value: float) -> str:
     """``2592000`` rather than ``2.592e+06``; ``0.1`` stays ``0.1``."""
+    value = float(value)
     return str(int(value)) if value.is_integer() else f"{value:g}"
 
 
