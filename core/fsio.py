@@ -162,7 +162,9 @@ def kind_of(mode: int) -> str:
 
 def size_text(limit: int) -> str:
     """``64 KiB``, ``16 MiB``: a limit as people read it."""
-    return f"{limit // MIB} MiB" if limit >= MIB and limit % MIB == 0 else f"{limit // KIB} KiB"
+    if limit % MIB == 0 and limit:
+        return f"{limit // MIB} MiB"
+    return f"{limit // KIB} KiB" if limit % KIB == 0 and limit else f"{limit} bytes"
 
 
 def check_regular(path: Path, what: str) -> os.stat_result:
