@@ -15,7 +15,7 @@ port of 99999, a negative count, a FIFO where a file is read, an empty output pa
 - ``Checked(parse)`` adapts a parse function that raises ``ValueError`` or an ``EagleError``.
 
 Each is a small class, so a test can list the options of every verb and know what each one
-accepts (``tests/tui/test_cli_option_fuzz.py``).
+accepts (``tests/test_cli_option_fuzz.py``).
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ from eagle_tui.core.argtypes import (
     FileFollowed,
     FileOut,
     Number,
+    OneLineParser,
     PathIn,
     Whole,
     shown,
@@ -273,7 +274,7 @@ def _first_bool(*values: object, default: bool) -> bool:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m eagle_tui.tui.dashboard``."""
-    parser = argparse.ArgumentParser(prog="eagle-tui", description="The eagle-tui dashboard.")
+    parser = OneLineParser(prog="eagle-tui", description="The eagle-tui dashboard.")
     add_arguments(parser)
     return run(parser.parse_args(argv))
 

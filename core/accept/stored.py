@@ -93,7 +93,8 @@ def load_results(path: Path) -> list[StoredResult]:
     except FileNotFoundError:
         return []
     except UnfitFile as error:
-        raise AcceptResultError(f"{error}; move it away", path=path) from error
+        raise AcceptResultError(f"cannot read stored acceptance results: {error}; move it "
+                                "away", path=path) from error
     except OSError as error:
         raise AcceptResultError(
             f"{path}: cannot read stored acceptance results ({describe_os_error(error)})",

@@ -102,7 +102,7 @@ class LogFollower:
             error = f"cannot read {self.path}: {exc.strerror or exc}"
         except UnfitFile as exc:  # a FIFO or device where the log was: never block on it
             self.close()
-            error = str(exc)
+            error = f"cannot read the log: {exc}"
         return LogChunk(tuple(lines), _decode(self._pending), tuple(notes), error, self._mtime())
 
     def _mtime(self) -> float | None:

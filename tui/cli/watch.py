@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from eagle_tui.core.argtypes import FileFollowed, FileOut, Line, Whole, seconds
+from eagle_tui.core.argtypes import FileFollowed, FileOut, Line, OneLineParser, Whole, seconds
 from eagle_tui.core.clock import SystemClock
 from eagle_tui.core.health.assemble import WatchOptions, build_watcher, is_local
 from eagle_tui.core.health.changes import Change
@@ -310,7 +310,7 @@ def _default_log_path() -> Path:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``watch`` on its own (``python -m eagle_tui.tui.cli.watch``)."""
-    parser = argparse.ArgumentParser(prog="eagle-tui watch", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="eagle-tui watch", description=__doc__.splitlines()[0])
     add_arguments(parser)
     return run(parser.parse_args(argv))
 
