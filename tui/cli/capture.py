@@ -78,7 +78,7 @@ log = logging.getLogger("eagle_tui.core.capture")
 
 EXIT_OK, EXIT_ROWS_FAILED, EXIT_START_FAILED, EXIT_CRASHED = 0, 1, 2, 3
 
-# Option limits (docs/capture.md): a value past one is a typo, not a plan.
+# Option limits (README, "Every option value is checked"): past one is a typo, not a plan.
 MAX_NEW_TOKENS = 1 << 24
 MAX_TEMPERATURE = 100.0
 MAX_SEED = (1 << 63) - 1
