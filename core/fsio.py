@@ -1,7 +1,16 @@
-"""Durable file writes: atomic replace, directory fsync, and a hashing write sink.
+"""Durable file writes (atomic replace, directory fsync, a hashing write sink) and bounded
+reads of the small files we are handed.
 
 A rename is only durable once the directory holding it is fsynced, and a file's bytes only
 once the file is; both are done here so callers cannot forget one.
+
+Every file we expect to be small (a manifest, an API key file, a stored config or result, a
+model's ``config.json``, the head of a prompt file) is read with :func:`read_small`: at
+most ``limit`` bytes, and only from a regular file. A FIFO, a device (``/dev/zero``), a
+socket or a directory is refused with :class:`UnfitFile` before a byte is read, and opening
+never blocks (a FIFO with no writer would otherwise hang ``open`` forever). A base module:
+callers turn :class:`UnfitFile` (a ``ValueError`` whose text is the whole one-line message)
+into the error that fits them.
 """
 
 from __future__ import annotations
@@ -9,6 +18,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+import stat
 from pathlib import Path
 from typing import IO
 
@@ -123,3 +133,110 @@ def describe_os_error(error: BaseException) -> str:
     if isinstance(error, OSError) and error.errno is not None:
         return _ERRNO_TEXT.get(error.errno) or f"{error.strerror or error} (errno {error.errno})"
     return f"{type(error).__name__}: {error}"
+
+
+# -- bounded reads of small files ------------------------------------------------------------
+
+KIB, MIB = 1 << 10, 1 << 20
+
+
+class UnfitFile(ValueError):
+    """A file that is not a regular file, or is larger than its limit; ``str()`` is the
+    whole message (what, where, what to do)."""
+
+
+def kind_of(mode: int) -> str:
+    """What a non-regular ``st_mode`` is, in words: ``a FIFO (named pipe)``..."""
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def size_text(limit: int) -> str:
+    """``64 KiB``, ``16 MiB``: a limit as people read it."""
+    if limit % MIB == 0 and limit:
+        return f"{limit // MIB} MiB"
+    return f"{limit // KIB} KiB" if limit % KIB == 0 and limit else f"{limit} bytes"
+
+
+def check_regular(path: Path, what: str) -> os.stat_result:
+    """``stat`` of ``path`` (following symlinks); UnfitFile when it is not a regular file.
+    OSError (missing, permission) passes through."""
+    info = os.stat(path)
+    if not stat.S_ISREG(info.st_mode):
+        raise UnfitFile(f"{what} {path} is {kind_of(info.st_mode)}, not a regular file; "
+                        f"pass the {what} itself (a regular file)")
+    return info
+
+
+def open_regular(path: Path, what: str) -> int:
+    """A blocking read-only descriptor of the regular file ``path``; UnfitFile for anything
+    else. Opened with O_NONBLOCK so a FIFO with no writer cannot hang the open; the file
+    type is checked on the descriptor, so a swap after a ``stat`` cannot get past it."""
+    check_regular(path, what)  # a socket cannot be opened at all: refuse it in words first
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise UnfitFile(f"{what} {path} is {kind_of(mode)}, not a regular file; "
+                            f"pass the {what} itself (a regular file)")
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_small(path: Path, limit: int, what: str) -> bytes:
+    """All bytes of the regular file ``path`` when there are at most ``limit`` of them;
+    UnfitFile when it is not a regular file or is larger. OSError passes through."""
+    fd = open_regular(path, what)
+    try:
+        data = _read_up_to(fd, limit + 1)
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise UnfitFile(f"{what} {path} is larger than {size_text(limit)}, more than a {what} "
+                        "ever holds; check that it is the right file")
+    return data
+
+
+def read_head(path: Path, count: int, what: str) -> bytes:
+    """The first ``count`` bytes (or fewer) of the regular file ``path``."""
+    fd = open_regular(path, what)
+    try:
+        return _read_up_to(fd, count)
+    finally:
+        os.close(fd)
+
+
+def read_tail(path: Path, count: int, what: str) -> bytes:
+    """The last ``count`` bytes (or fewer) of the regular file ``path``: a log's end
+    without reading the whole log."""
+    fd = open_regular(path, what)
+    try:
+        size = os.fstat(fd).st_size
+        os.lseek(fd, max(0, size - count), os.SEEK_SET)
+        return _read_up_to(fd, count)
+    finally:
+        os.close(fd)
+
+
+def _read_up_to(fd: int, count: int) -> bytes:
+    parts: list[bytes] = []
+    left = count
+    while left > 0:
+        chunk = os.read(fd, min(left, MIB))
+        if not chunk:
+            break
+        parts.append(chunk)
+        left -= len(chunk)
+    return b"".join(parts)

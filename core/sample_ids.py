@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -83,3 +84,22 @@ def variant_id(base: str, *, preset: str | None = None, repeat: int = 0) -> str:
     if repeat:
         parts.append(f"r{repeat}")
     return VARIANT_SEPARATOR.join(parts)
+
+
+MAX_SLICES = 10_000
+"""Largest N of ``--shard I/N``: one batch directory per slice, on as many nodes."""
+
+_SLICE = re.compile(r"^\s*(\d{1,9})\s*/\s*(\d{1,9})\s*$")
+
+
+def parse_slice(text: str) -> tuple[int, int]:
+    """``"I/N"`` (a ``--shard`` slice of a job split by sample id) as ``(I, N)``; ValueError
+    saying what is wrong unless ``0 <= I < N <= MAX_SLICES``."""
+    match = _SLICE.match(text)
+    if match is None:
+        raise ValueError(f"{text!r} is not I/N; want slice I (0-based) of N, e.g. 0/4")
+    index, count = int(match[1]), int(match[2])
+    if not 1 <= count <= MAX_SLICES or index >= count:
+        raise ValueError(f"{index}/{count}: want I/N with 0 <= I < N <= {MAX_SLICES} "
+                         "(e.g. 0/4 1/4 2/4 3/4 on four nodes)")
+    return index, count

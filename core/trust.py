@@ -77,6 +77,10 @@ def file_problem(path: Path, info: os.stat_result, *, what: str) -> str | None:
     return None
 
 
+PRIVATE_FILE_MAX_BYTES = 16 << 20
+"""Largest record or state file read (they are a few KiB; see ``core.fsio.read_small``)."""
+
+
 def read_private(path: Path, *, what: str) -> tuple[bytes, str | None]:
     """(contents, None) of a file that is safely ours, or (b"", why not).
 
@@ -88,9 +92,13 @@ def read_private(path: Path, *, what: str) -> tuple[bytes, str | None]:
         problem = file_problem(path, os.fstat(fd), what=what)
         if problem is not None:
             return b"", problem
-        chunks = []
-        while chunk := os.read(fd, 1 << 16):
+        chunks, size = [], 0
+        while size <= PRIVATE_FILE_MAX_BYTES and (chunk := os.read(fd, 1 << 16)):
             chunks.append(chunk)
+            size += len(chunk)
+        if size > PRIVATE_FILE_MAX_BYTES:
+            return b"", (f"{what} {path} is larger than {PRIVATE_FILE_MAX_BYTES >> 20} MiB, "
+                         "more than one ever holds; delete it")
         return b"".join(chunks), None
     finally:
         os.close(fd)

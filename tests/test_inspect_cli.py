@@ -135,7 +135,6 @@ def test_select_by_id_flag_and_negative_index(
     [
         (["--id", "nope"], 1, "no sample with id 'nope'"),
         (["--flag", "aborted"], 1, "no sample has flag 'aborted'"),
-        (["--flag", "made_up"], 1, "known flags: prompt_no_think"),
         (["--index", "3"], 2, "--index 3 is out of range"),
     ],
 )
@@ -147,13 +146,25 @@ def test_nothing_selected_is_a_clear_error(
     assert got == status and message in err and out == ""
 
 
+def test_an_unknown_flag_is_a_usage_error(
+    batch: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["inspect", str(batch), "--flag", "made_up"])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and err.count("\n") == 1
+    assert "argument --flag: invalid choice: 'made_up'" in err and "prompt_no_think" in err
+
+
 def test_raw_ids_need_no_tokenizer_and_missing_tokenizer_says_what_to_do(
     batch: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     missing = tmp_path / "gone"
-    status, _, err = inspect_plain(batch, ["--tokenizer", str(missing)], monkeypatch, capsys)
-    assert status == 2 and "--raw-ids" in err and str(missing) in err
+    with pytest.raises(SystemExit) as exited:
+        main(["inspect", str(batch), "--tokenizer", str(missing)])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and "argument --tokenizer" in err and str(missing) in err
     status, out, _ = inspect_plain(batch, ["--raw-ids"], monkeypatch, capsys)
     assert status == 0 and "⟦think_end 163607⟧«answer»" in out
 
@@ -213,4 +224,6 @@ def test_stats_tables_read_without_colour(
     assert re.search(r"truncated\s*│\s*1\s*│\s*33\.3", out)
     assert re.search(r"\(clean\)\s*│\s*1", out)
     assert "p99" in out and not ANSI.search(out)
-    assert main(["stats", str(batch / "missing")]) == 2
+    with pytest.raises(SystemExit) as exited:
+        main(["stats", str(batch / "missing")])
+    assert exited.value.code == 2

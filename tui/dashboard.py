@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -19,13 +20,27 @@ from pathlib import Path
 
 import msgspec
 
+from eagle_tui.core.argtypes import (
+    Checked,
+    DirIn,
+    FileFollowed,
+    FileOut,
+    Number,
+    OneLineParser,
+    PathIn,
+    Whole,
+    shown,
+)
 from eagle_tui.core.errors import ConfigError
+from eagle_tui.core.fsio import MIB, UnfitFile, read_small
 from eagle_tui.core.paths import config_dir
 from eagle_tui.core.urls import ServerURL
 from eagle_tui.core.wire import where_what
 from eagle_tui.tui.options import VIEWS, DashboardOptions, ServerTarget, server_url
 
 EXIT_USAGE = 2
+MAX_PID = 1 << 22  # Linux's pid_max ceiling
+MAX_CONFIG_BYTES = MIB
 
 
 class TuiConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -65,7 +80,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--log",
         action="append",
         default=[],
-        type=Path,
+        type=FileFollowed("server's log file"),
         metavar="FILE",
         help="log file of the server given by the --url in the same position",
     )
@@ -73,7 +88,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--pid",
         action="append",
         default=[],
-        type=int,
+        type=Whole(1, MAX_PID, "a process id"),
         metavar="PID",
         help="main process of the server given by the --url in the same position",
     )
@@ -81,18 +96,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--shards",
         action="append",
         default=[],
-        type=Path,
+        type=PathIn("batch or shard directory"),
         metavar="DIR",
         help="batch or shard directory to open in the Inspect view (repeat it for the "
              "--shard slices of one job, read as one)",
     )
     parser.add_argument(
         "--tokenizer",
-        type=Path,
+        type=DirIn("tokenizer directory"),
         metavar="DIR",
         help="tokenizer directory for decoding (default: the one in the shards)",
     )
-    parser.add_argument("--theme", help="theme name (eagle-dark, eagle-light, ansi-dark, …)")
+    parser.add_argument("--theme", type=Checked(theme_name),
+                        help="theme name (eagle-dark, eagle-light, ansi-dark, …)")
     parser.add_argument("--view", choices=VIEWS, help="view to open first")
     parser.add_argument(
         "--readonly",
@@ -107,7 +123,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="leave the mouse to the terminal (native copy and paste)",
     )
     add_refresh_argument(parser)
-    parser.add_argument("--log-file", type=Path, help="where eagle-tui logs (default: state dir)")
+    parser.add_argument("--log-file", type=FileOut("log file"),
+                        help="where eagle-tui logs (default: state dir)")
     parser.add_argument(
         "--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR")
     )
@@ -124,17 +141,18 @@ def add_refresh_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def refresh_seconds(text: str) -> float:
-    """A ``--refresh`` value, checked."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not MIN_REFRESH_S <= value <= MAX_REFRESH_S:
-        raise argparse.ArgumentTypeError(
-            f"{value:g} is outside {MIN_REFRESH_S:g}..{MAX_REFRESH_S:g} seconds"
-        )
-    return value
+refresh_seconds = Number(MIN_REFRESH_S, MAX_REFRESH_S, what="seconds")
+"""A ``--refresh`` value, checked."""
+
+_THEME_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$")
+
+
+def theme_name(text: str) -> str:
+    """A ``--theme`` value: a name (whether such a theme exists is known once themes load)."""
+    if not _THEME_NAME.match(text):
+        raise ValueError(f"{shown(text)} is not a theme name (letters, digits and _.+-, e.g. "
+                         "eagle-light)")
+    return text
 
 
 def run(args: argparse.Namespace) -> int:
@@ -169,10 +187,12 @@ def read_config(path: Path | None = None) -> TuiConfig:
     naming the file and the key when a value has the wrong type."""
     path = path or config_dir() / "config.toml"
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(read_small(path, MAX_CONFIG_BYTES, "config file").decode("utf-8"))
     except FileNotFoundError:
         return TuiConfig()
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+    except UnfitFile as exc:
+        raise ConfigError(f"{exc}; fix or remove it") from exc
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"config file {path} is unreadable: {exc}; fix or remove it") from exc
     table = data.get("tui", {})
     if not isinstance(table, dict):
@@ -254,7 +274,7 @@ def _first_bool(*values: object, default: bool) -> bool:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m eagle_tui.tui.dashboard``."""
-    parser = argparse.ArgumentParser(prog="eagle-tui", description="The eagle-tui dashboard.")
+    parser = OneLineParser(prog="eagle-tui", description="The eagle-tui dashboard.")
     add_arguments(parser)
     return run(parser.parse_args(argv))
 

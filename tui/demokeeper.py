@@ -37,6 +37,7 @@ import psutil
 
 from eagle_tui.core.batches.registry import Registry
 from eagle_tui.core.errors import BatchError
+from eagle_tui.core.fsio import read_small
 
 log = logging.getLogger("eagle_tui.tui.demokeeper")
 
@@ -130,7 +131,7 @@ def sweep_stale(base: Path, registry: Registry, keep: Path) -> None:
 
 def _owner_alive(run: Path) -> bool:
     try:
-        pids = [int(p) for p in (run / OWNER_FILE).read_text().split()]
+        pids = [int(p) for p in read_small(run / OWNER_FILE, 4096, "owner file").split()]
     except (OSError, ValueError):
         return False
     return any(psutil.pid_exists(pid) for pid in pids)

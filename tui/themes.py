@@ -17,11 +17,13 @@ from typing import Any
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
 
+from eagle_tui.core.fsio import KIB, read_small
 from eagle_tui.core.paths import config_dir
 
 log = logging.getLogger(__name__)
 
 DEFAULT_THEME = "eagle-dark"
+MAX_THEME_BYTES = 256 * KIB  # a theme is a few dozen colours
 SHIPPED_THEMES_DIR = Path(__file__).resolve().parent.parent / "themes"
 
 _COLOUR_FIELDS = (
@@ -75,7 +77,7 @@ def _theme_files(directories: Iterable[Path]) -> Iterator[Path]:
 
 def theme_from_file(path: Path) -> Theme:
     """The theme in ``path``; ValueError naming the file and field when it is malformed."""
-    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    data = tomllib.loads(read_small(path, MAX_THEME_BYTES, "theme file").decode("utf-8"))
     return theme_from_mapping(data, default_name=path.stem)
 
 

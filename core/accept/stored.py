@@ -20,7 +20,17 @@ from eagle_tui.core.accept.alarms import Alarm, fell
 from eagle_tui.core.accept.config import SpecConfig
 from eagle_tui.core.accept.summary import AcceptReport
 from eagle_tui.core.errors import AcceptResultError
-from eagle_tui.core.fsio import describe_os_error, fsync_dir, write_atomic
+from eagle_tui.core.fsio import (
+    MIB,
+    UnfitFile,
+    describe_os_error,
+    fsync_dir,
+    read_small,
+    write_atomic,
+)
+
+MAX_RESULTS_BYTES = 64 * MIB
+"""Largest stored-results file read (a result is a few KiB: this is thousands of runs)."""
 
 RESULTS_FILE = "accept-results.jsonl"
 RESULT_VERSION = 1
@@ -79,9 +89,12 @@ def prompt_set_id(keys: Iterable[str]) -> str:
 def load_results(path: Path) -> list[StoredResult]:
     """Every result in ``path``, oldest first; an empty list when the file does not exist."""
     try:
-        data = path.read_bytes()
+        data = read_small(path, MAX_RESULTS_BYTES, "acceptance results file")
     except FileNotFoundError:
         return []
+    except UnfitFile as error:
+        raise AcceptResultError(f"cannot read stored acceptance results: {error}; move it "
+                                "away", path=path) from error
     except OSError as error:
         raise AcceptResultError(
             f"{path}: cannot read stored acceptance results ({describe_os_error(error)})",

@@ -27,6 +27,7 @@ from eagle_tui.core.batches.secretenv import has_secrets, worker_env
 from eagle_tui.core.batches.sockpath import control_socket_path
 from eagle_tui.core.capture.config import CaptureConfig
 from eagle_tui.core.errors import BatchLocked, WorkerStartFailed
+from eagle_tui.core.fsio import UnfitFile, read_tail
 from eagle_tui.core.sglang.client import API_KEY_ENV
 from eagle_tui.core.shards.batchdir.layout import BatchDir
 from eagle_tui.core.shards.batchdir.lock import holder_of
@@ -178,7 +179,7 @@ def _parse(line: bytes, record: BatchRecord) -> ReadyMessage:
 def log_tail(path: Path, lines: int = 20) -> str:
     """The last ``lines`` lines of a log, for error messages."""
     try:
-        text = path.read_bytes()[-16384:].decode("utf-8", errors="replace")
-    except OSError as e:
+        text = read_tail(path, 16384, "worker log").decode("utf-8", errors="replace")
+    except (OSError, UnfitFile) as e:
         return f"(log unreadable: {e})"
     return "\n".join(text.splitlines()[-lines:])

@@ -18,6 +18,7 @@ back. ``repr`` shows server URLs without credentials and never the API key.
 
 from __future__ import annotations
 
+import math
 import random
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,10 @@ from eagle_tui.core.errors import ConfigError
 from eagle_tui.core.sampling import SamplingIdentity, SamplingPreset
 from eagle_tui.core.urls import public_url, url_error
 from eagle_tui.core.wire import ENCODER, decoder, explain
+
+MAX_CONCURRENCY = 4096
+"""Most requests in flight per server (``--concurrency``): above SGLang's usual
+``--max-running-requests``, and every slot holds a task and a stream buffer."""
 
 
 def temperature_presets(temperatures: tuple[float, ...], **common: Any) -> tuple[
@@ -126,10 +131,13 @@ class CaptureConfig(msgspec.Struct, frozen=True, kw_only=True):
             "render_chunk": self.render_chunk,
         }
         for name, value in positive.items():
-            if not value > 0:
-                raise ConfigError(f"capture setting {name} must be > 0, got {value!r}")
-        if self.stop_grace_s < 0:
-            raise ConfigError("stop grace period must be >= 0 seconds")
+            if not (value > 0 and math.isfinite(value)):
+                raise ConfigError(f"capture setting {name} must be > 0 and finite, got {value!r}")
+        if not (self.stop_grace_s >= 0 and math.isfinite(self.stop_grace_s)):
+            raise ConfigError("stop grace period must be >= 0 seconds and finite")
+        if self.concurrency > MAX_CONCURRENCY:
+            raise ConfigError(f"concurrency {self.concurrency} is above {MAX_CONCURRENCY} "
+                              "requests in flight per server; lower --concurrency")
 
     def _check_servers(self) -> None:
         if not self.servers:

@@ -14,13 +14,11 @@ batch bookkeeping can parse ``I/N``).
 from __future__ import annotations
 
 import hashlib
-import re
 from typing import Protocol
 
 from eagle_tui.core.errors import ConfigError
+from eagle_tui.core.sample_ids import MAX_SLICES, parse_slice
 from eagle_tui.core.wire import TextValue
-
-_SPEC = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 
 
 class Placed(Protocol):
@@ -42,9 +40,9 @@ class Partition(TextValue):
     count: int
 
     def __init__(self, index: int, count: int) -> None:
-        if count < 1 or not 0 <= index < count:
+        if not 1 <= count <= MAX_SLICES or not 0 <= index < count:
             raise ConfigError(f"--shard {index}/{count}: want I/N with 0 <= I < N "
-                              "(e.g. 0/4 1/4 2/4 3/4 on four nodes)")
+                              f"<= {MAX_SLICES} (e.g. 0/4 1/4 2/4 3/4 on four nodes)")
         object.__setattr__(self, "index", index)
         object.__setattr__(self, "count", count)
 
@@ -64,10 +62,10 @@ class Partition(TextValue):
     @classmethod
     def parse(cls, text: str) -> Partition:
         """``"I/N"`` -> Partition (ConfigError when it is not one)."""
-        match = _SPEC.match(text)
-        if match is None:
-            raise ConfigError(f"--shard {text!r}: want I/N, e.g. 0/4")
-        return cls(int(match[1]), int(match[2]))
+        try:
+            return cls(*parse_slice(text))
+        except ValueError as e:
+            raise ConfigError(f"--shard {e}") from None
 
     def __str__(self) -> str:
         return f"{self.index}/{self.count}"

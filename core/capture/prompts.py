@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ from eagle_tui.core.capture.records import (
 )
 from eagle_tui.core.capture.rejects import Reject, RejectLog
 from eagle_tui.core.errors import ConfigError
+from eagle_tui.core.fsio import UnfitFile, open_regular, read_head
 from eagle_tui.core.sample_ids import MAX_ID_CHARS
 from eagle_tui.core.text import clip, utf8_safe
 
@@ -155,9 +157,11 @@ def prompt_file_hash(path: str | Path) -> str:
     """sha256 (hex) of a prompt file's bytes, read in chunks; ConfigError if unreadable."""
     digest = hashlib.sha256()
     try:
-        with open(path, "rb") as handle:
+        with os.fdopen(open_regular(Path(path), "prompt file"), "rb") as handle:
             for chunk in iter(lambda: handle.read(HASH_CHUNK), b""):
                 digest.update(chunk)
+    except UnfitFile as e:
+        raise ConfigError(str(e)) from None
     except OSError as e:
         raise ConfigError(f"cannot read prompt file {path}: {e.strerror or e}") from e
     return digest.hexdigest()
@@ -173,11 +177,10 @@ def _check_is_readable_file(file: Path) -> None:
             f"prompt file {file} does not exist; pass a JSONL or parquet file of records "
             "with 'messages' (or ShareGPT 'conversations')"
         )
-    if file.is_dir():
-        raise ConfigError(f"prompt file {file} is a directory; pass a JSONL or parquet file")
     try:
-        with open(file, "rb") as handle:
-            handle.read(1)
+        read_head(file, 1, "prompt file")  # a FIFO or device is refused, never waited on
+    except UnfitFile as e:
+        raise ConfigError(str(e)) from None
     except OSError as e:
         raise ConfigError(
             f"cannot read prompt file {file}: {e.strerror or e}; check its permissions"
@@ -188,8 +191,7 @@ def _check_is_readable_file(file: Path) -> None:
 
 def _detect_format(file: Path) -> PromptFormat:
     """Parquet by magic bytes or suffix, gzip JSONL by magic bytes, else JSONL."""
-    with open(file, "rb") as handle:
-        head = handle.read(4)
+    head = read_head(file, 4, "prompt file")
     if head == PARQUET_MAGIC or file.suffix == ".parquet":
         return "parquet"
     if head[:2] == GZIP_MAGIC:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import msgspec
 
-from eagle_tui.core.fsio import write_atomic
+from eagle_tui.core.fsio import MIB, UnfitFile, read_small, write_atomic
 from eagle_tui.core.health.phase import STARTUP_PHASES, Phase
 from eagle_tui.core.health.settings import WatchSettings
 from eagle_tui.core.health.snapshot import Expectation
@@ -29,6 +29,7 @@ from eagle_tui.core.wire import ENCODER
 
 HISTORY_FILE = "startup-history.jsonl"
 _MAX_LINES = 2000  # beyond this the file is compacted to its newest half
+MAX_HISTORY_BYTES = 16 * MIB  # 2000 records of a few hundred bytes, with room
 
 
 class StartupRecord(msgspec.Struct, frozen=True):
@@ -103,8 +104,12 @@ class StartupHistory:
 
     def _load(self) -> list[StartupRecord]:
         try:
-            text = self.path.read_text(encoding="utf-8", errors="replace")
+            text = read_small(self.path, MAX_HISTORY_BYTES, "start-up history").decode(
+                "utf-8", errors="replace")
         except FileNotFoundError:
+            return []
+        except UnfitFile as exc:
+            self.problem = str(exc)
             return []
         except OSError as exc:
             self.problem = f"cannot read start-up history {self.path}: {exc}"
@@ -118,7 +123,8 @@ class StartupHistory:
         return records
 
     def _compact_if_large(self) -> None:
-        lines = self.path.read_text(encoding="utf-8", errors="replace").splitlines()
+        data = read_small(self.path, MAX_HISTORY_BYTES, "start-up history")
+        lines = data.decode("utf-8", errors="replace").splitlines()
         if len(lines) <= _MAX_LINES:
             return
         kept = "\n".join(lines[-_MAX_LINES // 2 :]) + "\n"

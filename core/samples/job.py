@@ -24,6 +24,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from eagle_tui.core.errors import ConfigError, ExportError, ShardError
+from eagle_tui.core.fsio import describe_os_error
 from eagle_tui.core.shards.batchdir.layout import MANIFEST_NAME, SHARDS_DIR
 from eagle_tui.core.shards.batchdir.opening import identity_changes
 from eagle_tui.core.shards.batchdir.scan import IgnoredFile
@@ -163,10 +164,22 @@ def open_job(paths: Sequence[str | Path]) -> Job:
     """One path as it is (a batch directory, a ``shards/`` directory or a shard file), or
     several batch directories verified as one job (:func:`open_batches`); ShardError,
     ConfigError or ExportError say what is wrong and what to do."""
-    if len(paths) == 1:
-        return Job([ShardReader(paths[0])])
-    batches = open_batches(paths)
+    try:
+        if len(paths) == 1:
+            return Job([ShardReader(paths[0])])
+        batches = open_batches(paths)
+    except OSError as e:
+        raise unreadable(e) from e
     return Job([b.reader for b in batches], check_one_job([b.manifest for b in batches]))
+
+
+def unreadable(error: OSError) -> ShardError:
+    """The one-line error for a batch file or directory that cannot be read (another user's
+    0700 directory or 0600 shard, an I/O error), naming it and what to do."""
+    where = f" {error.filename}" if error.filename else ""
+    hint = ("; check its owner and permissions (ls -l), or run as the user who captured it"
+            if isinstance(error, PermissionError) else "")
+    return ShardError(f"cannot read{where}: {describe_os_error(error)}{hint}")
 
 
 def open_batches(directories: Sequence[str | Path]) -> list[SourceBatch]:
@@ -176,7 +189,10 @@ def open_batches(directories: Sequence[str | Path]) -> list[SourceBatch]:
     if not directories:
         raise ConfigError("export needs at least one batch directory")
     paths = _distinct([Path(d).expanduser().resolve() for d in directories])
-    batches = [_open_batch(path) for path in paths]
+    try:
+        batches = [_open_batch(path) for path in paths]
+    except OSError as e:
+        raise unreadable(e) from e
     _check_one_tokenizer(batches)
     check_one_job([b.manifest for b in batches])
     _check_disjoint(batches)

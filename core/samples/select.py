@@ -133,6 +133,11 @@ def pick_rows(job: Job, pick: Pick, where: str) -> list[int]:
             raise InspectError(f"no conversation {pick.conversation!r} in {where}{what}", 1)
         return [int(i) for i in indices]
     if job.num_rows == 0:
+        unread = job.ignored
+        if unread:  # e.g. another user's 0600 shards: say why rather than "nothing there"
+            raise InspectError(f"no shard in {where} could be read ({unread[0]}"
+                               f"{f' and {len(unread) - 1} more' if len(unread) > 1 else ''})"
+                               "; nothing to inspect", 2)
         raise InspectError(f"no complete shards in {where}; nothing to inspect", 1)
     return [_one_row(job, pick, where)]
 

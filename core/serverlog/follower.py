@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from eagle_tui.core.fsio import UnfitFile, open_regular
+
 _TERMINATORS = re.compile(rb"[\r\n]")
 _FINGERPRINT_BYTES = 64
 
@@ -73,7 +75,7 @@ class LogFollower:
         self._opened_before = False
         # Open now, so a rotation before the first read does not hide the current file.
         self._open_notes: list[str] = []
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, UnfitFile):
             if self._stat_path() is not None:
                 self._open(self._open_notes)
 
@@ -98,6 +100,9 @@ class LogFollower:
         except OSError as exc:
             self.close()
             error = f"cannot read {self.path}: {exc.strerror or exc}"
+        except UnfitFile as exc:  # a FIFO or device where the log was: never block on it
+            self.close()
+            error = f"cannot read the log: {exc}"
         return LogChunk(tuple(lines), _decode(self._pending), tuple(notes), error, self._mtime())
 
     def _mtime(self) -> float | None:
@@ -134,7 +139,8 @@ class LogFollower:
         return (st.st_dev, st.st_ino)
 
     def _open(self, notes: list[str]) -> None:
-        handle = open(self.path, "rb")  # noqa: SIM115 - kept open across reads on purpose
+        # kept open across reads on purpose; a FIFO or device is refused without blocking
+        handle = os.fdopen(open_regular(self.path, "log file"), "rb")
         st = os.fstat(handle.fileno())
         self._file = handle
         self._identity = (st.st_dev, st.st_ino)

@@ -27,12 +27,16 @@ from msgspec import UNSET, UnsetType
 
 from eagle_tui.core.batchstate import BatchState
 from eagle_tui.core.errors import ConfigError
-from eagle_tui.core.fsio import fsync_dir, write_atomic
+from eagle_tui.core.fsio import MIB, UnfitFile, fsync_dir, read_small, write_atomic
+from eagle_tui.core.sample_ids import parse_slice
 from eagle_tui.core.sampling import SamplingIdentity
 from eagle_tui.core.shards.batchdir.layout import BatchDir
 from eagle_tui.core.wire import explain
 
 MANIFEST_VERSION = 1
+MANIFEST_MAX_BYTES = 64 * MIB
+"""Largest manifest read: a shard entry is ~300 bytes, so this is ~200,000 shards; a bigger
+file is not a manifest (``/dev/zero`` behind a symlink is refused before this)."""
 
 
 class IdentityExtra(msgspec.Struct, frozen=True):
@@ -128,6 +132,15 @@ class ManifestExtra(msgspec.Struct, omit_defaults=True):
     partition: str | None = None
     forced_changes: list[str] = []
 
+    def __post_init__(self) -> None:
+        # Readers split and compare slices; one that is not I/N (an edited manifest) makes
+        # the manifest unreadable with the field named, not a traceback in stats or export.
+        if self.partition is not None:
+            try:
+                parse_slice(self.partition)
+            except ValueError as e:
+                raise ValueError(f"partition {e}") from None
+
 
 class ManifestFile(msgspec.Struct):
     """``manifest.json`` as it is on disk (``Manifest`` adds where it lives).
@@ -181,9 +194,14 @@ class Manifest:
         directory = Path(out_dir)
         path = BatchDir(directory).manifest
         try:
-            data = _DECODER.decode(path.read_bytes())
+            data = _DECODER.decode(read_small(path, MANIFEST_MAX_BYTES, "manifest"))
         except FileNotFoundError as e:
             raise ConfigError(f"no manifest at {path}; is {directory} a batch directory?") from e
+        except UnfitFile as e:
+            raise ConfigError(f"{e}; restore the batch's manifest.json") from e
+        except PermissionError as e:
+            raise ConfigError(f"cannot read manifest {path}: permission denied; check its owner "
+                              "and permissions (ls -l), or run as the user who captured it") from e
         except (OSError, msgspec.DecodeError, ConfigError) as e:
             detail = explain(e) if isinstance(e, msgspec.MsgspecError) else str(e)
             raise ConfigError(

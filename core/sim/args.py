@@ -11,7 +11,21 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from eagle_tui.core.argtypes import (
+    Checked,
+    DirIn,
+    FileOut,
+    Line,
+    Number,
+    OneLineParser,
+    Whole,
+    seconds,
+    shown,
+)
 from eagle_tui.core.sim.config import FATAL_KINDS, LOG_DIALECTS, PHASES, FaultRates, SimConfig
+
+MAX_INT32 = (1 << 31) - 1
+MAX_FACTOR = 1000.0  # --time-scale, --slow-phase: 1000x is hours for any phase
 
 BUNDLED_MODEL_DIR = (
     Path(__file__).resolve().parent.parent / "tokenizer" / "assets" / "kimi-k2.5-tiny"
@@ -35,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv`` and run (the ``python -m eagle_tui.core.sim`` entry point)."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m eagle_tui.core.sim", description="Simulated SGLang 0.5.23 server."
     )
     add_arguments(parser)
@@ -75,55 +89,57 @@ def config_from_args(args: argparse.Namespace) -> SimConfig:
 
 
 def _add_server_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=30000)
+    parser.add_argument("--host", default="127.0.0.1", type=Line("a host name or address"),
+                        help="address to bind (default 127.0.0.1; 0.0.0.0 for every interface)")
+    parser.add_argument("--port", type=Whole(1, 65535), default=30000)
     parser.add_argument(
-        "--model-path", default=None,
+        "--model-path", default=None, type=Checked(_model_dir),
         help="model directory with tokenizer.json and config.json "
         "(default: the bundled Kimi-shaped tiny tokenizer)",
     )
-    parser.add_argument("--served-model-name", default=None)
-    parser.add_argument("--log-file", default=None, help="write the log here (default: stdout)")
+    parser.add_argument("--served-model-name", default=None, type=Line("a model name"))
+    parser.add_argument("--log-file", default=None, type=FileOut("log file"),
+                        help="write the log here (default: stdout)")
     parser.add_argument(
         "--log-dialect", choices=LOG_DIALECTS, default=LOG_DIALECTS[0],
         help="print the log lines of this SGLang version (0.5: 0.5.23; 0.4: 0.4.2); "
         "behaviour is the same in every dialect",
     )
     parser.add_argument(
-        "--context-length", type=_positive_int, default=None,
+        "--context-length", type=Whole(1, MAX_INT32), default=None,
         help="default: max_position_embeddings from config.json, else 131072",
     )
-    parser.add_argument("--tp-size", "--tp", type=_positive_int, default=8)
-    parser.add_argument("--api-key", default=None)
+    parser.add_argument("--tp-size", "--tp", type=Whole(1, 1024), default=8)
+    parser.add_argument("--api-key", default=None, type=Line("an API key"))
     parser.add_argument("--enable-metrics", action="store_true")
 
 
 def _add_timing_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--time-scale", type=_non_negative_float, default=1.0,
+        "--time-scale", type=Number(0, MAX_FACTOR), default=1.0,
         help="multiplies every start-up duration (0: no delays; 30: about 10 minutes)",
     )
     parser.add_argument(
-        "--slow-phase", type=_phase_factor, action="append", metavar="PHASE=FACTOR",
+        "--slow-phase", type=Checked(_phase_factor), action="append", metavar="PHASE=FACTOR",
         help=f"multiply one phase's duration; phases: {', '.join(PHASES)}",
     )
     parser.add_argument(
-        "--health-latency", type=_non_negative_float, default=0.05,
+        "--health-latency", type=seconds(zero=True, high=3600), default=0.05,
         help="seconds /health takes once ready (real SGLang: >= 1 s)",
     )
 
 
 def _add_generation_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--tokens-per-s", type=_non_negative_float, default=60.0,
+        "--tokens-per-s", type=Number(0, 1e6), default=60.0,
         help="decode speed per request (0: as fast as possible)",
     )
-    parser.add_argument("--ttft", type=_non_negative_float, default=0.15)
+    parser.add_argument("--ttft", type=seconds(zero=True, high=3600), default=0.15)
     parser.add_argument(
-        "--capacity", type=_positive_int, default=32,
+        "--capacity", type=Whole(1, 1 << 20), default=32,
         help="running requests beyond which every request slows down proportionally",
     )
-    parser.add_argument("--max-running-requests", type=_positive_int, default=256)
+    parser.add_argument("--max-running-requests", type=Whole(1, 1 << 20), default=256)
     parser.add_argument("--incremental-streaming-output", action="store_true")
 
 
@@ -134,43 +150,29 @@ def _add_fault_flags(parser: argparse.ArgumentParser) -> None:
                         help="stop all output and progress halfway through that phase")
     parser.add_argument("--fatal", choices=FATAL_KINDS, default=None,
                         help="die with SGLang's fatal log lines of that kind")
-    parser.add_argument("--crash-after-requests", type=_positive_int, default=None,
+    parser.add_argument("--crash-after-requests", type=Whole(1, MAX_INT32), default=None,
                         help="SIGKILL the server once N /generate calls (any status) were "
                         "answered after it became ready; in-flight connections drop")
-    parser.add_argument("--error-rate", type=_fraction, default=0.0,
+    parser.add_argument("--error-rate", type=Number(0, 1), default=0.0,
                         help="share of /generate answered 503/500 (SGLang's error shape)")
-    parser.add_argument("--reset-rate", type=_fraction, default=0.0,
+    parser.add_argument("--reset-rate", type=Number(0, 1), default=0.0,
                         help="share of /generate whose connection is closed with no response")
-    parser.add_argument("--garbage-rate", type=_fraction, default=0.0,
+    parser.add_argument("--garbage-rate", type=Number(0, 1), default=0.0,
                         help="share of /generate answered 200 with a body that is not JSON")
-    parser.add_argument("--fault-seed", type=int, default=None)
+    parser.add_argument("--fault-seed", type=Whole(0, (1 << 63) - 1), default=None)
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
-    return value
-
-
-def _non_negative_float(text: str) -> float:
-    value = float(text)
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
-    return value
-
-
-def _fraction(text: str) -> float:
-    value = float(text)
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {text}")
-    return value
+def _model_dir(text: str) -> str:
+    """``--model-path`` as given (it is also the served model's name), once it is checked
+    to be a directory."""
+    DirIn("model directory")(text)
+    return text
 
 
 def _phase_factor(text: str) -> tuple[str, float]:
     phase, sep, factor = text.partition("=")
     if not sep or phase not in PHASES:
-        raise argparse.ArgumentTypeError(
-            f"expected PHASE=FACTOR with PHASE one of {', '.join(PHASES)}, got {text!r}"
+        raise ValueError(
+            f"expected PHASE=FACTOR with PHASE one of {', '.join(PHASES)}, got {shown(text)}"
         )
-    return phase, _non_negative_float(factor)
+    return phase, Number(0, MAX_FACTOR)(factor)

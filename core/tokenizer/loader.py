@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from eagle_tui.core.errors import TokenizerError
+from eagle_tui.core.fsio import MIB, read_small
 from eagle_tui.core.tokenizer._hf import transformers_module
 from eagle_tui.core.tokenizer.boundaries import BoundaryIds, resolve_boundaries
 from eagle_tui.core.tokenizer.fingerprint import template_fingerprint, vocab_fingerprint
@@ -26,6 +27,7 @@ from eagle_tui.core.tokenizer.shapes import as_id_list
 log = logging.getLogger(__name__)
 
 BUNDLED_TOKENIZER_NAME = "kimi-k2.5-tiny"
+MAX_TOKENIZER_CONFIG_BYTES = 64 * MIB  # added_tokens_decoder can list every special token
 
 # Any of these marks a directory as holding a tokenizer.
 TOKENIZER_FILES = (
@@ -98,8 +100,9 @@ def _load_hint(directory: Path, trust_remote_code: bool) -> str:
 def _names_custom_code(directory: Path) -> bool:
     """True when the tokenizer config asks for code shipped with the checkpoint."""
     try:
-        config = json.loads((directory / "tokenizer_config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        config = json.loads(read_small(directory / "tokenizer_config.json",
+                                       MAX_TOKENIZER_CONFIG_BYTES, "tokenizer config"))
+    except (OSError, ValueError):  # UnfitFile too: transformers then says what is wrong
         return False
     return isinstance(config, dict) and "auto_map" in config
 

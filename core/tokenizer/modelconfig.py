@@ -8,6 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from eagle_tui.core.errors import ConfigError
+from eagle_tui.core.fsio import MIB, UnfitFile, read_small
+
+MAX_MODEL_CONFIG_BYTES = 16 * MIB
+"""Largest ``config.json`` read (real ones are a few KiB)."""
 
 CONFIG_NAME = "config.json"
 
@@ -18,10 +22,12 @@ def read_model_config(directory: Path) -> dict[str, Any] | None:
     Raises ConfigError when the file exists but is not a JSON object.
     """
     path = directory / CONFIG_NAME
-    if not path.is_file():
+    if not path.exists():  # a FIFO or device named config.json is refused, not skipped
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_small(path, MAX_MODEL_CONFIG_BYTES, "model config").decode("utf-8"))
+    except UnfitFile as e:
+        raise ConfigError(f"{e}; fix or remove the file") from e
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ConfigError(f"cannot read model config {path}: {e}; fix or remove the file") from e
     if not isinstance(data, dict):

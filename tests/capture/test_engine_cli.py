@@ -30,6 +30,13 @@ BASE = ("--prompts", "p.jsonl", "--out", "out", "--server", "http://a:1",
         "--tokenizer", str(bundled_tokenizer_path()))
 
 
+@pytest.fixture(autouse=True)
+def _in_a_directory_with_prompts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """BASE names ``p.jsonl``: the parser checks that the prompt file is one."""
+    monkeypatch.chdir(tmp_path)
+    write_prompts(tmp_path / "p.jsonl", 1)
+
+
 def test_flags_become_a_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     key_file = tmp_path / "key"
     key_file.write_text("sk-from-file\n")
@@ -54,15 +61,21 @@ def test_flags_become_a_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     assert [p.name for p in single.presets] == [""] and single.presets[0].temperature == 1.0
 
 
+def test_bad_flags_are_refused() -> None:
+    with pytest.raises(ConfigError, match="repeat"):
+        cli.config_from_args(parse(*BASE, "--temperature", "0.5", "--temperature", "0.5"))
+
+
 @pytest.mark.parametrize(
     ("extra", "message"),
-    [(("--sampling-param", "oops"), "KEY=VALUE"),
-     (("--temperature", "0.5", "--temperature", "0.5"), "repeat"),
-     (("--concurrency", "0"), "concurrency")],
+    [(("--sampling-param", "oops"), "--sampling-param: 'oops' is not KEY=VALUE"),
+     (("--concurrency", "0"), "--concurrency: '0' is out of range")],
 )
-def test_bad_flags_are_refused(extra: tuple[str, ...], message: str) -> None:
-    with pytest.raises((ConfigError, ValueError), match=message):
-        cli.config_from_args(parse(*BASE, *extra))
+def test_bad_flag_values_are_refused_by_the_parser(
+        extra: tuple[str, ...], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        parse(*BASE, *extra)
+    assert exited.value.code == 2 and message in capsys.readouterr().err
 
 
 def test_a_bad_server_url_is_refused_by_the_parser(capsys: pytest.CaptureFixture[str]) -> None:
@@ -74,11 +87,13 @@ def test_a_bad_server_url_is_refused_by_the_parser(capsys: pytest.CaptureFixture
 
 def test_a_batch_that_cannot_start_exits_2(tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["capture", "--prompts", str(tmp_path / "missing.jsonl"), "--out",
-                 str(tmp_path / "out"), "--server", "http://127.0.0.1:9",
-                 "--tokenizer", str(bundled_tokenizer_path())])
-    assert code == 2
-    assert "missing.jsonl does not exist" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exited:
+        main(["capture", "--prompts", str(tmp_path / "missing.jsonl"), "--out",
+              str(tmp_path / "out"), "--server", "http://127.0.0.1:9",
+              "--tokenizer", str(bundled_tokenizer_path())])
+    assert exited.value.code == 2 and not (tmp_path / "out").exists()
+    assert "--prompts: " in (err := capsys.readouterr().err)
+    assert "missing.jsonl' does not exist" in err
 
 
 def snapshot(**overrides: object) -> CaptureProgress:

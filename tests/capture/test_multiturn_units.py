@@ -300,8 +300,10 @@ def test_turn_settings_are_checked(tmp_path: Path) -> None:
         make_config(tmp_path, ["http://a:1"], turns=MultiTurn("model", "skip"))  # type: ignore[arg-type]
     args = capture_cli.argparse.ArgumentParser()
     capture_cli.add_arguments(args)
-    parsed = args.parse_args(["--prompts", "p", "--out", "o", "--server", "http://a:1",
-                              "--tokenizer", "t", "--history", "model"])
+    (tmp_path / "p").write_text(json.dumps({"id": "a", "messages": TOOL_LOOP}))
+    parsed = args.parse_args(["--prompts", str(tmp_path / "p"), "--out", str(tmp_path / "o"),
+                              "--server", "http://a:1", "--tokenizer", str(tmp_path),
+                              "--history", "model"])
     with pytest.raises(ConfigError, match="--history model needs --turns all"):
         capture_cli.config_from_args(parsed)
     parsed.turns = "all"

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable, Coroutine
 from typing import Any, TextIO
 
+from eagle_tui.core.argtypes import Line
 from eagle_tui.core.batches.detach import Launched, launch_detached
 from eagle_tui.core.batches.registry import Registry
 from eagle_tui.core.batches.survey import BatchView, survey
@@ -82,7 +83,7 @@ def add_detach_arguments(parser: argparse._ActionsContainer) -> None:
         "--detach", action="store_true",
         help="run the batch in a background worker that outlives this terminal; follow and "
         "control it with `eagle-tui batches|pause|resume|stop`")
-    parser.add_argument("--name", default=None,
+    parser.add_argument("--name", default=None, type=Line("a batch name"),
                         help="name of the detached batch (default: the output directory's)")
 
 

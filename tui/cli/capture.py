@@ -32,6 +32,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import signal
 import sys
 from pathlib import Path
@@ -39,18 +40,36 @@ from typing import Any, TextIO
 
 from msgspec import UNSET, UnsetType
 
-from eagle_tui.core.capture.config import CaptureConfig, RetryPolicy, temperature_presets
+from eagle_tui.core.argtypes import (
+    Checked,
+    DirIn,
+    DirOut,
+    FileIn,
+    Number,
+    Whole,
+    seconds,
+    shown,
+)
+from eagle_tui.core.capture.config import (
+    MAX_CONCURRENCY,
+    CaptureConfig,
+    RetryPolicy,
+    temperature_presets,
+)
 from eagle_tui.core.capture.conversation import MultiTurn
 from eagle_tui.core.capture.engine import CaptureEngine, CaptureSummary
 from eagle_tui.core.capture.partition import Partition
 from eagle_tui.core.capture.report import summary_text
 from eagle_tui.core.errors import ConfigError, EagleError
 from eagle_tui.core.fsio import describe_os_error
+from eagle_tui.core.sample_ids import parse_slice
 from eagle_tui.core.sampling import SamplingPreset
 from eagle_tui.core.sglang import API_KEY_ENV
+from eagle_tui.core.sglang.apikey import read_api_key
 from eagle_tui.core.shards.batchdir.layout import BatchDir
 from eagle_tui.core.shards.batchdir.lock import OutputLock
 from eagle_tui.core.text import terminal_safe
+from eagle_tui.core.tokenizer.boundaries import normalize_overrides
 from eagle_tui.tui.cli.batch_verbs import add_detach_arguments, run_detached
 from eagle_tui.tui.cli.capture_display import plain_progress, rich_progress
 from eagle_tui.tui.options import server_url
@@ -58,6 +77,16 @@ from eagle_tui.tui.options import server_url
 log = logging.getLogger("eagle_tui.core.capture")
 
 EXIT_OK, EXIT_ROWS_FAILED, EXIT_START_FAILED, EXIT_CRASHED = 0, 1, 2, 3
+
+# Option limits (README, "Every option value is checked"): past one is a typo, not a plan.
+MAX_NEW_TOKENS = 1 << 24
+MAX_TEMPERATURE = 100.0
+MAX_SEED = (1 << 63) - 1
+MAX_TOKEN_ID = (1 << 31) - 1
+MAX_RETRIES = 1000
+MAX_SHARD_ROWS = 10_000_000
+MAX_JSON_CHARS = 65536
+_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,127}$")
 
 EXIT_HELP = """exit status:
   0  every row captured
@@ -75,16 +104,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = EXIT_HELP
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     need = parser.add_argument_group("what to capture")
-    need.add_argument("--prompts", type=Path, required=True,
+    need.add_argument("--prompts", type=FileIn("prompt file"), required=True,
                       help="JSONL (or .jsonl.gz, parquet) of records with 'messages' "
                            "or ShareGPT 'conversations', optional 'tools' and 'id'")
-    need.add_argument("--out", type=Path, required=True, help="batch directory (shards, "
+    need.add_argument("--out", type=DirOut("batch directory"), required=True,
+                      help="batch directory (shards, "
                       "manifest.json, failures.jsonl, rejects.jsonl)")
     need.add_argument("--server", action="append", required=True, type=server_url, metavar="URL",
                       help="SGLang server URL; repeat for several (least-loaded first)")
-    need.add_argument("--tokenizer", type=Path, required=True,
+    need.add_argument("--tokenizer", type=DirIn("tokenizer directory"), required=True,
                       help="the served model's tokenizer directory (local)")
-    need.add_argument("--model-dir", type=Path,
+    need.add_argument("--model-dir", type=DirIn("model directory"),
                       help="model directory whose config.json gives the vocabulary size "
                            "(default: the tokenizer directory, else the largest token id)")
     need.add_argument("--trust-remote-code", action="store_true",
@@ -111,35 +141,40 @@ def _turn_arguments(group: argparse._ArgumentGroup) -> None:
 
 
 def _sampling_arguments(group: argparse._ArgumentGroup) -> None:
-    group.add_argument("--max-new-tokens", type=int, default=4096)
-    group.add_argument("--temperature", type=float, action="append", metavar="T",
-                       help="repeat for one row per temperature (sample ids get #t<T>)")
-    group.add_argument("--top-p", type=float, default=1.0)
-    group.add_argument("--top-k", type=int, default=-1)
-    group.add_argument("--min-p", type=float, default=0.0)
-    group.add_argument("--seed", type=int, help="sampling_seed sent with every request")
+    group.add_argument("--max-new-tokens", type=Whole(1, MAX_NEW_TOKENS), default=4096)
+    group.add_argument("--temperature", type=Number(0, MAX_TEMPERATURE), action="append",
+                       metavar="T", help="repeat for one row per temperature (sample ids get "
+                       "#t<T>)")
+    group.add_argument("--top-p", type=Number(0, 1, above=True), default=1.0)
+    group.add_argument("--top-k", type=Checked(_top_k), default=-1, help="-1 (all) or >= 1")
+    group.add_argument("--min-p", type=Number(0, 1), default=0.0)
+    group.add_argument("--seed", type=Whole(0, MAX_SEED),
+                       help="sampling_seed sent with every request")
     group.add_argument("--sampling-param", action="append", default=[], metavar="KEY=JSON",
+                       type=Checked(key_json),
                        help="extra SGLang sampling_params entry, e.g. repetition_penalty=1.05")
     group.add_argument("--template-kwarg", action="append", default=[], metavar="KEY=JSON",
-                       help="chat-template keyword, e.g. thinking=false")
+                       type=Checked(key_json), help="chat-template keyword, e.g. thinking=false")
     group.add_argument("--boundary", action="append", default=[], metavar="NAME=ID",
+                       type=Checked(_boundary),
                        help="override a boundary token id (think, think_end, stop, ...)")
 
 
 def _run_arguments(group: argparse._ArgumentGroup) -> None:
-    group.add_argument("--concurrency", type=int, default=64,
-                       help="requests in flight per server (default 64)")
-    group.add_argument("--timeout", type=float, default=1800.0,
+    group.add_argument("--concurrency", type=Whole(1, MAX_CONCURRENCY), default=64,
+                       help=f"requests in flight per server (default 64, at most "
+                            f"{MAX_CONCURRENCY})")
+    group.add_argument("--timeout", type=seconds(), default=1800.0,
                        help="seconds per request before it is aborted and retried")
-    group.add_argument("--retries", type=int, default=6,
+    group.add_argument("--retries", type=Whole(1, MAX_RETRIES), default=6,
                        help="attempts per row before it fails (transient errors only)")
-    group.add_argument("--shard-rows", type=int, default=2000)
-    group.add_argument("--grace", type=float, default=30.0,
+    group.add_argument("--shard-rows", type=Whole(1, MAX_SHARD_ROWS), default=2000)
+    group.add_argument("--grace", type=seconds(zero=True), default=30.0,
                        help="seconds in-flight requests get to finish after Ctrl-C")
-    group.add_argument("--health-interval", type=float, default=10.0)
-    group.add_argument("--server-down-limit", type=float, default=1800.0,
+    group.add_argument("--health-interval", type=seconds(), default=10.0)
+    group.add_argument("--server-down-limit", type=seconds(), default=1800.0,
                        help="give up when no server has been healthy this many seconds")
-    group.add_argument("--shard", metavar="I/N", type=Partition.parse,
+    group.add_argument("--shard", metavar="I/N", type=Checked(_partition),
                        help="capture only slice I (0-based) of N of the prompts, by sample id: "
                             "N batches (on N nodes) with 0/N..N-1/N split one job")
     group.add_argument("--resume", action="store_true",
@@ -150,11 +185,11 @@ def _run_arguments(group: argparse._ArgumentGroup) -> None:
                             "for the context (after raising the server's context length)")
     group.add_argument("--force", action="store_true",
                        help="with --resume: accept a changed prompt file/tokenizer/sampling")
-    group.add_argument("--api-key-file", type=Path,
+    group.add_argument("--api-key-file", type=FileIn("API key file"),
                        help=f"file holding the API key (default: ${API_KEY_ENV})")
     group.add_argument("--display", choices=("auto", "rich", "plain"), default="auto",
                        help="live panel or log lines (auto: panel on a terminal)")
-    group.add_argument("--log-every", type=float, default=30.0,
+    group.add_argument("--log-every", type=seconds(), default=30.0,
                        help="seconds between plain progress lines")
 
 
@@ -214,10 +249,8 @@ def config_from_args(args: argparse.Namespace) -> CaptureConfig:
         servers=tuple(url.for_requests for url in args.server),
         tokenizer=args.tokenizer, model_dir=args.model_dir,
         trust_remote_code=args.trust_remote_code, max_new_tokens=args.max_new_tokens,
-        presets=presets, extra_sampling=_pairs(args.sampling_param, "--sampling-param"),
-        template_kwargs=_pairs(args.template_kwarg, "--template-kwarg"),
-        boundary_overrides={k: int(v) for k, v in
-                            _pairs(args.boundary, "--boundary").items()},
+        presets=presets, extra_sampling=dict(args.sampling_param),
+        template_kwargs=dict(args.template_kwarg), boundary_overrides=dict(args.boundary),
         concurrency=args.concurrency, request_timeout_s=args.timeout,
         retry=RetryPolicy(max_attempts=args.retries), health_interval_s=args.health_interval,
         server_down_limit_s=args.server_down_limit, stop_grace_s=args.grace,
@@ -237,24 +270,53 @@ def _turns(args: argparse.Namespace) -> MultiTurn | UnsetType:
     return MultiTurn(args.history, args.on_divergence)
 
 
-def _pairs(items: list[str], flag: str) -> dict[str, Any]:
-    """``KEY=JSON`` items as a dict; a value that is not JSON is taken as a string."""
-    pairs: dict[str, Any] = {}
-    for item in items:
-        key, sep, raw = item.partition("=")
-        if not sep or not key:
-            raise ValueError(f"{flag} wants KEY=VALUE, got {item!r}")
-        try:
-            pairs[key] = json.loads(raw)
-        except ValueError:
-            pairs[key] = raw
-    return pairs
+def key_json(item: str) -> tuple[str, Any]:
+    """A ``KEY=JSON`` option value as ``(key, value)``. A value that is not JSON is taken as
+    a string (``stop=</s>``), unless it starts like JSON (``{ [ "``): then it was meant as
+    JSON and is refused, as is an empty value, rather than sent to fail on every row."""
+    key, sep, raw = item.partition("=")
+    if not sep or not _KEY.match(key):
+        raise ValueError(f"{shown(item)} is not KEY=VALUE with KEY a name, e.g. "
+                         "repetition_penalty=1.05")
+    if not raw.strip():
+        raise ValueError(f"{key}= has no value; give KEY=JSON, e.g. {key}=1.05")
+    if len(raw) > MAX_JSON_CHARS:
+        raise ValueError(f"the value of {key} is longer than {MAX_JSON_CHARS} characters")
+    try:
+        return key, json.loads(raw)
+    except RecursionError:
+        raise ValueError(f"the value of {key} is nested too deeply") from None
+    except ValueError as e:
+        if raw.lstrip()[:1] in ("{", "[", '"'):
+            raise ValueError(f"the value of {key} is not valid JSON ({e})") from None
+        return key, raw
+
+
+def _boundary(item: str) -> tuple[str, int]:
+    """A ``--boundary NAME=ID`` value, the name and id checked as a config's would be."""
+    name, sep, raw = item.partition("=")
+    if not sep:
+        raise ValueError(f"{shown(item)} is not NAME=ID, e.g. think_end=163607")
+    token_id = Whole(0, MAX_TOKEN_ID, "a token id")(raw)
+    normalize_overrides({name: token_id})
+    return name, token_id
+
+
+def _partition(text: str) -> Partition:
+    return Partition(*parse_slice(text))
+
+
+def _top_k(text: str) -> int:
+    value = Whole(-1, MAX_TOKEN_ID)(text)
+    if value == 0:
+        raise ValueError("0 is not a top-k; give -1 (all tokens) or a number >= 1")
+    return value
 
 
 def _api_key(path: Path | None) -> str | None:
     if path is None:
         return os.environ.get(API_KEY_ENV) or None
-    return path.read_text(encoding="utf-8").strip() or None
+    return read_api_key(path)
 
 
 def _configure_logging(out_dir: Path) -> list[logging.Handler]:

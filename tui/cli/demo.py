@@ -8,22 +8,29 @@ from __future__ import annotations
 import argparse
 import logging
 
-from eagle_tui.tui.dashboard import add_refresh_argument
+from eagle_tui.core.argtypes import Checked, Number, Whole
+from eagle_tui.tui.dashboard import add_refresh_argument, theme_name
+
+MAX_TIME_SCALE = 1000.0
+MAX_DEMO_PROMPTS = 100_000
+MAX_TOKENS_PER_S = 1_000_000.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The demo's options."""
     parser.add_argument(
         "--time-scale",
-        type=float,
+        type=Number(0, MAX_TIME_SCALE),
         default=1.0,
         help="server start-up speed (1: about 35 s; 0: instant)",
     )
-    parser.add_argument("--prompts", type=int, default=400, help="prompts in the demo batch")
+    parser.add_argument("--prompts", type=Whole(1, MAX_DEMO_PROMPTS), default=400,
+                        help="prompts in the demo batch")
     parser.add_argument(
-        "--tokens-per-s", type=float, default=40.0, help="decode speed of each simulated request"
+        "--tokens-per-s", type=Number(0, MAX_TOKENS_PER_S), default=40.0,
+        help="decode speed of each simulated request (0: as fast as possible)"
     )
-    parser.add_argument("--theme", default="eagle-dark")
+    parser.add_argument("--theme", default="eagle-dark", type=Checked(theme_name))
     parser.add_argument("--no-mouse", action="store_true")
     add_refresh_argument(parser)
     parser.add_argument("--keep", action="store_true", help="keep the demo's batch and logs")

@@ -12,9 +12,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 from typing import TextIO
 
+from eagle_tui.core.argtypes import DirIn, FileOut
 from eagle_tui.core.errors import EagleError
 from eagle_tui.core.export.options import (
     DEFAULT_MASK_START,
@@ -37,11 +37,11 @@ PROGRESS_EVERY_S = 2.0
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``export`` verb's arguments."""
-    parser.add_argument("batches", nargs="+", type=Path, metavar="DIR",
+    parser.add_argument("batches", nargs="+", type=DirIn("batch directory"), metavar="DIR",
                         help="batch directories (what `capture --out` wrote)")
     parser.add_argument("--format", required=True, choices=FORMATS,
                         help="speculators JSONL, SpecForge prompts JSONL, or parquet")
-    parser.add_argument("--out", required=True, type=Path, metavar="FILE",
+    parser.add_argument("--out", required=True, type=FileOut("export file"), metavar="FILE",
                         help="file to write; FILE.manifest.json goes beside it")
     defaults = ", ".join(f"{fmt} {start}" for fmt, start in DEFAULT_MASK_START.items())
     parser.add_argument("--mask-start", choices=MASK_STARTS, default=None,

@@ -20,6 +20,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.text import Text
 
+from eagle_tui.core.argtypes import DirIn, Line, PathIn, Whole
 from eagle_tui.core.errors import EagleError, InspectError, TokenizerError
 from eagle_tui.core.samples.decode import (
     SharedTokenizer,
@@ -28,31 +29,38 @@ from eagle_tui.core.samples.decode import (
     fingerprint_warning,
 )
 from eagle_tui.core.samples.job import Job, open_job
-from eagle_tui.core.samples.select import Pick, pick_rows
+from eagle_tui.core.samples.select import CLEAN, FLAGGED, Pick, pick_rows
 from eagle_tui.core.shards.render import legend, sample_text
 from eagle_tui.core.shards.schema import ShardRow
 from eagle_tui.core.text import terminal_safe
 from eagle_tui.core.validate import FLAGS
 from eagle_tui.tui.render.literal_rich import Literal
 
+MAX_INDEX = (1 << 63) - 1
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``inspect`` verb's arguments."""
-    parser.add_argument("path", type=Path, nargs="+",
+    parser.add_argument("path", type=PathIn("batch directory, shards directory or shard"),
+                        nargs="+",
                         help="batch directory, shards directory or shard; or several batch "
                              "directories (the --shard slices of one job, checked disjoint)")
     pick = parser.add_mutually_exclusive_group()
-    pick.add_argument("--id", dest="sample_id", help="the sample with this sample_id")
-    pick.add_argument("--flag", help=f"the first sample with this flag ({', '.join(FLAGS)}), "
-                                     "or the first clean / flagged one")
-    pick.add_argument("--index", type=int, help="the sample at this row (negative: from end)")
-    pick.add_argument("--conversation", metavar="ID",
+    pick.add_argument("--id", dest="sample_id", type=Line("a sample id"),
+                      help="the sample with this sample_id")
+    pick.add_argument("--flag", choices=(*FLAGS, CLEAN, FLAGGED), metavar="FLAG",
+                      help=f"the first sample with this flag ({', '.join(FLAGS)}), or the "
+                           "first clean / flagged one")
+    pick.add_argument("--index", type=Whole(-MAX_INDEX, MAX_INDEX),
+                      help="the sample at this row (negative: from end)")
+    pick.add_argument("--conversation", metavar="ID", type=Line("a conversation id"),
                       help="every turn of this conversation, in order (multi-turn batches)")
-    parser.add_argument("--tokenizer", type=Path, help="tokenizer directory to decode with")
+    parser.add_argument("--tokenizer", type=DirIn("tokenizer directory"),
+                        help="tokenizer directory to decode with")
     parser.add_argument("--trust-remote-code", action="store_true",
                         help="allow the tokenizer's own code to run (Kimi's real tokenizer)")
     parser.add_argument("--raw-ids", action="store_true", help="print ids, do not decode")
-    parser.add_argument("--prompt-tokens", type=int, default=None, metavar="N",
+    parser.add_argument("--prompt-tokens", type=Whole(0, MAX_INDEX), default=None, metavar="N",
                         help="show only the last N prompt tokens")
 
 

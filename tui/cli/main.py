@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
+from eagle_tui.core.argtypes import OneLineParser
 from eagle_tui.tui import dashboard
 
 # verb -> (module, one-line help). Order is the order `--help` lists them in.
@@ -39,7 +40,7 @@ def _load(verb: str) -> ModuleType:
 
 def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     """A parser whose sub-commands are the verbs; only the chosen verb's module is imported."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="eagle-tui",
         description="Capture exact-token EAGLE-3 training data from SGLang and watch it.",
     )

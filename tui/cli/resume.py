@@ -17,12 +17,14 @@ import os
 import sys
 from pathlib import Path
 
+from eagle_tui.core.argtypes import FileIn
 from eagle_tui.core.batches.control_client import BatchClient
 from eagle_tui.core.batches.detach import relaunch
 from eagle_tui.core.batches.registry import Registry
 from eagle_tui.core.batches.survey import RESUMABLE_STATES, BatchView
 from eagle_tui.core.batchstate import BatchState
-from eagle_tui.core.errors import WrongState
+from eagle_tui.core.errors import ConfigError, WrongState
+from eagle_tui.core.sglang.apikey import read_api_key
 from eagle_tui.core.sglang.client import API_KEY_ENV
 from eagle_tui.core.text import terminal_safe
 from eagle_tui.tui.cli.batch_verbs import (
@@ -41,7 +43,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_batch_argument(parser)
     parser.add_argument("--server", action="append", default=None, type=server_url, metavar="URL",
                         help="send to this server instead of the recorded ones (repeatable)")
-    parser.add_argument("--api-key-file", type=Path, default=None, metavar="FILE",
+    parser.add_argument("--api-key-file", type=FileIn("API key file"), default=None,
+                        metavar="FILE",
                         help=f"file holding the API key (default: ${API_KEY_ENV})")
     parser.add_argument("--retry-failed", action="store_true",
                         help="also resend rows that failed as too long for the context")
@@ -52,8 +55,8 @@ def run(args: argparse.Namespace) -> int:
     servers = tuple(url.for_requests for url in args.server) if args.server else None
     try:
         api_key = _api_key(args.api_key_file)
-    except OSError as e:
-        print(f"eagle-tui: cannot read --api-key-file: {e}", file=sys.stderr)
+    except ConfigError as e:
+        print(f"eagle-tui resume: --api-key-file: {e}", file=sys.stderr)
         return EXIT_USAGE
     return run_verb(lambda: _resume(args.batch, servers, api_key, args.retry_failed))
 
@@ -61,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
 def _api_key(path: Path | None) -> str | None:
     if path is None:
         return os.environ.get(API_KEY_ENV) or None
-    return path.read_text(encoding="utf-8").strip() or None
+    return read_api_key(path)
 
 
 async def _resume(ref: str, servers: tuple[str, ...] | None, api_key: str | None,

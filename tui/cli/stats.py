@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 import msgspec
 from rich.console import Console
 from rich.table import Table
 
+from eagle_tui.core.argtypes import PathIn
 from eagle_tui.core.errors import EagleError
 from eagle_tui.core.export.options import MASK_STARTS
 from eagle_tui.core.export.tally import KeepCounts, KeepTally
@@ -30,7 +30,8 @@ from eagle_tui.tui.render.literal_rich import Literal
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``stats`` verb's arguments."""
-    parser.add_argument("path", type=Path, nargs="+",
+    parser.add_argument("path", type=PathIn("batch directory, shards directory or shard"),
+                        nargs="+",
                         help="batch directory, shards directory or shard; or several batch "
                              "directories (the --shard slices of one job, checked disjoint)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")

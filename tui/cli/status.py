@@ -22,6 +22,7 @@ from typing import Any
 
 import msgspec
 
+from eagle_tui.core.argtypes import FileFollowed
 from eagle_tui.core.batches.registry import Registry
 from eagle_tui.core.batches.survey import BatchView, survey_all
 from eagle_tui.core.batchstate import LIVE_STATES, BatchState
@@ -69,7 +70,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``status`` options."""
     parser.add_argument("--url", action="append", default=[], type=server_url, metavar="URL",
                         help="an SGLang server to include (repeat for several)")
-    parser.add_argument("--log", action="append", default=[], type=Path, metavar="FILE",
+    parser.add_argument("--log", action="append", default=[], metavar="FILE",
+                        type=FileFollowed("server's log file"),
                         help="log file of the --url in the same position")
     parser.add_argument("--router-metrics", action="append", default=[], type=server_url,
                         metavar="URL",

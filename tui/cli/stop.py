@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 
+from eagle_tui.core.argtypes import seconds
 from eagle_tui.core.batches.api import End
 from eagle_tui.core.batches.control_client import BatchClient
 from eagle_tui.core.text import terminal_safe
@@ -27,7 +28,7 @@ from eagle_tui.tui.cli.batch_verbs import (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``stop`` verb's arguments."""
     add_batch_argument(parser)
-    parser.add_argument("--grace", type=float, default=None, metavar="S",
+    parser.add_argument("--grace", type=seconds(zero=True), default=None, metavar="S",
                         help="seconds in-flight requests may take to finish before abort")
     parser.add_argument("--abort", action="store_true",
                         help="abort in-flight requests at once (their rows are redone on resume)")

@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from eagle_tui.core.argtypes import FileFollowed, FileOut, Line, OneLineParser, Whole, seconds
 from eagle_tui.core.clock import SystemClock
 from eagle_tui.core.health.assemble import WatchOptions, build_watcher, is_local
 from eagle_tui.core.health.changes import Change
@@ -72,6 +73,9 @@ examples:
       --model-path /models/Kimi-K2.5 --tp 8 --port 30000
 """
 
+MAX_PID = 1 << 22  # Linux's pid_max ceiling
+MAX_POLL_S = 3600.0
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``watch`` verb's options."""
@@ -84,15 +88,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="watch every SGLang server on this host, and those started later (until Ctrl-C)",
     )
-    parser.add_argument("--log", type=Path, help="the server's log file (followed like tail -F)")
+    parser.add_argument("--log", type=FileFollowed("server's log file"),
+                        help="the server's log file (followed like tail -F)")
     who = parser.add_mutually_exclusive_group()
-    who.add_argument("--pid", type=int, help="PID of the server's main process")
+    who.add_argument("--pid", type=Whole(1, MAX_PID, "a process id"),
+                     help="PID of the server's main process")
     who.add_argument(
         "--launch",
         action="store_true",
         help="start the server command given after `--` (no shell), logging to --log",
     )
-    parser.add_argument("--timeout", type=float, help="give up after S seconds (exit 6)")
+    parser.add_argument("--timeout", type=seconds(), help="give up after S seconds (exit 6)")
     parser.add_argument("--json", action="store_true", help="print JSON lines instead of text")
     parser.add_argument(
         "--keep-watching", action="store_true", help="do not stop at ready; exit when it dies"
@@ -102,22 +108,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="with --launch: stop whatever holds the port (SIGTERM, then SIGKILL) first",
     )
-    parser.add_argument("--interval", type=float, default=1.0, help="poll interval, s (1)")
-    parser.add_argument("--health-timeout", type=float, default=3.0, help="/health timeout, s (3)")
+    parser.add_argument("--interval", type=seconds(high=MAX_POLL_S), default=1.0,
+                        help="poll interval, s (1)")
+    parser.add_argument("--health-timeout", type=seconds(high=MAX_POLL_S), default=3.0,
+                        help="/health timeout, s (3)")
     parser.add_argument(
-        "--expected", type=float, default=600.0, help="expected start-up with no history, s (600)"
+        "--expected", type=seconds(), default=600.0,
+        help="expected start-up with no history, s (600)"
     )
     parser.add_argument(
         "--stall",
-        type=float,
+        type=seconds(),
         help="stall limit for every phase, s (default: per step, 1-10 min; see the docs)",
     )
     parser.add_argument(
-        "--port-grace", type=float, default=15.0, help="how long a port conflict may last, s (15)"
+        "--port-grace", type=seconds(zero=True), default=15.0,
+        help="how long a port conflict may last, s (15)"
     )
-    parser.add_argument("--signature", help="name this server's start-up history explicitly")
+    parser.add_argument("--signature", type=Line("a signature name"),
+                        help="name this server's start-up history explicitly")
     parser.add_argument("--no-history", action="store_true", help="neither read nor record history")
-    parser.add_argument("--history-file", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--history-file", type=FileOut("history file"), help=argparse.SUPPRESS)
     parser.add_argument(
         "--url-only", action="store_true", help="no process or port access (remote server)"
     )
@@ -299,7 +310,7 @@ def _default_log_path() -> Path:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``watch`` on its own (``python -m eagle_tui.tui.cli.watch``)."""
-    parser = argparse.ArgumentParser(prog="eagle-tui watch", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="eagle-tui watch", description=__doc__.splitlines()[0])
     add_arguments(parser)
     return run(parser.parse_args(argv))
 
