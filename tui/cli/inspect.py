@@ -64,7 +64,7 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
         indices = pick_rows(job, pick_of(args), where(args.path))
         tokenizer = None if args.raw_ids else tokenizer_for(job, args)
     except EagleError as e:
-        print(f"eagle-tui inspect: {e}", file=sys.stderr)
+        print(f"eagle-tui inspect: {terminal_safe(str(e))}", file=sys.stderr)
         return e.status if isinstance(e, InspectError) else 2
     for index in indices:
         show(out, job, index, args, tokenizer)

@@ -22,6 +22,7 @@ from eagle_tui.core.export.tally import KeepTally
 from eagle_tui.core.samples.job import open_job
 from eagle_tui.core.shards.conversations import ConversationStats
 from eagle_tui.core.shards.stats import BatchStats, Distribution, compute_stats_over
+from eagle_tui.core.text import terminal_safe
 from eagle_tui.tui.cli.export_filters import add_filter_arguments, row_filter_from
 from eagle_tui.tui.cli.inspect import make_console
 from eagle_tui.tui.render.literal_rich import Literal
@@ -42,11 +43,13 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
     """Print the statistics of the shards under ``args.path``."""
     out = console or make_console()
     try:
-        tally = KeepTally(row_filter_from(args), args.mask_start, args.max_length)
         opened = open_job(args.path)
+        footer = opened.metadata
+        tally = KeepTally(row_filter_from(args), args.mask_start, args.max_length,
+                          footer.vocab_size if footer else None)
         stats = compute_stats_over(opened.readers, observers=[tally.add])
     except EagleError as e:
-        print(f"eagle-tui stats: {e}", file=sys.stderr)
+        print(f"eagle-tui stats: {terminal_safe(str(e))}", file=sys.stderr)
         return 2
     keep, job = tally.counts(), opened.slices
     if job:
