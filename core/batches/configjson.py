@@ -58,6 +58,8 @@ class StoredConfig(msgspec.Struct, frozen=True, kw_only=True):
     partition: str | msgspec.UnsetType = msgspec.UNSET
     # Absent for single-turn batches, so their records read and write as before.
     turns: MultiTurn | UnsetType = UNSET
+    # Left out unless given, so records of batches without it read and write as before.
+    trust_router_workers: bool | UnsetType = UNSET
 
     @classmethod
     def of(cls, config: CaptureConfig) -> StoredConfig:
@@ -78,6 +80,7 @@ class StoredConfig(msgspec.Struct, frozen=True, kw_only=True):
             resume=config.resume, force=config.force, render_chunk=config.render_chunk,
             partition=msgspec.UNSET if config.partition is None else str(config.partition),
             turns=config.turns,
+            trust_router_workers=config.trust_router_workers or UNSET,
         )
 
     def to_config(self, *, api_key: str | None = None, servers: tuple[str, ...] | None = None,
@@ -103,6 +106,7 @@ class StoredConfig(msgspec.Struct, frozen=True, kw_only=True):
                 partition=(None if isinstance(self.partition, msgspec.UnsetType)
                            else Partition.parse(self.partition)),
                 turns=self.turns,
+                trust_router_workers=self.trust_router_workers is True,
             )
         except (TypeError, ValueError) as e:
             raise ConfigError(f"stored batch config cannot be used ({e}); start a new batch") from e

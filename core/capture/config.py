@@ -101,6 +101,8 @@ class CaptureConfig:
     partition: Partition | None = None
     # Unset: single-turn, the last assistant turn only (stored configs then stay as before).
     turns: MultiTurn | UnsetType = UNSET
+    # Ask a router's listed workers directly (health, metrics, info, abort), API key included.
+    trust_router_workers: bool = False
     api_key: str | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:

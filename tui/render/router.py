@@ -10,7 +10,7 @@ if TYPE_CHECKING:  # the router module pulls in httpx: the dashboard paints with
     from eagle_tui.core.sglang.router import RouterView, WorkerView
 
 STATE_MARKS = {"ready": "●", "joining": "◐", "loading": "◌", "pending": "◌",
-               "unhealthy": "✕", "down": "✕"}
+               "unhealthy": "✕", "down": "✕", "invalid": "✕"}
 
 
 def router_json(view: RouterView) -> dict[str, Any]:
@@ -23,6 +23,9 @@ def router_json(view: RouterView) -> dict[str, Any]:
         "error": view.error,
         "workers": [worker_json(w) for w in view.workers],
         "metrics": view.metrics,
+        "listed_total": view.listed_total,
+        "capped": view.capped,
+        "contacted": list(view.contacted),
     }
 
 
@@ -41,13 +44,26 @@ def router_lines(router: dict[str, Any]) -> list[str]:
     if not router["can_serve"]:
         head += f" ({router['reason']})"
     lines = [head]
+    if router.get("capped"):
+        lines.append(f"  note: {router['capped']}")
     lines += [f"  {STATE_MARKS.get(w['state'], '?')} {w['url']}  {w['state']:<9} "
               f"{_load(w)}" for w in workers]
+    lines.append(f"  {contacted_line(router)}")
     metrics = router.get("metrics")
     if metrics:
         shown = ", ".join(f"{k.removeprefix('smg_')}={v:g}" for k, v in metrics.items())
         lines.append(f"  router metrics: {shown}")
     return lines
+
+
+def contacted_line(router: dict[str, Any]) -> str:
+    """Which addresses were asked (the router, and workers only when allowed)."""
+    contacted = router.get("contacted") or []
+    if len(contacted) <= 1:
+        return ("contacted: the router only (its workers were not asked directly; "
+                "--trust-router-workers asks them, with the API key)")
+    more = len(contacted) - 9
+    return "contacted: " + ", ".join(contacted[:9]) + (f" and {more} more" if more > 0 else "")
 
 
 def _load(worker: dict[str, Any]) -> str:
