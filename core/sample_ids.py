@@ -19,6 +19,8 @@ CONTENT_ID_HEX = 16
 """Hex digits kept from the sha256 (64 bits: collisions are negligible below ~10^8 prompts)."""
 
 VARIANT_SEPARATOR = "#"
+TURN_SEPARATOR = "#turn"
+"""Between a conversation's id and its turn in a multi-turn row id: ``c004#turn0``."""
 
 MAX_ID_CHARS = 256
 """Longest record ``id`` accepted: ids end up in parquet, logs, terminals and file names."""
@@ -83,3 +85,9 @@ def variant_id(base: str, *, preset: str | None = None, repeat: int = 0) -> str:
     if repeat:
         parts.append(f"r{repeat}")
     return VARIANT_SEPARATOR.join(parts)
+
+
+def turn_of(sample_id: str) -> int | None:
+    """The turn in a row id ``<conversation>#turn<k>`` (None when it has none)."""
+    _, separator, turn = sample_id.rpartition(TURN_SEPARATOR)
+    return int(turn) if separator and turn.isdigit() else None

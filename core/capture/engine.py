@@ -406,6 +406,7 @@ class CaptureEngine:
         manifest.extra.servers = [public_url(u) for u in self.config.servers]
         manifest.extra.presets = [p.name for p in self.config.presets]
         manifest.extra.routers = self._routers
+        manifest.extra.turns_not_generated = dict(self.tracker.ended_reasons)
         try:
             await asyncio.to_thread(manifest.save_atomic)
         except OSError as e:  # the shards are safe; only the final counts are stale

@@ -19,6 +19,7 @@ from types import MappingProxyType
 from eagle_tui.core.batchstate import BatchState
 from eagle_tui.core.capture.dispatch import ServerStatus
 from eagle_tui.core.clock import Clock
+from eagle_tui.core.validate import ENDINGS_SHOWN, ending_text
 
 RATE_WINDOW_S = 30.0
 
@@ -48,6 +49,8 @@ class CaptureProgress:
     failures: Mapping[str, int] = field(default_factory=dict)
     flags: Mapping[str, int] = field(default_factory=dict)
     ended_early: int = 0
+    ended_reasons: Mapping[str, int] = field(default_factory=dict)  # turns not generated
+    endings: tuple[str, ...] = ()  # the first few ``conversation … ended after turn k: …``
 
     @property
     def settled(self) -> int:
@@ -78,6 +81,8 @@ class ProgressTracker:
         self.retrying = 0
         self.interrupted = 0
         self.ended_early = 0  # turns a multi-turn conversation will not reach
+        self.ended_reasons: Counter[str] = Counter()
+        self.endings: list[str] = []
         self.output_tokens = 0
         self.errors: Counter[str] = Counter()
         self.failures: Counter[str] = Counter()
@@ -99,6 +104,14 @@ class ProgressTracker:
         """A row failed permanently (it goes to failures.jsonl)."""
         self.failed += 1
         self.failures[kind] += 1
+
+    def conversation_ended(self, conversation_id: str, turn: int, reason: str,
+                           turns_left: int) -> None:
+        """A conversation ended after ``turn`` with ``turns_left`` turns never generated."""
+        self.ended_early += turns_left
+        self.ended_reasons[reason] += turns_left
+        if len(self.endings) < ENDINGS_SHOWN:
+            self.endings.append(ending_text(conversation_id, turn, reason))
 
     def attempt_failed(self, kind: str) -> None:
         """One attempt failed (retried or not); feeds the errors-by-kind table."""
@@ -133,6 +146,8 @@ class ProgressTracker:
             failures=MappingProxyType(dict(self.failures)),
             flags=MappingProxyType(dict(self.flags)),
             ended_early=self.ended_early,
+            ended_reasons=MappingProxyType(dict(self.ended_reasons)),
+            endings=tuple(self.endings),
         )
         return _with_eta(progress)
 

@@ -32,7 +32,7 @@ from eagle_tui.core.samples.select import Pick, pick_rows
 from eagle_tui.core.shards.render import legend, sample_text
 from eagle_tui.core.shards.schema import ShardRow
 from eagle_tui.core.text import terminal_safe
-from eagle_tui.core.validate import FLAGS
+from eagle_tui.core.validate import ENDED_FLAG, FLAGS, ending_reason, ending_text
 from eagle_tui.tui.render.literal_rich import Literal
 
 
@@ -151,6 +151,10 @@ def header(row: ShardRow, index: int, total: int, where: str) -> Text:
         parent = terminal_safe(row.parent_id) if row.parent_id else "none"
         text.append(f"conversation {terminal_safe(row.conversation_id)}   turn {row.turn}   "
                     f"parent {parent}\n")
+        if ENDED_FLAG in row.flags:
+            reason = ending_reason(row.flags, row.finish_reason)
+            text.append(terminal_safe(ending_text(row.conversation_id, row.turn or 0, reason))
+                        + " (no later turn was generated)\n", "bold yellow")
     text.append("flags: ", "bold")
     if row.flags:
         text.append(", ".join(row.flags), "bold red")

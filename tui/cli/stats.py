@@ -21,8 +21,9 @@ from eagle_tui.core.export.options import MASK_STARTS
 from eagle_tui.core.export.tally import KeepTally
 from eagle_tui.core.samples.job import open_job
 from eagle_tui.core.shards.conversations import ConversationStats
+from eagle_tui.core.shards.manifest import Manifest
 from eagle_tui.core.shards.stats import BatchStats, Distribution, compute_stats_over
-from eagle_tui.core.text import terminal_safe
+from eagle_tui.core.text import counts_text, terminal_safe
 from eagle_tui.tui.cli.export_filters import add_filter_arguments, row_filter_from
 from eagle_tui.tui.cli.inspect import make_console
 from eagle_tui.tui.render.literal_rich import Literal
@@ -55,13 +56,18 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
     if job:
         out.print(Literal(f"one job: {job}"), soft_wrap=True)
     if args.json:
+        manifest = opened.manifest
+        not_generated = manifest.extra.turns_not_generated if manifest is not None else {}
         document = {**stats.to_json(), "export": keep.to_json(),
-                    **({"job": job} if job else {})}
+                    **({"job": job} if job else {}),
+                    **({"turns_not_generated": not_generated} if not_generated else {})}
         out.print(json.dumps(document, indent=1), soft_wrap=True)
         return 0
     for renderable in summary_tables(stats):
         out.print(Literal(renderable))
     out.print(Literal(keep.text()), soft_wrap=True)
+    for line in ending_lines(stats.conversations, opened.manifest):
+        out.print(Literal(line), soft_wrap=True)
     for ignored in stats.ignored:
         out.print(Literal(f"ignored: {ignored}"), style="yellow")
     return 0
@@ -85,7 +91,25 @@ def conversation_table(turns: ConversationStats) -> Table:
     table.add_row("all", str(turns.conversations))
     table.add_row("mean turns", _number(turns.mean_turns))
     table.add_row("tool_call_diverged", str(turns.diverged))
+    table.add_row("ended before their last turn", str(turns.ended_early))
     return table
+
+
+def ending_lines(turns: ConversationStats | None, manifest: Manifest | None) -> list[str]:
+    """Multi-turn: the turns never generated per reason (the manifest's count) and which
+    conversations ended early, by name (the first few; the rows are flagged)."""
+    lines = []
+    not_generated = manifest.extra.turns_not_generated if manifest is not None else {}
+    if not_generated:
+        lines.append(f"turns not generated (conversations ended early): "
+                     f"{sum(not_generated.values())} ({counts_text(not_generated)})")
+    if turns is None or not turns.ended_early:
+        return lines
+    lines += list(turns.ended)
+    if turns.ended_early > len(turns.ended):
+        lines.append(f"… and {turns.ended_early - len(turns.ended)} more (their last rows are "
+                     "flagged conversation_ended: inspect --flag conversation_ended)")
+    return lines
 
 
 def overview(stats: BatchStats) -> Table:
