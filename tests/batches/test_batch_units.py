@@ -165,6 +165,18 @@ def test_config_round_trips_without_secrets(tmp_path: Path) -> None:
     assert config_from_json(data, resume=True).resume is True
 
 
+UNSET_FLAGS = {"trust_router_workers": False}
+
+
+def test_a_detached_batch_keeps_trusting_router_workers_only_when_asked(
+        tmp_path: Path) -> None:
+    plain = batch_config(tmp_path, "http://127.0.0.1:30000")
+    assert "trust_router_workers" not in json.loads(config_to_json(plain))
+    trusting = dataclasses.replace(plain, trust_router_workers=True)
+    assert config_from_json(config_to_json(trusting)).trust_router_workers is True
+    assert config_from_json(config_to_json(plain)).trust_router_workers is False
+
+
 def test_the_stored_config_has_every_config_field_but_the_secret() -> None:
     config_fields = {f.name: f for f in dataclasses.fields(CaptureConfig)}
     # retry_failed is each run's own choice (`--retry-failed`), never carried to the next
@@ -177,7 +189,8 @@ def test_the_stored_config_has_every_config_field_but_the_secret() -> None:
                 dataclasses.MISSING):
             value, expected = getattr(stored, name), getattr(config, name)
             if value is msgspec.UNSET and expected is not msgspec.UNSET:
-                value = None  # left out of the record when unset; the config reads None
+                # left out of the record when unset; the config reads None (a flag: False)
+                value = UNSET_FLAGS.get(name)
             assert value == expected, name
 
 

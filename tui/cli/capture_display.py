@@ -59,7 +59,8 @@ def panel(p: CaptureProgress) -> Any:
                    str(p.retrying))
     counts.add_row("earlier", str(p.already_done), "rejected", str(p.rejected), "samples/s",
                    f"{p.samples_per_s:.1f}")
-    counts.add_row("", "", "", "", "tokens/s", f"{p.tokens_per_s:,.0f}")
+    ended = ("not generated", str(p.ended_early)) if p.ended_early else ("", "")
+    counts.add_row(*ended, "", "", "tokens/s", f"{p.tokens_per_s:,.0f}")
     servers = Table("server", "state", "in flight", "sent", "ok", "errors", "reason",
                     box=None, pad_edge=False)
     for s in p.servers:
