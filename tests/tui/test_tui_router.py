@@ -81,7 +81,8 @@ async def test_status_lists_the_workers_true_states(tmp_path: Path,
     up.wait_ready(WAIT)
     with RouterProcess([up.url, loading.url]) as router, up:
         router.wait_workers(1)
-        report = await collect([router.url], [], [router.metrics_url], trust_workers=True)
+        url, metrics = ServerURL.parse(router.url), ServerURL.parse(router.metrics_url)
+        report = await collect([url], [], [metrics], trust_workers=True)
         [server] = report["servers"]
         assert server["phase"] == "ready"
         states = {w["url"]: w["state"] for w in server["router"]["workers"]}
@@ -89,7 +90,7 @@ async def test_status_lists_the_workers_true_states(tmp_path: Path,
         assert server["router"]["metrics"]["smg_worker_pool_size"] == 1
         up.kill()
         up.wait_exit()
-        report = await collect([router.url], [], trust_workers=True)
+        report = await collect([url], [], trust_workers=True)
         [server] = report["servers"]
         assert server["phase"] != "ready" and report["exit_code"] == EXIT_SERVER_UNHEALTHY
         assert [w["state"] for w in server["router"]["workers"]] == ["down"]
