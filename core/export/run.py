@@ -61,7 +61,7 @@ def export(directories: Sequence[str | Path], out: str | Path, options: ExportOp
     fingerprint = batches[0].tokenizer_fingerprint
     footer = batches[0].reader.metadata
     tally = KeepTally(options.filter, mask_start, options.max_length,
-                      footer.vocab_size if footer else None)
+                      footer.tokenizer.vocab_size if footer else None)
     turns = any(is_multi_turn(batch.reader) for batch in batches)
     sink = _open_sink(path, options, fingerprint, turns=turns)
     tmp_manifest = manifest_path.with_name(manifest_path.name + TMP_SUFFIX)

@@ -9,21 +9,22 @@ Exit status: 0 printed, 2 bad path.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
+import msgspec
 from rich.console import Console
 from rich.table import Table
 
 from eagle_tui.core.errors import EagleError
 from eagle_tui.core.export.options import MASK_STARTS
-from eagle_tui.core.export.tally import KeepTally
+from eagle_tui.core.export.tally import KeepCounts, KeepTally
 from eagle_tui.core.samples.job import open_job
 from eagle_tui.core.shards.conversations import ConversationStats
 from eagle_tui.core.shards.manifest import Manifest
 from eagle_tui.core.shards.stats import BatchStats, Distribution, compute_stats_over
 from eagle_tui.core.text import counts_text, terminal_safe
+from eagle_tui.core.wire import ENCODER
 from eagle_tui.tui.cli.export_filters import add_filter_arguments, row_filter_from
 from eagle_tui.tui.cli.inspect import make_console
 from eagle_tui.tui.render.literal_rich import Literal
@@ -47,7 +48,7 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
         opened = open_job(args.path)
         footer = opened.metadata
         tally = KeepTally(row_filter_from(args), args.mask_start, args.max_length,
-                          footer.vocab_size if footer else None)
+                          footer.tokenizer.vocab_size if footer else None)
         stats = compute_stats_over(opened.readers, observers=[tally.add])
     except EagleError as e:
         print(f"eagle-tui stats: {terminal_safe(str(e))}", file=sys.stderr)
@@ -58,10 +59,7 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
     if args.json:
         manifest = opened.manifest
         not_generated = manifest.extra.turns_not_generated if manifest is not None else {}
-        document = {**stats.to_json(), "export": keep.to_json(),
-                    **({"job": job} if job else {}),
-                    **({"turns_not_generated": not_generated} if not_generated else {})}
-        out.print(json.dumps(document, indent=1), soft_wrap=True)
+        out.print(stats_json(stats, keep, job, not_generated), soft_wrap=True)
         return 0
     for renderable in summary_tables(stats):
         out.print(Literal(renderable))
@@ -71,6 +69,19 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
     for ignored in stats.ignored:
         out.print(Literal(f"ignored: {ignored}"), style="yellow")
     return 0
+
+
+def stats_json(stats: BatchStats, keep: KeepCounts, job: str,
+               not_generated: dict[str, int] | None = None) -> str:
+    """The ``--json`` document: the fields of ``BatchStats``, then ``export`` (``KeepCounts``),
+    for several slices of one job ``job``, and (multi-turn) ``turns_not_generated``."""
+    document: dict[str, object] = msgspec.to_builtins(stats)
+    document["export"] = keep
+    if job:
+        document["job"] = job
+    if not_generated:
+        document["turns_not_generated"] = not_generated
+    return msgspec.json.format(ENCODER.encode(document), indent=1).decode()
 
 
 def summary_tables(stats: BatchStats) -> list[Table]:
