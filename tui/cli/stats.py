@@ -76,6 +76,10 @@ def stats_json(stats: BatchStats, keep: KeepCounts, job: str,
     """The ``--json`` document: the fields of ``BatchStats``, then ``export`` (``KeepCounts``),
     for several slices of one job ``job``, and (multi-turn) ``turns_not_generated``."""
     document: dict[str, object] = msgspec.to_builtins(stats)
+    turns = document.get("conversations")
+    if isinstance(turns, dict) and not turns.get("ended_early"):  # as before when none ended
+        turns.pop("ended_early", None)
+        turns.pop("ended", None)
     document["export"] = keep
     if job:
         document["job"] = job
