@@ -20,6 +20,8 @@ CONTENT_ID_HEX = 16
 """Hex digits kept from the sha256 (64 bits: collisions are negligible below ~10^8 prompts)."""
 
 VARIANT_SEPARATOR = "#"
+TURN_SEPARATOR = "#turn"
+"""Between a conversation's id and its turn in a multi-turn row id: ``c004#turn0``."""
 
 MAX_ID_CHARS = 256
 """Longest record ``id`` accepted: ids end up in parquet, logs, terminals and file names."""
@@ -103,3 +105,9 @@ def parse_slice(text: str) -> tuple[int, int]:
         raise ValueError(f"{index}/{count}: want I/N with 0 <= I < N <= {MAX_SLICES} "
                          "(e.g. 0/4 1/4 2/4 3/4 on four nodes)")
     return index, count
+
+
+def turn_of(sample_id: str) -> int | None:
+    """The turn in a row id ``<conversation>#turn<k>`` (None when it has none)."""
+    _, separator, turn = sample_id.rpartition(TURN_SEPARATOR)
+    return int(turn) if separator and turn.isdigit() else None

@@ -73,10 +73,40 @@ FLAGS: tuple[str, ...] = (
     "no_stop_token",
     "over_max_new_tokens",
     "tool_call_diverged",
+    "conversation_ended",
 )
-"""Every flag, in the order rows list them. ``tool_call_diverged`` is the one flag not
-computed here: multi-turn capture sets it when the model's tool calls differ from the
-dataset's (``core.capture.conversation``)."""
+"""Every flag, in the order rows list them. ``tool_call_diverged`` and ``conversation_ended``
+are not computed here: multi-turn capture sets them when the model's tool calls differ from
+the dataset's, and on the last turn of a conversation that ends before its last turn
+(``core.capture.conversation``)."""
+
+DIVERGED_FLAG = "tool_call_diverged"
+ENDED_FLAG = "conversation_ended"
+ENDINGS_SHOWN = 20
+"""Endings listed by name (summary, stats); the rest are counted."""
+
+
+def ending_reason(flags: Sequence[str], finish_reason: str | None) -> str:
+    """Why a conversation ended at a row with ``flags`` (the row of its last generated turn):
+    ``no </think> (truncated)``, ``tool calls differ from the dataset's``, ..."""
+    if DIVERGED_FLAG in flags:
+        reason = "tool calls differ from the dataset's"
+    elif "no_think_end" in flags:
+        reason = "no </think>"
+    elif "no_stop_token" in flags:
+        reason = "no stop token"
+    elif "aborted" in flags:
+        reason = "aborted"
+    else:
+        reason = "not a whole answer"
+    truncated = finish_reason == "length" or "truncated" in flags
+    return f"{reason} (truncated)" if truncated else reason
+
+
+def ending_text(conversation_id: str, turn: int, reason: str) -> str:
+    """``conversation c004 ended after turn 0: no </think> (truncated)``."""
+    return f"conversation {conversation_id} ended after turn {turn}: {reason}"
+
 
 NOT_EXPORTED_BY_DEFAULT: frozenset[str] = frozenset({"over_max_new_tokens"})
 """Flags whose rows an export leaves out unless asked for: the ids did not come the way the

@@ -122,6 +122,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="leave the mouse to the terminal (native copy and paste)",
     )
+    parser.add_argument(
+        "--trust-router-workers",
+        action="store_true",
+        help="ask the workers a router lists directly (a card each), sending them the API "
+             "key; without it only the URLs you name are contacted",
+    )
     add_refresh_argument(parser)
     parser.add_argument("--log-file", type=FileOut("log file"),
                         help="where eagle-tui logs (default: state dir)")
@@ -227,6 +233,7 @@ def options_from(
         mouse=not _first_bool(args.no_mouse, _negate(config.mouse), default=False),
         start_view=_view(args.view or config.view or "server"),
         refresh_s=_first_float(getattr(args, "refresh", None), config.refresh, default=1.0),
+        trust_router_workers=bool(getattr(args, "trust_router_workers", False)),
     )
 
 

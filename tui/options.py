@@ -61,6 +61,8 @@ class DashboardOptions:
     refresh_s: float = 1.0
     """How often data-driven parts are redrawn (``--refresh``); keys are answered at once."""
     extra_theme_dirs: tuple[Path, ...] = field(default_factory=tuple)
+    trust_router_workers: bool = False
+    """Ask a router's listed workers directly (a card each), sending them the API key."""
 
 
 def server_url(text: str) -> ServerURL:

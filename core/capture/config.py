@@ -112,6 +112,9 @@ class CaptureConfig(msgspec.Struct, frozen=True, kw_only=True):
     partition: Partition | UnsetType = UNSET
     # Unset: single-turn, the last assistant turn only (stored configs then stay as before).
     turns: MultiTurn | UnsetType = UNSET
+    # Ask a router's listed workers directly (health, metrics, info, abort), API key
+    # included (``--trust-router-workers``); unset in records of batches without it.
+    trust_router_workers: bool | UnsetType = UNSET
     # Given to the engine's clients only; unset in every record (``without_secrets``).
     api_key: str | UnsetType = UNSET
 

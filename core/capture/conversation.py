@@ -30,12 +30,13 @@ from typing import Any, Literal
 import msgspec
 
 from eagle_tui.core.capture.records import Message
+from eagle_tui.core.sample_ids import TURN_SEPARATOR
 from eagle_tui.core.tokenizer.kimi_parse import ParsedAnswer, ToolCall, function_name
+from eagle_tui.core.validate import DIVERGED_FLAG, ENDED_FLAG, ending_reason
 
 HistoryMode = Literal["dataset", "model"]
 DivergencePolicy = Literal["end", "dataset"]
 
-DIVERGED_FLAG = "tool_call_diverged"
 
 
 class MultiTurn(msgspec.Struct, frozen=True):
@@ -44,7 +45,6 @@ class MultiTurn(msgspec.Struct, frozen=True):
     history: HistoryMode = "dataset"
     on_divergence: DivergencePolicy = "end"
 
-TURN_SEPARATOR = "#turn"
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +72,7 @@ class Verdict:
     go_on: bool
     flags: tuple[str, ...] = ()
     ended: str | None = None  # why the conversation ends here (None when it goes on)
+    reason: str | None = None  # the same, short (``ending_reason``), when turns are left
 
 
 def plan_turns(messages: Sequence[Message]) -> tuple[TurnSlot, ...]:
@@ -101,15 +102,14 @@ def turn_sample_id(conversation_id: str, turn: int) -> str:
 
 
 def normalized_arguments(arguments: object) -> str:
-    """Arguments as canonical JSON (sorted keys, no spaces); text that is not JSON stays as
-    it is, stripped."""
-    value = arguments
-    if isinstance(arguments, str):
-        try:
-            value = json.loads(arguments)
-        except ValueError:
-            return arguments.strip()
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """Arguments as canonical JSON (sorted keys, no spaces); text that is not JSON, or JSON
+    nested too deep to parse (a poison record), stays as it is, stripped."""
+    text = arguments.strip() if isinstance(arguments, str) else None
+    try:
+        value = json.loads(arguments) if isinstance(arguments, str) else arguments
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    except (ValueError, TypeError, RecursionError):
+        return text if text is not None else f"<{type(arguments).__name__} not comparable>"
 
 
 def dataset_calls(run: Sequence[Message]) -> list[dict[str, Any]]:
@@ -176,15 +176,18 @@ class Conversation:
         self._cursor = slot.start
         return list(self._history)
 
-    def record_answer(self, turn: int, answer: ParsedAnswer) -> Verdict:
-        """Take the model's answer to ``turn`` into the history; say whether to go on."""
+    def record_answer(self, turn: int, answer: ParsedAnswer,
+                      finish: str | None = None) -> Verdict:
+        """Take the model's answer to ``turn`` (``finish``: its finish reason) into the
+        history; say whether to go on."""
         if self._mode == "dataset":
             return Verdict(go_on=True)
         if turn + 1 >= self.turns:
             return Verdict(go_on=False)  # nothing follows: no history to build, no results
         if not answer.complete:
-            return Verdict(go_on=False, ended=f"turn {turn} is not a whole answer "
-                                              f"({answer.problem})")
+            return Verdict(go_on=False, flags=(ENDED_FLAG,),
+                           ended=f"turn {turn} is not a whole answer ({answer.problem})",
+                           reason=ending_reason(_problem_flags(answer.problem), finish))
         slot = self.slots[turn]
         run = self.messages[slot.start : slot.end]
         pairing = self._pairing(slot, answer)
@@ -195,8 +198,9 @@ class Conversation:
             self._history += [self._readdressed(m) for m in run]
         else:
             self._cursor = slot.end
-            return Verdict(go_on=False, flags=(DIVERGED_FLAG,),
-                           ended=f"turn {turn}: the model's tool calls differ from the dataset's")
+            return Verdict(go_on=False, flags=(DIVERGED_FLAG, ENDED_FLAG),
+                           ended=f"turn {turn}: the model's tool calls differ from the dataset's",
+                           reason=ending_reason((DIVERGED_FLAG,), finish))
         self._cursor = slot.end
         return Verdict(go_on=True, flags=() if pairing is not None else (DIVERGED_FLAG,))
 
@@ -215,3 +219,13 @@ class Conversation:
         if message["role"] != "tool" or call_id not in self._renamed:
             return message
         return {**message, "tool_call_id": self._renamed[call_id]}
+
+
+def _problem_flags(problem: str | None) -> tuple[str, ...]:
+    """The validation flag a parse problem corresponds to (for :func:`ending_reason`)."""
+    text = problem or ""
+    if "</think>" in text:
+        return ("no_think_end",)
+    if "stop id" in text:
+        return ("no_stop_token",)
+    return ()

@@ -42,7 +42,12 @@ from eagle_tui.core.capture.progress import CaptureProgress, ProgressTracker
 from eagle_tui.core.capture.prompts import RejectLog
 from eagle_tui.core.capture.render import Job, Renderer, RenderPipeline
 from eagle_tui.core.capture.rids import RidAllocator
-from eagle_tui.core.capture.routed import check_sampling, requested_sampling, router_records
+from eagle_tui.core.capture.routed import (
+    check_sampling,
+    requested_sampling,
+    router_notes,
+    router_records,
+)
 from eagle_tui.core.capture.rows import RowBuilder
 from eagle_tui.core.capture.sender import Sender, sampling_params
 from eagle_tui.core.capture.servers import open_pool, shard_metadata
@@ -401,6 +406,7 @@ class CaptureEngine:
         manifest.extra.servers = [public_url(u) for u in self.config.servers]
         manifest.extra.presets = [p.name for p in self.config.presets]
         manifest.extra.routers = self._routers
+        manifest.extra.turns_not_generated = dict(self.tracker.ended_reasons)
         try:
             await asyncio.to_thread(manifest.save_atomic)
         except OSError as e:  # the shards are safe; only the final counts are stale
@@ -420,6 +426,7 @@ class CaptureEngine:
             progress=self.progress(),
             out_dir=self.config.out_dir,
             prompts_without_think=parts.renderer.without_think,
-            notes=(*parts.batch.notes, *self._notes),
+            notes=(*parts.batch.notes, *self._notes,
+                   *(router_notes(self._pool) if self._pool is not None else ())),
         )
 

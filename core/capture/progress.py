@@ -23,6 +23,7 @@ import msgspec
 from eagle_tui.core.batchstate import BatchState
 from eagle_tui.core.capture.dispatch import ServerStatus
 from eagle_tui.core.clock import Clock
+from eagle_tui.core.validate import ENDINGS_SHOWN, ending_text
 from eagle_tui.core.wire import Wire
 
 RATE_WINDOW_S = 30.0
@@ -69,6 +70,8 @@ class CaptureProgress(msgspec.Struct, frozen=True, kw_only=True):
     failures: dict[str, int] = {}
     flags: dict[str, int] = {}
     ended_early: int = 0
+    ended_reasons: dict[str, int] = {}  # turns not generated, per reason
+    endings: tuple[str, ...] = ()  # the first few ``conversation … ended after turn k: …``
 
 
 class ProgressTracker:
@@ -88,6 +91,8 @@ class ProgressTracker:
         self.retrying = 0
         self.interrupted = 0
         self.ended_early = 0  # turns a multi-turn conversation will not reach
+        self.ended_reasons: Counter[str] = Counter()
+        self.endings: list[str] = []
         self.output_tokens = 0
         self.errors: Counter[str] = Counter()
         self.failures: Counter[str] = Counter()
@@ -110,6 +115,14 @@ class ProgressTracker:
         self.failed += 1
         self.failures[kind] += 1
 
+    def conversation_ended(self, conversation_id: str, turn: int, reason: str,
+                           turns_left: int) -> None:
+        """A conversation ended after ``turn`` with ``turns_left`` turns never generated."""
+        self.ended_early += turns_left
+        self.ended_reasons[reason] += turns_left
+        if len(self.endings) < ENDINGS_SHOWN:
+            self.endings.append(ending_text(conversation_id, turn, reason))
+
     def attempt_failed(self, kind: str) -> None:
         """One attempt failed (retried or not); feeds the errors-by-kind table."""
         self.errors[kind] += 1
@@ -123,7 +136,8 @@ class ProgressTracker:
         return CaptureProgress(
             state=self.state, counts=self._counts(in_flight), servers=servers,
             errors=dict(self.errors), failures=dict(self.failures), flags=dict(self.flags),
-            ended_early=self.ended_early)
+            ended_early=self.ended_early, ended_reasons=dict(self.ended_reasons),
+            endings=tuple(self.endings))
 
     def _counts(self, in_flight: int) -> Progress:
         samples_per_s, tokens_per_s = self._rates()

@@ -7,6 +7,7 @@ from eagle_tui.core.capture.failures import NOT_RETRIED_ON_RESUME
 from eagle_tui.core.capture.progress import CaptureProgress
 from eagle_tui.core.shards.batchdir.layout import BatchDir
 from eagle_tui.core.text import counts_text, duration
+from eagle_tui.core.validate import ENDINGS_SHOWN
 
 
 def progress_line(snapshot: CaptureProgress) -> str:
@@ -20,6 +21,8 @@ def progress_line(snapshot: CaptureProgress) -> str:
         f"{p.rejected} rejected | {p.in_flight} in flight, {p.retrying} retrying | "
         f"{p.samples_per_s:.1f} samples/s, {p.tokens_per_s:,.0f} tok/s | "
         f"ETA {duration(p.eta_s)} | errors: {counts_text(snapshot.errors)} | {servers}"
+        + (f" | {snapshot.ended_early} turns not generated (conversations ended early)"
+           if snapshot.ended_early else "")
     )
 
 
@@ -37,6 +40,7 @@ def summary_text(summary: CaptureSummary) -> str:
         f"  prompts rejected      {p.rejected}",
         f"  flagged rows          {p.flagged}  ({counts_text(snapshot.flags)})",
         f"  left for a resume     {_left(snapshot)}",
+        *_not_generated(snapshot),
         f"  attempt errors        {counts_text(snapshot.errors)}",
         f"  shards                {batch.shards} (manifest: {batch.manifest})",
     ]
@@ -56,6 +60,19 @@ def summary_text(summary: CaptureSummary) -> str:
                      "think token (rows flagged prompt_no_think)")
     lines.extend(f"  note: {note}" for note in summary.notes)
     return "\n".join(lines)
+
+
+def _not_generated(p: CaptureProgress) -> list[str]:
+    """Turns of multi-turn conversations that ended early (counted as settled, never sent),
+    per reason, and the first endings by name."""
+    if not p.ended_early:
+        return []
+    lines = [f"  turns not generated   {p.ended_early}  (conversations ended before their "
+             f"last turn: {counts_text(p.ended_reasons)})"]
+    lines += [f"    {ending}" for ending in p.endings]
+    if len(p.endings) >= ENDINGS_SHOWN:
+        lines.append("    (eagle-tui stats BATCH lists the endings; capture.log has every one)")
+    return lines
 
 
 def _left(snapshot: CaptureProgress) -> str:

@@ -82,11 +82,23 @@ class RoutedClient:
         return HealthResult(status, asyncio.get_running_loop().time() - started)
 
     async def abort(self, rid: str) -> None:
-        """Abort ``rid`` (a prefix) on every worker we can reach; the router cannot."""
+        """Abort ``rid`` (a prefix) on every worker we may contact; the router cannot (closing
+        the connection, which the drainer does, is what it passes on)."""
         view = self.view or await self.probe.look()
         took = await self.probe.abort_on_workers(rid, [w.url for w in view.workers])
         log.info("abort of %s sent to %d of %d workers behind %s directly", rid, len(took),
                  len(view.workers), public_url(self.base_url))
+
+    def contact_note(self) -> str:
+        """Which addresses this router's requests, and the API key, went to."""
+        workers = sorted(self.probe.contacted)
+        router = public_url(self.base_url)
+        if not workers:
+            return (f"contacted {router} only; the workers it lists were not asked directly "
+                    "(--trust-router-workers asks them, with the API key)")
+        shown = ", ".join(workers[:8]) + (f" and {len(workers) - 8} more" if len(workers) > 8
+                                          else "")
+        return f"contacted {router} and, directly, its workers {shown}"
 
     async def model_info(self) -> ModelInfo:
         """The router's ``/get_model_info`` (the model of its workers)."""
@@ -115,8 +127,17 @@ async def router_limit(client: RoutedClient, per_worker: int) -> int:
 
 
 def listed_limit(view: RouterView, per_worker: int) -> int:
-    """``per_worker`` for each worker ``view`` lists (at least one worker's worth)."""
+    """``per_worker`` for each worker ``view`` lists (at least one worker's worth; the view
+    holds at most ``MAX_WORKERS``, so a list of thousands does not size a window of
+    millions)."""
     return per_worker * max(1, sum(w.listed for w in view.workers))
+
+
+def router_notes(pool: ServerPool) -> list[str]:
+    """For the summary: each router's contacted addresses, and a capped worker list."""
+    routed = [s.client for s in pool.servers if isinstance(s.client, RoutedClient)]
+    capped = [c.view.capped for c in routed if c.view is not None and c.view.capped]
+    return [*capped, *(c.contact_note() for c in routed)]
 
 
 def check_sampling(pool: ServerPool, sampling: Sequence[SamplingParams], *, force: bool) -> (

@@ -33,7 +33,7 @@ from eagle_tui.core.clock import Clock
 from eagle_tui.core.errors import SGLangError
 from eagle_tui.core.sglang import ClientTimeouts, SGLangClient
 from eagle_tui.core.sglang.client import KEEPALIVE_EXPIRY_S
-from eagle_tui.core.sglang.router import RouterProbe
+from eagle_tui.core.sglang.router import RouterProbe, WorkerAccess
 from eagle_tui.core.shards.manifest import RouterRecord
 from eagle_tui.core.shards.schema import FooterServer, FooterTokenizer, ShardMetadata
 from eagle_tui.core.urls import public_url
@@ -102,7 +102,8 @@ async def _open(url: str, config: CaptureConfig, make: ClientMaker) -> tuple[Ser
     ``--concurrency`` per listed worker when the URL is SGLang's router."""
     timeouts = ClientTimeouts(connect=5.0, health=20.0, info=INFO_TIMEOUT_S)
     api_key = config.api_key or None
-    probe = RouterProbe(SGLangClient(url, api_key=api_key, timeouts=timeouts), api_key=api_key)
+    probe = RouterProbe(SGLangClient(url, api_key=api_key, timeouts=timeouts), api_key=api_key,
+                        access=worker_access(config))
     if not await probe.detect():
         await probe.client.aclose()
         return make(url), config.concurrency
@@ -112,6 +113,13 @@ async def _open(url: str, config: CaptureConfig, make: ClientMaker) -> tuple[Ser
     routed.view = view
     _log_router(routed, limit, config.concurrency)
     return routed, limit
+
+
+def worker_access(config: CaptureConfig) -> WorkerAccess:
+    """Whom a router's probe may ask directly: the ``--server`` URLs, and every listed
+    worker with ``--trust-router-workers``."""
+    return WorkerAccess(frozenset(public_url(u) for u in config.servers),
+                        listed=config.trust_router_workers is True)
 
 
 async def _limit(client: ServerClient, per_server: int) -> int:
@@ -125,6 +133,8 @@ async def _limit(client: ServerClient, per_server: int) -> int:
 def _log_router(client: RoutedClient, limit: int, per_worker: int) -> None:
     log.info("%s is SGLang's router with %d workers listed; up to %d requests in flight "
              "through it", public_url(client.base_url), limit // per_worker, limit)
+    if client.view is not None and client.view.capped:
+        log.warning("%s", client.view.capped)
 
 
 async def shard_metadata(

@@ -16,6 +16,12 @@ same way as a fresh answer) to rebuild the history, so a conversation continues 
 last stored turn after a crash. A turn the engine gave up on, or that could not be
 rendered, ends the conversation when later turns depend on it (model history); with the
 dataset's history the later turns are independent and go on.
+
+A conversation that ends before its last turn says so: its last stored row is flagged
+``conversation_ended``, and the turns never generated are counted per reason
+(:meth:`ProgressTracker.conversation_ended`) for the summary, the manifest and ``stats``.
+No single conversation stops the batch: an error while driving one ends it (logged, its
+remaining turns counted under that reason) and the others go on.
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ from eagle_tui.core.capture.settle import Settler
 from eagle_tui.core.sampling import SamplingPreset
 from eagle_tui.core.shards.schema import ShardRow
 from eagle_tui.core.tokenizer.kimi_parse import AnswerTokens, ParsedAnswer, parse_answer
+from eagle_tui.core.validate import ending_reason
 
 log = logging.getLogger(__name__)
 
@@ -126,10 +133,22 @@ class TurnDriver:
         for turn in range(run.conversation.turns):
             if self._control.stopping:
                 return  # the rest is left for the next resume
-            if not await self._turn(run, turn):
-                if not self._control.stopping:
-                    self._progress.ended_early += run.conversation.turns - turn - 1
+            if not await self._guarded_turn(run, turn):
+                left = run.conversation.turns - turn - 1
+                if not self._control.stopping and left:
+                    self._progress.conversation_ended(
+                        job.conversation_id, turn, run.ended or "ended", left)
                 return
+
+    async def _guarded_turn(self, run: _Run, turn: int) -> bool:
+        """:meth:`_turn`, where an error in one conversation ends only that one."""
+        try:
+            return await self._turn(run, turn)
+        except Exception as e:  # a poison record: the batch goes on without it
+            log.exception("conversation %s: turn %d could not be driven; the conversation "
+                          "ends there", run.job.conversation_id, turn)
+            run.ended = f"error at this turn ({type(e).__name__})"
+            return False
 
     async def _turn(self, run: _Run, turn: int) -> bool:
         """Do turn ``turn``; False when the conversation cannot go on."""
@@ -142,11 +161,13 @@ class TurnDriver:
                   TurnTag(run.job.conversation_id, turn, parent), run.prefer)
         if self._settings.still_failed(row_id):
             self._settler.still_failed(job)
+            run.ended = "this turn failed (kept for --retry-failed)"
             return not self._model_history()
         ids = await self._in_thread(self._renderer.render, replace(
             run.job.record, sample_id=row_id, messages=tuple(messages)))
         if isinstance(ids, Reject):
             self._settler.rejected(_turn_reject(ids, turn), rows=1)
+            run.ended = "this turn could not be rendered (rejects.jsonl)"
             return not self._model_history()
         return await self._send(run, turn, replace(job, prompt_ids=ids))
 
@@ -154,14 +175,17 @@ class TurnDriver:
         outcome = await self._sender.send(job)
         if outcome.kind != "ok":
             await self._settler.settle(job, outcome)
+            run.ended = f"this turn {outcome.kind} (a resume sends it again)"
             return outcome.kind == "failed" and not self._model_history()
         verdict = await self._verdict(run, turn, job.prompt_ids, outcome)
         if not await self._settler.settle(job, outcome, verdict.flags):
+            run.ended = "this turn was not stored"
             return not self._model_history()
         run.parent, run.prefer = job.sample_id, outcome.endpoint
         if verdict.ended is not None:
             log.info("conversation %s ends after turn %d: %s", run.job.conversation_id, turn,
                      verdict.ended)
+        run.ended = verdict.reason
         return verdict.go_on
 
     async def _verdict(self, run: _Run, turn: int, prompt: Sequence[int],
@@ -170,7 +194,7 @@ class TurnDriver:
             return Verdict(go_on=True)
         assert outcome.result is not None
         answer = await self._in_thread(self._parse, prompt, outcome.result.output_ids)
-        return run.conversation.record_answer(turn, answer)
+        return run.conversation.record_answer(turn, answer, outcome.result.finish.kind)
 
     async def _replay(self, run: _Run, turn: int, row_id: str) -> bool:
         """A stored turn: counted as done; with model history its answer is read back."""
@@ -182,10 +206,13 @@ class TurnDriver:
         if row is None:
             log.warning("conversation %s: stored turn %s cannot be read back; the "
                         "conversation ends there", run.job.conversation_id, row_id)
+            run.ended = "its stored turn cannot be read back"
             return False
         run.prefer = row.endpoint  # the server that may still cache this conversation
         answer = await self._in_thread(self._parse, row.prompt_ids, row.output_ids)
-        return run.conversation.record_answer(turn, answer).go_on
+        verdict = run.conversation.record_answer(turn, answer, row.finish_reason)
+        run.ended = ending_reason(row.flags, row.finish_reason) if not verdict.go_on else None
+        return verdict.go_on
 
     # -- in the worker thread ---------------------------------------------------------
 
@@ -213,6 +240,7 @@ class _Run:
     conversation: Conversation
     parent: str | None = None
     prefer: str | None = None
+    ended: str | None = None  # why the last turn done ends the conversation, when it does
 
 
 def _ends_with(ids: Sequence[int], token: int | None) -> bool:

@@ -52,10 +52,14 @@ class ExportSink:
             footer = {b"eagle_tui.export": json.dumps(
                 {"mask_start": mask_start, "tokenizer_fingerprint": fingerprint},
                 sort_keys=True).encode()}
-            self._parquet = pq.ParquetWriter(
-                self.file, self.schema.with_metadata(footer), compression=COMPRESSION,
-                write_statistics=STATISTICS_COLUMNS, use_dictionary=DICTIONARY_COLUMNS,
-            )
+            try:
+                self._parquet = pq.ParquetWriter(
+                    self.file, self.schema.with_metadata(footer), compression=COMPRESSION,
+                    write_statistics=STATISTICS_COLUMNS, use_dictionary=DICTIONARY_COLUMNS,
+                )
+            except BaseException:
+                self.discard()  # the magic bytes may not fit: no descriptor left open
+                raise
 
     @property
     def columns(self) -> list[str]:
@@ -94,5 +98,6 @@ class ExportSink:
         with contextlib.suppress(Exception):
             if self._parquet is not None:
                 self._parquet.close()
-        self.file.close()
+        with contextlib.suppress(OSError):  # closing flushes, and the disk may still be full
+            self.file.close()
         self.tmp.unlink(missing_ok=True)

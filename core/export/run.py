@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +25,7 @@ from eagle_tui.core.export.manifest import build_manifest, manifest_path_for
 from eagle_tui.core.export.options import ExportOptions
 from eagle_tui.core.export.output import ExportSink
 from eagle_tui.core.export.tally import KeepCounts, KeepTally
-from eagle_tui.core.fsio import TMP_SUFFIX, fsync_dir, write_atomic
+from eagle_tui.core.fsio import TMP_SUFFIX, describe_os_error, fsync_dir, write_atomic
 from eagle_tui.core.samples.job import RESTORE, SourceBatch, SourceShard, open_batches
 from eagle_tui.core.shards.conversations import is_multi_turn
 from eagle_tui.core.shards.schema import TURN_COLUMNS
@@ -55,18 +56,24 @@ def export(directories: Sequence[str | Path], out: str | Path, options: ExportOp
     manifest_path = manifest_path_for(path)
     _check_output(path, manifest_path, options.force)
     batches = open_batches(directories)
+    _check_outside_sources(path, [batch.directory for batch in batches])
     mask_start = options.effective_mask_start
     fingerprint = batches[0].tokenizer_fingerprint
-    tally = KeepTally(options.filter, mask_start, options.max_length)
+    footer = batches[0].reader.metadata
+    tally = KeepTally(options.filter, mask_start, options.max_length,
+                      footer.tokenizer.vocab_size if footer else None)
     turns = any(is_multi_turn(batch.reader) for batch in batches)
     sink = _open_sink(path, options, fingerprint, turns=turns)
     tmp_manifest = manifest_path.with_name(manifest_path.name + TMP_SUFFIX)
     try:
         _stream(batches, sink, tally, progress)
-        sink.finish()
-        manifest = build_manifest(path, options, batches, tally.counts(), sink)
-        write_atomic(tmp_manifest, manifest)
-        _commit(sink.tmp, path, tmp_manifest, manifest_path)
+        try:
+            sink.finish()
+            manifest = build_manifest(path, options, batches, tally.counts(), sink)
+            write_atomic(tmp_manifest, manifest)
+            _commit(sink.tmp, path, tmp_manifest, manifest_path)
+        except OSError as e:
+            raise _write_error(path, e) from e
     except BaseException:
         sink.discard()
         tmp_manifest.unlink(missing_ok=True)
@@ -82,21 +89,59 @@ def _check_output(path: Path, manifest_path: Path, force: bool) -> None:
     if path.is_dir():
         raise ExportError(f"--out {path} is a directory; name the file to write, e.g. "
                           f"{path / 'train.jsonl'}")
+    for target in (path, manifest_path):
+        _check_regular(target)
     existing = [p for p in (path, manifest_path) if p.exists()]
     if existing and not force:
         raise ExportError(f"{existing[0]} already exists; pass --force to replace it, or "
                           "choose another --out")
 
 
+def _check_regular(target: Path) -> None:
+    """``--force`` replaces an earlier export, a regular file: never a device, a FIFO or a
+    socket (renaming over ``/dev/null`` would replace the system's)."""
+    try:
+        mode = target.stat().st_mode
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise ExportError(f"cannot write {target}: {describe_os_error(e)}") from e
+    if not stat.S_ISREG(mode):
+        raise ExportError(f"--out {target} exists and is not a regular file (a device, FIFO "
+                          "or socket); name a regular file to write, e.g. train.jsonl")
+
+
+def _check_outside_sources(path: Path, directories: Sequence[Path]) -> None:
+    """An export never writes into a batch it reads: ``--force`` replaces an earlier export,
+    never a shard or a manifest (symlinks followed, so no alias slips through)."""
+    written = [Path(os.path.realpath(p)) for p in (path, manifest_path_for(path))]
+    for directory in directories:
+        source = Path(os.path.realpath(directory))
+        if any(target.is_relative_to(source) for target in written):
+            raise ExportError(f"--out {path} is inside the batch directory {source} being "
+                              "exported; write the export outside every source batch, e.g. "
+                              f"{source.parent / 'train.jsonl'}")
+
+
 def _open_sink(path: Path, options: ExportOptions, fingerprint: str, *,
                turns: bool) -> ExportSink:
     tmp = path.with_name(path.name + TMP_SUFFIX)
     try:
+        _clear_stale(tmp)
         return ExportSink(tmp, options.format, options.effective_mask_start, fingerprint,
                           turns=turns)
     except OSError as e:
         tmp.unlink(missing_ok=True)
-        raise ExportError(f"cannot create {tmp}: {e}") from e
+        raise ExportError(f"cannot create {tmp}: {describe_os_error(e)}") from e
+
+
+def _clear_stale(tmp: Path) -> None:
+    """A temp file left by a killed export goes; opening it for writing would follow a
+    symlink there, or block on a FIFO."""
+    if not tmp.is_symlink() and tmp.exists() and not tmp.is_file():
+        raise ExportError(f"{tmp} exists and is not a regular file; remove it and export "
+                          "again")
+    tmp.unlink(missing_ok=True)
 
 
 def _stream(batches: list[SourceBatch], sink: ExportSink, tally: KeepTally,
@@ -135,8 +180,12 @@ def _write(sink: ExportSink, table: pa.Table) -> None:
     try:
         sink.write(table)
     except OSError as e:
-        raise ExportError(f"cannot write {sink.tmp}: {e}; free disk space (or fix the "
-                          "error) and export again") from e
+        raise _write_error(sink.tmp, e) from e
+
+
+def _write_error(path: Path, error: OSError) -> ExportError:
+    return ExportError(f"cannot write {path}: {describe_os_error(error)}; nothing was "
+                       "replaced. Free disk space (or fix the error) and export again")
 
 
 def _commit(tmp: Path, path: Path, tmp_manifest: Path, manifest_path: Path) -> None:

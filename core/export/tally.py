@@ -20,6 +20,9 @@ from eagle_tui.core.text import counts_text
 
 FILTER_COLUMNS = ("flags", "finish_reason")
 LENGTH_COLUMNS = ("prompt_len", "input_ids")
+INVALID_REASONS = ("empty_ids", "id_out_of_range", "bad_prompt_len")
+"""Rows no trainer can use, dropped whatever the flags say: capture never writes them, but a
+shard edited by hand or written by another tool can hold them (its flags say nothing)."""
 
 
 class LengthReport(msgspec.Struct, frozen=True):
@@ -60,6 +63,7 @@ class KeepTally:
     filter: RowFilter
     mask_start: MaskStart = "prompt"
     max_length: int | None = None
+    vocab_size: int | None = None
     rows: int = 0
     kept: int = 0
     dropped: Counter[str] = field(default_factory=Counter)
@@ -68,9 +72,8 @@ class KeepTally:
 
     @property
     def columns(self) -> list[str]:
-        """The shard columns :meth:`decide` needs (lengths only with a max length)."""
-        extra = LENGTH_COLUMNS if self.max_length is not None else ()
-        return [*FILTER_COLUMNS, *extra]
+        """The shard columns :meth:`decide` needs (the ids and prompt length are checked)."""
+        return [*FILTER_COLUMNS, *LENGTH_COLUMNS]
 
     def add(self, table: pa.Table) -> None:
         """Count one row group (the decisions themselves are not needed)."""
@@ -81,7 +84,9 @@ class KeepTally:
         least :attr:`columns`."""
         flags = table.column("flags").to_pylist()
         finishes = table.column("finish_reason").to_pylist()
-        reasons = [self.filter.reason(f or (), r) for f, r in zip(flags, finishes, strict=True)]
+        invalid = invalid_reasons(table, self.vocab_size)
+        reasons = [bad or self.filter.reason(f or (), r)
+                   for bad, f, r in zip(invalid, flags, finishes, strict=True)]
         keep = [reason is None for reason in reasons]
         self.rows += len(keep)
         self.kept += sum(keep)
@@ -109,6 +114,31 @@ class KeepTally:
         if self.max_length is not None:
             length = LengthReport(self.max_length, self.cut, self.too_long)
         return KeepCounts(self.rows, self.kept, ordered, length)
+
+
+def invalid_reasons(table: pa.Table, vocab_size: int | None) -> list[str | None]:
+    """Per row, why its ids cannot be trained on (:data:`INVALID_REASONS`) or None; checked
+    in Arrow. A table without ``input_ids`` (a light preview) is not checked."""
+    reasons: list[str | None] = [None] * table.num_rows
+    if "input_ids" not in table.column_names or "prompt_len" not in table.column_names:
+        return reasons
+    ids = table.column("input_ids").combine_chunks()
+    lengths = pc.fill_null(pc.list_value_length(ids), 0)
+    prompts = pc.fill_null(table.column("prompt_len").combine_chunks(), -1)
+    flat = pc.list_flatten(ids)
+    outside = pc.less(flat, 0)
+    if vocab_size is not None:
+        outside = pc.or_(outside, pc.greater_equal(flat, vocab_size))
+    checks = (
+        ("bad_prompt_len", pc.indices_nonzero(
+            pc.or_(pc.less(prompts, 0), pc.greater(prompts, lengths)))),
+        ("id_out_of_range", pc.filter(pc.list_parent_indices(ids), outside)),
+        ("empty_ids", pc.indices_nonzero(pc.equal(lengths, 0))),
+    )
+    for reason, rows in checks:  # the last that applies wins: the plainest reason
+        for row in rows.to_pylist():
+            reasons[row] = reason
+    return reasons
 
 
 def preview(reader: ShardReader, tally: KeepTally) -> KeepCounts:

@@ -19,7 +19,7 @@ from eagle_tui.core.proc.launcher import ManagedServer
 from eagle_tui.core.proc.probe import ProcessProbe
 from eagle_tui.core.serverlog.follower import LogFollower
 from eagle_tui.core.sglang.client import SGLangClient
-from eagle_tui.core.sglang.router import RouterProbe
+from eagle_tui.core.sglang.router import RouterProbe, WorkerAccess
 from eagle_tui.core.sglang.types import HealthResult
 from eagle_tui.core.urls import ServerURL
 
@@ -40,6 +40,7 @@ class WatchOptions:
     process_access: bool = True
     gpu: bool = True
     api_key: str | None = None
+    workers: WorkerAccess = field(default_factory=WorkerAccess)  # a router's, asked directly
 
 
 def is_local(url: ServerURL) -> bool:
@@ -66,7 +67,7 @@ def build_watcher(
     settings = options.settings
     client = SGLangClient(options.url.for_requests, api_key=options.api_key, transport=transport)
     # A router's own /health is 200 with no worker; ready means a worker can serve.
-    router = RouterProbe(client, api_key=options.api_key)
+    router = RouterProbe(client, api_key=options.api_key, access=options.workers)
 
     async def check(timeout: float) -> HealthResult:
         return await router.health(timeout=timeout)

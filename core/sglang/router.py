@@ -18,6 +18,15 @@ again against the installed router):
 
 So "ready" here means a worker can serve: listed healthy by the router and, when the worker
 answers us directly, healthy by its own ``/health`` too.
+
+Whom we talk to: the router's list is the router's word, not the user's, so a worker is
+asked directly (``/health``, ``/metrics``, ``/model_info``, ``/server_info``,
+``/abort_request``, each with the API key) only when the user named its URL too or opted in
+(:class:`WorkerAccess`, ``--trust-router-workers``); otherwise the router's word stands. A
+listed URL is used only when it is a plain ``http(s)://host[:port][/prefix]`` (no user info,
+query or fragment); any other is shown as ``invalid`` and never counts as able to serve.
+At most :data:`MAX_WORKERS` listed workers are looked at, :data:`PROBES_AT_ONCE` asked at a
+time; every address asked is kept (``contacted``) so the user is told.
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ import msgspec
 from eagle_tui.core.errors import SGLangError
 from eagle_tui.core.sglang.client import ClientTimeouts, SGLangClient, parse_prometheus
 from eagle_tui.core.sglang.types import HealthResult
+from eagle_tui.core.urls import ServerURL, server_url_problem, shown
 
 ROUTER_SAMPLING_KEYS = frozenset({
     "max_new_tokens", "min_new_tokens", "stop", "stop_token_ids", "temperature", "top_p",
@@ -48,7 +58,46 @@ and the worker samples as if it had not been sent."""
 WORKER_TIMEOUTS = ClientTimeouts(connect=2.0, health=5.0, info=5.0, generate=5.0)
 """A direct look at a worker is a side check: it must not hold up the router's health."""
 
-Answer = Literal["healthy", "unhealthy", "down", "unknown"]
+MAX_WORKERS = 64
+"""Listed workers looked at (the first ones, in the router's order): a list of thousands is
+a broken or hostile router, and each worker looked at costs a client and a probe."""
+PROBES_AT_ONCE = 8
+"""Workers asked directly at the same time."""
+NOT_CONTACTED = "not asked directly (not named; --trust-router-workers allows it)"
+
+Answer = Literal["healthy", "unhealthy", "down", "unknown", "invalid"]
+
+
+@dataclass(frozen=True)
+class WorkerAccess:
+    """Which workers may be asked directly, API key included: the URLs the user named
+    (``named``, public forms) and, with ``listed``, every valid URL the router lists."""
+
+    named: frozenset[str] = frozenset()
+    listed: bool = False
+
+    def allows(self, url: ServerURL) -> bool:
+        """True when ``url`` may get requests and the key."""
+        return self.listed or url.public in self.named
+
+
+TRUST_LISTED = WorkerAccess(listed=True)
+
+
+def worker_url(text: str) -> ServerURL | str:
+    """A listed worker's URL as a value, or why it is not used (never echoing it)."""
+    problem = server_url_problem(text)
+    if problem is None and "@" in text.partition("://")[2].partition("/")[0]:
+        problem = "carries user info (user:password@), which would go out as Basic auth"
+    if problem is not None:
+        return f"not used: the URL {problem.split(';')[0]}"
+    return ServerURL.parse(text)
+
+
+def _display(text: str) -> str:
+    """A listed URL for people and files: its public form, or a safe quote of a bad one."""
+    checked = worker_url(text)
+    return checked.public if isinstance(checked, ServerURL) else shown(text)
 
 
 class RouterWorker(msgspec.Struct, frozen=True):
@@ -94,7 +143,8 @@ class WorkerProbe:
 
     ``answer``: ``healthy`` (``/health`` 200), ``unhealthy`` (any other status: loading,
     warming up, draining), ``down`` (connection refused: nothing listens), ``unknown`` (no
-    route, timeout: the worker may be fine but out of our reach, so the router's word counts).
+    route, timeout, or not asked: the worker may be fine, so the router's word counts),
+    ``invalid`` (a URL we do not use: see :func:`worker_url`).
     """
 
     answer: Answer
@@ -127,6 +177,8 @@ class WorkerView:
         if self.can_serve:
             return "ready"
         answer = self.probe.answer
+        if answer == "invalid":
+            return "invalid"
         if answer == "healthy":
             return "joining"
         if not self.listed:
@@ -144,6 +196,17 @@ class RouterView:
     workers: tuple[WorkerView, ...] = ()
     error: str | None = None
     metrics: dict[str, float] | None = None
+    listed_total: int = 0
+    contacted: tuple[str, ...] = ()
+
+    @property
+    def capped(self) -> str:
+        """One line when the router lists more workers than are looked at (else empty)."""
+        if self.listed_total <= MAX_WORKERS:
+            return ""
+        return (f"the router lists {self.listed_total:,} workers; only the first "
+                f"{MAX_WORKERS} are looked at and sized for (at most {PROBES_AT_ONCE} asked "
+                "at once)")
 
     @property
     def can_serve(self) -> bool:
@@ -176,10 +239,14 @@ class RouterProbe:
     (running and queued requests).
     """
 
-    def __init__(self, client: SGLangClient, *, api_key: str | None = None) -> None:
+    def __init__(self, client: SGLangClient, *, api_key: str | None = None,
+                 access: WorkerAccess = WorkerAccess()) -> None:
         self.client = client
         self._api_key = api_key
+        self._access = access
         self._workers: dict[str, SGLangClient] = {}
+        self._gate = asyncio.Semaphore(PROBES_AT_ONCE)
+        self.contacted: set[str] = set()  # workers asked directly, public URLs
         self.is_router: bool | None = None
 
     @property
@@ -202,19 +269,24 @@ class RouterProbe:
 
     async def look(self, *, with_load: bool = False,
                    also_workers: Iterable[str] = ()) -> RouterView:
-        """The router's workers, each also asked directly."""
+        """The router's workers (the first :data:`MAX_WORKERS`), each also asked directly
+        when :class:`WorkerAccess` allows it."""
         listed, readiness = await asyncio.gather(self._listed(), self._readiness())
         if isinstance(listed, str):
             return RouterView(self.url, time.time(), readiness, error=listed)
-        extra = [u for u in also_workers if u.rstrip("/") not in {w.url for w in listed}]
+        total, listed = len(listed), listed[:MAX_WORKERS]
+        known = {_display(w.url) for w in listed}
+        extra = [u for u in also_workers if _display(u) not in known][:MAX_WORKERS]
         probes = await asyncio.gather(
             *(self.probe_worker(w.url, with_load=with_load) for w in listed),
             *(self.probe_worker(u, with_load=with_load) for u in extra))
-        views = [WorkerView(w.url, True, w.is_healthy, w.load if w.load >= 0 else None,
-                            w.model_path, p) for w, p in zip(listed, probes, strict=False)]
-        views += [WorkerView(u.rstrip("/"), False, False, None, None, p)
+        views = [WorkerView(_display(w.url), True, w.is_healthy,
+                            w.load if w.load >= 0 else None, w.model_path, p)
+                 for w, p in zip(listed, probes, strict=False)]
+        views += [WorkerView(_display(u), False, False, None, None, p)
                   for u, p in zip(extra, probes[len(listed):], strict=True)]
-        return RouterView(self.url, time.time(), readiness, tuple(views))
+        return RouterView(self.url, time.time(), readiness, tuple(views), listed_total=total,
+                          contacted=(self.url, *sorted(self.contacted)))
 
     async def health(self, timeout: float | None = None) -> HealthResult:
         """``/health`` as a server would mean it: 200 only when a worker can serve."""
@@ -227,8 +299,16 @@ class RouterProbe:
         return HealthResult(status=status, latency_s=time.monotonic() - started)
 
     async def probe_worker(self, url: str, *, with_load: bool = False) -> WorkerProbe:
-        """Ask one worker directly."""
-        client = self._worker(url)
+        """Ask one worker directly, when it is a usable URL we may contact."""
+        checked = worker_url(url)
+        if isinstance(checked, str):
+            return WorkerProbe("invalid", checked)
+        if not self._access.allows(checked):
+            return WorkerProbe("unknown", NOT_CONTACTED)
+        async with self._gate:
+            return await self._ask(self._worker(checked), with_load=with_load)
+
+    async def _ask(self, client: SGLangClient, *, with_load: bool) -> WorkerProbe:
         try:
             health = await client.health()
         except SGLangError as e:
@@ -240,17 +320,26 @@ class RouterProbe:
         running, queued = await self._load(client)
         return WorkerProbe("healthy", running=running, queued=queued)
 
+    def allowed(self, url: str) -> ServerURL | None:
+        """``url`` as a value when it is usable and may be contacted, else None."""
+        checked = worker_url(url)
+        if isinstance(checked, str) or not self._access.allows(checked):
+            return None
+        return checked
+
     async def abort_on_workers(self, rid: str, workers: Sequence[str]) -> list[str]:
         """``/abort_request`` for ``rid`` (a prefix: SGLang aborts every rid starting with it)
-        on each worker directly; the URLs that took it."""
-        async def one(url: str) -> str | None:
-            try:
-                await self._worker(url).abort(rid)
-            except SGLangError:
-                return None
-            return url
+        on each worker we may contact; the URLs that took it."""
+        async def one(url: ServerURL) -> str | None:
+            async with self._gate:
+                try:
+                    await self._worker(url).abort(rid)
+                except SGLangError:
+                    return None
+            return url.public
 
-        done = await asyncio.gather(*(one(u) for u in workers))
+        allowed = [u for u in (self.allowed(w) for w in workers) if u is not None]
+        done = await asyncio.gather(*(one(u) for u in allowed))
         return [u for u in done if u is not None]
 
     async def facts(self, view: RouterView) -> list[WorkerFacts]:
@@ -259,17 +348,23 @@ class RouterProbe:
         return list(await asyncio.gather(*(self._facts(w) for w in view.workers if w.listed)))
 
     async def _facts(self, worker: WorkerView) -> WorkerFacts:
-        client = self._worker(worker.url)
+        checked = self.allowed(worker.url)
+        if checked is None:
+            return WorkerFacts(worker.url, worker.model_path, None, worker.can_serve, "router")
+        client = self._worker(checked)
         try:
-            model, info = await asyncio.gather(client.model_info(), client.server_info())
+            async with self._gate:
+                model, info = await asyncio.gather(client.model_info(), client.server_info())
         except SGLangError:
             return WorkerFacts(worker.url, worker.model_path, None, worker.can_serve, "router")
         return WorkerFacts(worker.url, model.model_path or worker.model_path, info.version,
                            worker.can_serve)
 
-    def worker_client(self, url: str) -> SGLangClient:
-        """The direct client of one worker (made on first use, closed by ``aclose``)."""
-        return self._worker(url)
+    def worker_client(self, url: str) -> SGLangClient | None:
+        """The direct client of one worker (made on first use, closed by ``aclose``); None
+        when it may not be contacted."""
+        checked = self.allowed(url)
+        return None if checked is None else self._worker(checked)
 
     async def aclose(self) -> None:
         """Close the worker clients (the router's client belongs to the caller)."""
@@ -304,24 +399,24 @@ class RouterProbe:
             return None, None
         return metrics.get("sglang:num_running_reqs"), metrics.get("sglang:num_queue_reqs")
 
-    def _worker(self, url: str) -> SGLangClient:
-        url = url.rstrip("/")
-        client = self._workers.get(url)
+    def _worker(self, url: ServerURL) -> SGLangClient:
+        """The client of a worker :meth:`allowed` passed; asking it counts as contacting."""
+        client = self._workers.get(url.public)
         if client is None:
-            client = SGLangClient(url, api_key=self._api_key, timeouts=WORKER_TIMEOUTS,
+            client = SGLangClient(url.public, api_key=self._api_key, timeouts=WORKER_TIMEOUTS,
                                   max_connections=4)
-            self._workers[url] = client
+            self._workers[url.public] = client
+        self.contacted.add(url.public)
         return client
 
 
 async def look_at(url: str, *, api_key: str | None = None, with_load: bool = True,
-                  also_workers: Iterable[str] = (), metrics_url: str | None = None) -> (
-    RouterView | None
-):
+                  also_workers: Iterable[str] = (), metrics_url: str | None = None,
+                  access: WorkerAccess = WorkerAccess()) -> RouterView | None:
     """One look at ``url``: its workers when it is a router (None when it is not, or does not
     answer); ``metrics_url`` is the router's Prometheus endpoint (``--prometheus-port``)."""
     async with SGLangClient(url, api_key=api_key, timeouts=WORKER_TIMEOUTS) as client:
-        probe = RouterProbe(client, api_key=api_key)
+        probe = RouterProbe(client, api_key=api_key, access=access)
         try:
             if not await probe.detect():
                 return None
@@ -386,15 +481,21 @@ class WorkerFacts:
 
 
 __all__ = [
+    "MAX_WORKERS",
+    "NOT_CONTACTED",
+    "PROBES_AT_ONCE",
     "ROUTER_SAMPLING_KEYS",
+    "TRUST_LISTED",
     "Readiness",
     "RouterProbe",
     "RouterView",
     "RouterWorker",
+    "WorkerAccess",
     "WorkerFacts",
     "WorkerProbe",
     "WorkerView",
     "dropped_sampling_keys",
     "look_at",
     "router_metrics",
+    "worker_url",
 ]

@@ -13,8 +13,13 @@ import pyarrow.compute as pc
 
 from eagle_tui.core.shards.reader import ShardReader
 from eagle_tui.core.shards.schema import MULTI_TURN_SCHEMA_VERSION
-
-DIVERGED_FLAG = "tool_call_diverged"
+from eagle_tui.core.validate import (
+    DIVERGED_FLAG,
+    ENDED_FLAG,
+    ENDINGS_SHOWN,
+    ending_reason,
+    ending_text,
+)
 
 
 def is_multi_turn(reader: ShardReader) -> bool:
@@ -25,12 +30,15 @@ def is_multi_turn(reader: ShardReader) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class ConversationStats:
-    """How many conversations, how many stored turns each, and how many diverged."""
+    """How many conversations, how many stored turns each, how many diverged, and which
+    ended before their last turn (``ended``: the first :data:`ENDINGS_SHOWN` in order)."""
 
     conversations: int
     turns: dict[str, int]  # stored turns per conversation -> conversations with that many
     mean_turns: float | None
     diverged: int
+    ended_early: int = 0
+    ended: tuple[str, ...] = ()
 
 
 class ConversationCounter:
@@ -39,13 +47,20 @@ class ConversationCounter:
     def __init__(self) -> None:
         self._rows: Counter[str] = Counter()
         self._diverged = 0
+        self._ended = 0
+        self._endings: list[str] = []
 
     def add(self, table: pa.Table) -> None:
-        """Fold one row group in."""
+        """Fold one row group in (``turn`` and ``finish_reason`` name the endings)."""
         ids = table.column("conversation_id").combine_chunks()
         self._rows.update(str(v) for v in ids.to_pylist())
-        flags = pc.list_flatten(table.column("flags").combine_chunks())
+        lists = table.column("flags").combine_chunks()
+        flags = pc.list_flatten(lists)
         self._diverged += int(pc.sum(pc.equal(flags, DIVERGED_FLAG)).as_py() or 0)
+        ended = pc.filter(pc.list_parent_indices(lists), pc.equal(flags, ENDED_FLAG))
+        self._ended += len(ended)
+        for row in ended.to_pylist()[: max(0, ENDINGS_SHOWN - len(self._endings))]:
+            self._endings.append(_ending(table, row))
 
     def result(self) -> ConversationStats:
         """The statistics of everything added."""
@@ -53,4 +68,17 @@ class ConversationCounter:
         count = len(self._rows)
         mean = sum(self._rows.values()) / count if count else None
         return ConversationStats(count, {str(k): histogram[k] for k in sorted(histogram)},
-                                 mean, self._diverged)
+                                 mean, self._diverged, self._ended, tuple(self._endings))
+
+
+def _ending(table: pa.Table, row: int) -> str:
+    """The ending text of row ``row`` (flagged ``conversation_ended``) of ``table``."""
+    def value(name: str) -> object:
+        return table.column(name)[row].as_py() if name in table.column_names else None
+
+    flags = value("flags")
+    finish = value("finish_reason")
+    turn = value("turn")
+    return ending_text(str(value("conversation_id")), turn if isinstance(turn, int) else -1,
+                       ending_reason(flags if isinstance(flags, list) else [],
+                                     finish if isinstance(finish, str) else None))

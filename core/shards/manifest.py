@@ -122,8 +122,9 @@ class RouterRecord(msgspec.Struct, frozen=True):
 
 class ManifestExtra(msgspec.Struct, omit_defaults=True):
     """What the engine adds: how the last run ended, its servers and presets, the routers
-    among them with their workers, the ``--shard`` slice it captured, and the config changes
-    a ``--force`` resume went past (only the keys that were set are written)."""
+    among them with their workers, the ``--shard`` slice it captured, the config changes
+    a ``--force`` resume went past, and (multi-turn) the turns never generated per reason
+    (only the keys that were set are written)."""
 
     state: BatchState | None = None
     servers: list[str] = []
@@ -131,6 +132,8 @@ class ManifestExtra(msgspec.Struct, omit_defaults=True):
     routers: list[RouterRecord] = []
     partition: str | None = None
     forced_changes: list[str] = []
+    # multi-turn: turns never generated because their conversation ended early, per reason
+    turns_not_generated: dict[str, int] = {}
 
     def __post_init__(self) -> None:
         # Readers split and compare slices; one that is not I/N (an edited manifest) makes

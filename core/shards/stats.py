@@ -112,7 +112,7 @@ def compute_stats_over(
     manifest counts are summed when every batch has a manifest."""
     acc = _Accumulator()
     turns = ConversationCounter() if any(is_multi_turn(r) for r in readers) else None
-    columns = STATS_COLUMNS + (["conversation_id"] if turns is not None else [])
+    columns = STATS_COLUMNS + (["conversation_id", "turn"] if turns is not None else [])
     for reader in readers:
         for table in reader.iter_batches(columns if is_multi_turn(reader) else STATS_COLUMNS):
             acc.add(table)

@@ -169,14 +169,23 @@ def test_config_round_trips_without_secrets(tmp_path: Path) -> None:
     assert config_from_json(data, resume=True).resume is True
 
 
+def test_a_detached_batch_keeps_trusting_router_workers_only_when_asked(
+        tmp_path: Path) -> None:
+    plain = batch_config(tmp_path, "http://127.0.0.1:30000")
+    assert "trust_router_workers" not in json.loads(config_to_json(plain))
+    trusting = msgspec.structs.replace(plain, trust_router_workers=True)
+    assert config_from_json(config_to_json(trusting)).trust_router_workers is True
+    assert config_from_json(config_to_json(plain)).trust_router_workers is msgspec.UNSET
+
+
 def test_the_stored_config_has_every_config_field_but_the_secret() -> None:
     config = CaptureConfig(prompts=Path("p"), out_dir=Path("o"), servers=("http://h:1",),
                            tokenizer=Path("t"), api_key="k", retry_failed=True)
     stored = json.loads(config_to_json(config))
     # retry_failed is each run's own choice (`--retry-failed`), never carried to the next;
-    # partition and turns are written only when set
+    # partition, turns and trust_router_workers are written only when set
     assert set(stored) == set(CaptureConfig.__struct_fields__) - {
-        "api_key", "retry_failed", "partition", "turns"}
+        "api_key", "retry_failed", "partition", "turns", "trust_router_workers"}
     back = config_from_json(json.dumps(stored))
     assert (back.api_key, back.retry_failed) == (msgspec.UNSET, msgspec.UNSET)
     # the same defaults, too: a record holding only the required fields reads as the config

@@ -18,6 +18,7 @@ from eagle_tui.core import kimi
 from eagle_tui.core.capture.batch import prepare_batch
 from eagle_tui.core.capture.conversation import (
     DIVERGED_FLAG,
+    ENDED_FLAG,
     Conversation,
     MultiTurn,
     match_calls,
@@ -184,7 +185,7 @@ def test_divergence_ends_or_keeps_the_dataset_call(answer: ParsedAnswer) -> None
     ended = Conversation(TOOL_LOOP, history="model", on_divergence="end")
     ended.prompt_messages(0)
     verdict = ended.record_answer(0, answer)
-    assert not verdict.go_on and verdict.flags == (DIVERGED_FLAG,)
+    assert not verdict.go_on and verdict.flags == (DIVERGED_FLAG, ENDED_FLAG)
     kept = Conversation(TOOL_LOOP, history="model", on_divergence="dataset")
     kept.prompt_messages(0)
     verdict = kept.record_answer(0, answer)
@@ -196,7 +197,7 @@ def test_a_call_where_the_dataset_has_no_result_diverges_except_at_the_end() -> 
     chat = [USER, ANSWER, AGAIN, LAST]
     talk = Conversation(chat, history="model", on_divergence="end")
     talk.prompt_messages(0)
-    assert talk.record_answer(0, model_answer(PARIS)).flags == (DIVERGED_FLAG,)
+    assert talk.record_answer(0, model_answer(PARIS)).flags == (DIVERGED_FLAG, ENDED_FLAG)
     last = Conversation(chat, history="model", on_divergence="end")
     last.prompt_messages(0)
     last.record_answer(0, model_answer(content="ok"))

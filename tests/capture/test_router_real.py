@@ -10,20 +10,22 @@ import asyncio
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 from support.router import RouterProcess, router_installed
 from support.waiting import async_wait_until
 from test_e2e_support import assert_only_valid_shards
-from test_engine_fakes import bundled_tokenizer, make_config, rows_of, write_prompts
+from test_engine_fakes import bundled_tokenizer, rows_of, write_prompts
+from test_engine_fakes import make_config as fast_config
 
-from eagle_tui.core.capture.config import RetryPolicy
+from eagle_tui.core.capture.config import CaptureConfig, RetryPolicy
 from eagle_tui.core.capture.engine import CaptureEngine
 from eagle_tui.core.capture.report import summary_text
 from eagle_tui.core.errors import ConfigError
 from eagle_tui.core.sglang.client import SGLangClient
-from eagle_tui.core.sglang.router import RouterProbe, RouterView
+from eagle_tui.core.sglang.router import TRUST_LISTED, RouterProbe, RouterView
 from eagle_tui.core.shards.manifest import Manifest
 from eagle_tui.core.shards.reader import ShardReader
 from eagle_tui.core.sim.launcher import SimProcess
@@ -34,6 +36,11 @@ pytestmark = [
 ]
 
 FAST = ("--time-scale", "0", "--tokens-per-s", "0", "--ttft", "0", "--enable-metrics")
+def make_config(tmp_path: Path, servers: list[str], **overrides: Any) -> CaptureConfig:
+    """A fast config that also asks the router's workers directly: these tests watch them."""
+    return fast_config(tmp_path, servers, **{"trust_router_workers": True, **overrides})
+
+
 PATIENT = RetryPolicy(max_attempts=6, base_delay_s=0.2, max_delay_s=1.0)
 
 
@@ -46,7 +53,7 @@ def ready_sims(count: int, *extra: str) -> list[SimProcess]:
 
 async def router_view(url: str, also: tuple[str, ...] = ()) -> RouterView:
     async with SGLangClient(url) as client:
-        probe = RouterProbe(client)
+        probe = RouterProbe(client, access=TRUST_LISTED)
         try:
             return await probe.look(with_load=True, also_workers=also)
         finally:
@@ -81,9 +88,9 @@ async def test_router_is_detected_and_health_means_a_worker_can_serve() -> None:
     with RouterProcess([s.url for s in sims]) as router:
         router.wait_workers(1)
         async with SGLangClient(router.url) as client, SGLangClient(sims[0].url) as direct:
-            probe = RouterProbe(client)
+            probe = RouterProbe(client, access=TRUST_LISTED)
             assert await probe.detect() is True
-            assert await RouterProbe(direct).detect() is False
+            assert await RouterProbe(direct, access=TRUST_LISTED).detect() is False
             assert (await probe.health()).status == 200
             sims[0].kill()
             sims[0].wait_exit()

@@ -22,9 +22,10 @@ from eagle_tui.core.capture.routed import RoutedClient, check_sampling
 from eagle_tui.core.clock import SystemClock
 from eagle_tui.core.errors import ConfigError, ConnectionLost, NoWorkerAvailable
 from eagle_tui.core.sglang.client import SGLangClient
-from eagle_tui.core.sglang.router import RouterProbe, dropped_sampling_keys
+from eagle_tui.core.sglang.router import TRUST_LISTED, RouterProbe, dropped_sampling_keys
 from eagle_tui.core.sglang.types import SamplingParams
 from eagle_tui.core.sglang.wire import error_for_status
+from eagle_tui.core.urls import ServerURL
 
 WORKERS = ("http://worker-a:30000", "http://worker-b:30000")
 
@@ -81,14 +82,15 @@ class FakeProbe(RouterProbe):
     """A RouterProbe whose direct worker clients talk to ``workers``."""
 
     def __init__(self, client: SGLangClient, workers: FakeWorkers) -> None:
-        super().__init__(client)
+        super().__init__(client, access=TRUST_LISTED)
         self._fakes = workers
 
-    def _worker(self, url: str) -> SGLangClient:
-        url = url.rstrip("/")
-        if url not in self._workers:
-            self._workers[url] = SGLangClient(url, transport=self._fakes.transport(url))
-        return self._workers[url]
+    def _worker(self, url: ServerURL) -> SGLangClient:
+        if url.public not in self._workers:
+            self._workers[url.public] = SGLangClient(
+                url.public, transport=self._fakes.transport(url.public))
+        self.contacted.add(url.public)
+        return self._workers[url.public]
 
 
 def routed(router: FakeRouter, workers: FakeWorkers) -> RoutedClient:

@@ -47,8 +47,8 @@ async def test_router_card_shows_workers_and_each_gets_a_card() -> None:
     with RouterProcess([s.url for s in sims]) as router:
         router.wait_workers(2)
         target = ServerTarget(ServerURL.parse(router.url), name="router")
-        feed = ServerFeed(target, settings=FAST, use_history=False)
-        app = EagleApp(DashboardOptions(servers=(target,)),
+        feed = ServerFeed(target, settings=FAST, use_history=False, trust_workers=True)
+        app = EagleApp(DashboardOptions(servers=(target,), trust_router_workers=True),
                        sources=Sources(servers=(feed,), capture=FakeCapture()))
         async with app.run_test(size=(140, 50)) as pilot:
             await wait_for(pilot, lambda: "2 of 2 workers can serve" in router_text(app), WAIT,
@@ -81,8 +81,8 @@ async def test_status_lists_the_workers_true_states(tmp_path: Path,
     up.wait_ready(WAIT)
     with RouterProcess([up.url, loading.url]) as router, up:
         router.wait_workers(1)
-        report = await collect([ServerURL.parse(router.url)], [],
-                               [ServerURL.parse(router.metrics_url)])
+        url, metrics = ServerURL.parse(router.url), ServerURL.parse(router.metrics_url)
+        report = await collect([url], [], [metrics], trust_workers=True)
         [server] = report.servers
         assert server["phase"] == "ready"
         states = {w.url: w.state for w in server["router"].workers}
@@ -90,7 +90,7 @@ async def test_status_lists_the_workers_true_states(tmp_path: Path,
         assert server["router"].metrics["smg_worker_pool_size"] == 1
         up.kill()
         up.wait_exit()
-        report = await collect([ServerURL.parse(router.url)], [])
+        report = await collect([url], [], trust_workers=True)
         [server] = report.servers
         assert server["phase"] != "ready" and report.exit_code == EXIT_SERVER_UNHEALTHY
         assert [w.state for w in server["router"].workers] == ["down"]

@@ -185,6 +185,10 @@ def _run_arguments(group: argparse._ArgumentGroup) -> None:
                             "for the context (after raising the server's context length)")
     group.add_argument("--force", action="store_true",
                        help="with --resume: accept a changed prompt file/tokenizer/sampling")
+    group.add_argument("--trust-router-workers", action="store_true",
+                       help="through SGLang's router: also ask the workers it lists directly "
+                            "(health, load, model, abort), sending them the API key; without "
+                            "it only the URLs you name are contacted")
     group.add_argument("--api-key-file", type=FileIn("API key file"),
                        help=f"file holding the API key (default: ${API_KEY_ENV})")
     group.add_argument("--display", choices=("auto", "rich", "plain"), default="auto",
@@ -255,6 +259,7 @@ def config_from_args(args: argparse.Namespace) -> CaptureConfig:
         retry=RetryPolicy(max_attempts=args.retries), health_interval_s=args.health_interval,
         server_down_limit_s=args.server_down_limit, stop_grace_s=args.grace,
         shard_rows=args.shard_rows, resume=args.resume, force=args.force,
+        trust_router_workers=args.trust_router_workers or UNSET,
         retry_failed=args.retry_failed, partition=args.shard or UNSET, turns=_turns(args),
         api_key=_api_key(args.api_key_file) or UNSET,
     )

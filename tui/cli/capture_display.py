@@ -60,7 +60,8 @@ def panel(snapshot: CaptureProgress) -> Any:
                    str(p.retrying))
     counts.add_row("earlier", str(p.already_done), "rejected", str(p.rejected), "samples/s",
                    f"{p.samples_per_s:.1f}")
-    counts.add_row("", "", "", "", "tokens/s", f"{p.tokens_per_s:,.0f}")
+    ended = ("not generated", str(snapshot.ended_early)) if snapshot.ended_early else ("", "")
+    counts.add_row(*ended, "", "", "tokens/s", f"{p.tokens_per_s:,.0f}")
     servers = Table("server", "state", "in flight", "sent", "ok", "errors", "reason",
                     box=None, pad_edge=False)
     for s in snapshot.servers:

@@ -25,6 +25,7 @@ from eagle_tui.core.export.options import (
     MaskStart,
 )
 from eagle_tui.core.export.run import ExportResult, Progress, export
+from eagle_tui.core.text import terminal_safe
 from eagle_tui.tui.cli.export_filters import add_filter_arguments, row_filter_from
 
 NEXT_STEP: dict[ExportFormat, str] = {
@@ -64,7 +65,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         options = options_from(args)
         result = export(args.batches, args.out, options, progress=_progress_printer())
     except EagleError as e:
-        print(f"eagle-tui export: {e}", file=sys.stderr)
+        print(f"eagle-tui export: {terminal_safe(str(e))}", file=sys.stderr)
         return 2
     for line in summary_lines(result, options):
         print(line, file=stream)

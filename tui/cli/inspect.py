@@ -33,7 +33,7 @@ from eagle_tui.core.samples.select import CLEAN, FLAGGED, Pick, pick_rows
 from eagle_tui.core.shards.render import legend, sample_text
 from eagle_tui.core.shards.schema import ShardRow
 from eagle_tui.core.text import terminal_safe
-from eagle_tui.core.validate import FLAGS
+from eagle_tui.core.validate import ENDED_FLAG, FLAGS, ending_reason, ending_text
 from eagle_tui.tui.render.literal_rich import Literal
 
 MAX_INDEX = (1 << 63) - 1
@@ -72,7 +72,7 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
         indices = pick_rows(job, pick_of(args), where(args.path))
         tokenizer = None if args.raw_ids else tokenizer_for(job, args)
     except EagleError as e:
-        print(f"eagle-tui inspect: {e}", file=sys.stderr)
+        print(f"eagle-tui inspect: {terminal_safe(str(e))}", file=sys.stderr)
         return e.status if isinstance(e, InspectError) else 2
     for index in indices:
         show(out, job, index, args, tokenizer)
@@ -159,6 +159,10 @@ def header(row: ShardRow, index: int, total: int, where: str) -> Text:
         parent = terminal_safe(row.parent_id) if row.parent_id else "none"
         text.append(f"conversation {terminal_safe(row.conversation_id)}   turn {row.turn}   "
                     f"parent {parent}\n")
+        if ENDED_FLAG in row.flags:
+            reason = ending_reason(row.flags, row.finish_reason)
+            text.append(terminal_safe(ending_text(row.conversation_id, row.turn or 0, reason))
+                        + " (no later turn was generated)\n", "bold yellow")
     text.append("flags: ", "bold")
     if row.flags:
         text.append(", ".join(row.flags), "bold red")

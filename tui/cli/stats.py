@@ -21,7 +21,9 @@ from eagle_tui.core.export.options import MASK_STARTS
 from eagle_tui.core.export.tally import KeepCounts, KeepTally
 from eagle_tui.core.samples.job import open_job
 from eagle_tui.core.shards.conversations import ConversationStats
+from eagle_tui.core.shards.manifest import Manifest
 from eagle_tui.core.shards.stats import BatchStats, Distribution, compute_stats_over
+from eagle_tui.core.text import counts_text, terminal_safe
 from eagle_tui.core.wire import ENCODER
 from eagle_tui.tui.cli.export_filters import add_filter_arguments, row_filter_from
 from eagle_tui.tui.cli.inspect import make_console
@@ -44,33 +46,46 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
     """Print the statistics of the shards under ``args.path``."""
     out = console or make_console()
     try:
-        tally = KeepTally(row_filter_from(args), args.mask_start, args.max_length)
         opened = open_job(args.path)
+        footer = opened.metadata
+        tally = KeepTally(row_filter_from(args), args.mask_start, args.max_length,
+                          footer.tokenizer.vocab_size if footer else None)
         stats = compute_stats_over(opened.readers, observers=[tally.add])
     except EagleError as e:
-        print(f"eagle-tui stats: {e}", file=sys.stderr)
+        print(f"eagle-tui stats: {terminal_safe(str(e))}", file=sys.stderr)
         return 2
     keep, job = tally.counts(), opened.slices
     if job:
         out.print(Literal(f"one job: {job}"), soft_wrap=True)
     if args.json:
-        out.print(Literal(stats_json(stats, keep, job)), soft_wrap=True)
+        manifest = opened.manifest
+        not_generated = manifest.extra.turns_not_generated if manifest is not None else {}
+        out.print(Literal(stats_json(stats, keep, job, not_generated)), soft_wrap=True)
         return 0
     for renderable in summary_tables(stats):
         out.print(Literal(renderable))
     out.print(Literal(keep.text()), soft_wrap=True)
+    for line in ending_lines(stats.conversations, opened.manifest):
+        out.print(Literal(line), soft_wrap=True)
     for ignored in stats.ignored:
         out.print(Literal(f"ignored: {ignored}"), style="yellow")
     return 0
 
 
-def stats_json(stats: BatchStats, keep: KeepCounts, job: str) -> str:
-    """The ``--json`` document: the fields of ``BatchStats``, then ``export`` (``KeepCounts``)
-    and, for several slices of one job, ``job``."""
+def stats_json(stats: BatchStats, keep: KeepCounts, job: str,
+               not_generated: dict[str, int] | None = None) -> str:
+    """The ``--json`` document: the fields of ``BatchStats``, then ``export`` (``KeepCounts``),
+    for several slices of one job ``job``, and (multi-turn) ``turns_not_generated``."""
     document: dict[str, object] = msgspec.to_builtins(stats)
+    turns = document.get("conversations")
+    if isinstance(turns, dict) and not turns.get("ended_early"):  # as before when none ended
+        turns.pop("ended_early", None)
+        turns.pop("ended", None)
     document["export"] = keep
     if job:
         document["job"] = job
+    if not_generated:
+        document["turns_not_generated"] = not_generated
     return msgspec.json.format(ENCODER.encode(document), indent=1).decode()
 
 
@@ -92,7 +107,25 @@ def conversation_table(turns: ConversationStats) -> Table:
     table.add_row("all", str(turns.conversations))
     table.add_row("mean turns", _number(turns.mean_turns))
     table.add_row("tool_call_diverged", str(turns.diverged))
+    table.add_row("ended before their last turn", str(turns.ended_early))
     return table
+
+
+def ending_lines(turns: ConversationStats | None, manifest: Manifest | None) -> list[str]:
+    """Multi-turn: the turns never generated per reason (the manifest's count) and which
+    conversations ended early, by name (the first few; the rows are flagged)."""
+    lines = []
+    not_generated = manifest.extra.turns_not_generated if manifest is not None else {}
+    if not_generated:
+        lines.append(f"turns not generated (conversations ended early): "
+                     f"{sum(not_generated.values())} ({counts_text(not_generated)})")
+    if turns is None or not turns.ended_early:
+        return lines
+    lines += list(turns.ended)
+    if turns.ended_early > len(turns.ended):
+        lines.append(f"… and {turns.ended_early - len(turns.ended)} more (their last rows are "
+                     "flagged conversation_ended: inspect --flag conversation_ended)")
+    return lines
 
 
 def overview(stats: BatchStats) -> Table:

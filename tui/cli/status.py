@@ -31,7 +31,7 @@ from eagle_tui.core.health.assemble import WatchOptions, build_watcher
 from eagle_tui.core.health.phase import Phase
 from eagle_tui.core.health.snapshot import HealthSnapshot
 from eagle_tui.core.paths import state_dir
-from eagle_tui.core.sglang.router import look_at
+from eagle_tui.core.sglang.router import WorkerAccess, look_at
 from eagle_tui.core.text import terminal_safe
 from eagle_tui.core.urls import ServerURL
 from eagle_tui.core.wire import ENCODER
@@ -77,6 +77,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         metavar="URL",
                         help="a router's Prometheus endpoint (its --prometheus-port), read "
                              "into the router's entry (repeat for several routers)")
+    parser.add_argument("--trust-router-workers", action="store_true",
+                        help="also ask a router's listed workers directly (health, load), "
+                             "sending them the API key; without it only the URLs you name "
+                             "are contacted")
     parser.add_argument("--once", action="store_true",
                         help="one snapshot and exit (the default; kept for scripts)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -92,7 +96,8 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return EXIT_USAGE
     try:
-        report = asyncio.run(collect(args.url, args.log, args.router_metrics))
+        report = asyncio.run(collect(args.url, args.log, args.router_metrics,
+                                     trust_workers=args.trust_router_workers))
     except UntrustedState as e:  # another user could have planted what we would read
         print(f"eagle-tui status: {terminal_safe(str(e))}", file=sys.stderr)
         return EXIT_USAGE
@@ -102,23 +107,30 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def collect(urls: list[ServerURL], logs: list[Path],
-                  router_metrics: list[ServerURL] | None = None) -> StatusReport:
-    """Every known server and batch; a router's entry also lists its workers (``router``)."""
+                  router_metrics: list[ServerURL] | None = None, *,
+                  trust_workers: bool = False) -> StatusReport:
+    """Every known server and batch; a router's entry also lists its workers (``router``),
+    asked directly only when named or ``trust_workers``."""
     records = Registry().all()
     views = [view for view in await survey_all(records) if not demo_leftover(view)]
     servers = _known_servers(urls, views)
+    access = WorkerAccess(frozenset(u.public for u in servers), listed=trust_workers)
     log_of = dict(zip(urls, logs, strict=False))
-    snapshots = await asyncio.gather(*(server_snapshot(u, log_of.get(u)) for u in servers))
-    routers = await asyncio.gather(*(router_entry(u, router_metrics or []) for u in servers))
+    snapshots = await asyncio.gather(*(server_snapshot(u, log_of.get(u), access)
+                                       for u in servers))
+    routers = await asyncio.gather(*(router_entry(u, router_metrics or [], access)
+                                     for u in servers))
     server_json = [{"url": url.public, **snapshot_json(snap), **router}
                    for url, snap, router in zip(servers, snapshots, routers, strict=True)]
     return StatusReport(servers=server_json, batches=[batch_line(view) for view in views],
                         exit_code=_exit_code(list(snapshots), views))
 
 
-async def server_snapshot(url: ServerURL, log: Path | None) -> HealthSnapshot:
+async def server_snapshot(url: ServerURL, log: Path | None,
+                          access: WorkerAccess | None = None) -> HealthSnapshot:
     """One watcher tick against ``url`` (URL-only unless a log is given)."""
-    options = WatchOptions(url=url, log_path=log, use_history=False, gpu=False)
+    options = WatchOptions(url=url, log_path=log, use_history=False, gpu=False,
+                           workers=access or WorkerAccess())
     watcher = build_watcher(options)
     try:
         return await watcher.tick(await_health=True)
@@ -126,12 +138,14 @@ async def server_snapshot(url: ServerURL, log: Path | None) -> HealthSnapshot:
         await watcher.aclose()
 
 
-async def router_entry(url: ServerURL, metrics_urls: list[ServerURL]) -> dict[str, RouterDoc]:
+async def router_entry(url: ServerURL, metrics_urls: list[ServerURL],
+                       access: WorkerAccess | None = None) -> dict[str, RouterDoc]:
     """``{"router": …}`` for a router URL (its metrics from the ``metrics_urls`` entry on the
     same host), ``{}`` for anything else."""
     metrics = next((m for m in metrics_urls if m.host == url.host), None)
     view = await look_at(url.for_requests,
-                         metrics_url=None if metrics is None else metrics.for_requests)
+                         metrics_url=None if metrics is None else metrics.for_requests,
+                         access=access or WorkerAccess())
     return {} if view is None else {"router": RouterDoc.of(view)}
 
 

@@ -10,7 +10,7 @@ if TYPE_CHECKING:  # the router module pulls in httpx: the dashboard paints with
     from eagle_tui.core.sglang.router import Readiness, RouterView, WorkerView
 
 STATE_MARKS = {"ready": "●", "joining": "◐", "loading": "◌", "pending": "◌",
-               "unhealthy": "✕", "down": "✕"}
+               "unhealthy": "✕", "down": "✕", "invalid": "✕"}
 
 
 class WorkerDoc(msgspec.Struct, frozen=True, kw_only=True):
@@ -46,13 +46,18 @@ class RouterDoc(msgspec.Struct, frozen=True, kw_only=True):
     error: str | None
     workers: tuple[WorkerDoc, ...]
     metrics: dict[str, float] | None
+    listed_total: int = 0  # workers the router lists (only the first MAX_WORKERS are looked at)
+    capped: str = ""  # one line when the list was capped
+    contacted: tuple[str, ...] = ()  # the addresses asked: the router, workers when allowed
 
     @classmethod
     def of(cls, view: RouterView) -> RouterDoc:
         """The document of a router view."""
         return cls(can_serve=view.can_serve, ready_workers=view.ready_workers,
                    reason=view.reason(), readiness=view.readiness, error=view.error,
-                   workers=tuple(WorkerDoc.of(w) for w in view.workers), metrics=view.metrics)
+                   workers=tuple(WorkerDoc.of(w) for w in view.workers), metrics=view.metrics,
+                   listed_total=view.listed_total, capped=view.capped,
+                   contacted=view.contacted)
 
 
 def router_lines(router: RouterDoc) -> list[str]:
@@ -62,12 +67,25 @@ def router_lines(router: RouterDoc) -> list[str]:
     if not router.can_serve:
         head += f" ({router.reason})"
     lines = [head]
+    if router.capped:
+        lines.append(f"  note: {router.capped}")
     lines += [f"  {STATE_MARKS.get(w.state, '?')} {w.url}  {w.state:<9} "
               f"{_load(w)}" for w in workers]
+    lines.append(f"  {contacted_line(router)}")
     if router.metrics:
         shown = ", ".join(f"{k.removeprefix('smg_')}={v:g}" for k, v in router.metrics.items())
         lines.append(f"  router metrics: {shown}")
     return lines
+
+
+def contacted_line(router: RouterDoc) -> str:
+    """Which addresses were asked (the router, and workers only when allowed)."""
+    contacted = router.contacted
+    if len(contacted) <= 1:
+        return ("contacted: the router only (its workers were not asked directly; "
+                "--trust-router-workers asks them, with the API key)")
+    more = len(contacted) - 9
+    return "contacted: " + ", ".join(contacted[:9]) + (f" and {more} more" if more > 0 else "")
 
 
 def _load(worker: WorkerDoc) -> str:

@@ -20,8 +20,9 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import DataTable, Input, Select, Static
 
+from eagle_tui.core.sample_ids import turn_of
 from eagle_tui.core.samples.select import ANY, CLEAN, FLAGGED, SampleFilter
-from eagle_tui.core.validate import FLAGS
+from eagle_tui.core.validate import ENDED_FLAG, FLAGS, ending_reason, ending_text
 from eagle_tui.tui.render import literal
 from eagle_tui.tui.render.flags import badge_text
 from eagle_tui.tui.screens.base import ViewScreen
@@ -122,9 +123,18 @@ def summary_text(summary: ShardSummary, page: SamplePage | None) -> str:
     if page is not None and page.filter.conversation is not None:
         turns = f"{page.matching} turn" + ("" if page.matching == 1 else "s")
         parts.append(f"conversation {page.filter.conversation}: {turns} (v: all rows)")
+        parts += [ending_of(row) for row in page.rows if ENDED_FLAG in row.flags]
     elif page is not None:
         parts.append(f"page {page.page + 1}/{page.pages} of {page.matching:,} matching")
     return " · ".join(parts)
+
+
+def ending_of(row: SampleRow) -> str:
+    """``conversation c004 ended after turn 0: no </think> (truncated)`` for the row
+    flagged ``conversation_ended``."""
+    turn = turn_of(row.sample_id)
+    return ending_text(row.conversation_id or row.sample_id, -1 if turn is None else turn,
+                       ending_reason(row.flags, row.finish_reason))
 
 
 def row_cells(row: SampleRow) -> tuple[Text, ...]:

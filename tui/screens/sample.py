@@ -16,6 +16,7 @@ from textual.widgets import Footer, Static
 
 from eagle_tui.core.fsio import write_atomic
 from eagle_tui.core.shards.schema import ShardRow
+from eagle_tui.core.validate import ENDED_FLAG, ending_reason, ending_text
 from eagle_tui.tui.clipboard import ClipboardReach, copy_feedback
 from eagle_tui.tui.render import literal
 from eagle_tui.tui.render.sample_export import decoded_text, export_path, sample_json
@@ -40,6 +41,9 @@ def sample_header(row: ShardRow) -> str:
     stop = f" ({row.matched_stop})" if row.matched_stop is not None else ""
     turn = (f" · conversation {row.conversation_id} turn {row.turn} (parent "
             f"{row.parent_id or 'none'})" if row.conversation_id is not None else "")
+    if row.conversation_id is not None and ENDED_FLAG in row.flags:
+        turn += "\n" + ending_text(row.conversation_id, row.turn or 0,
+                                   ending_reason(row.flags, row.finish_reason))
     return (
         f"{row.sample_id} · prompt {row.prompt_len:,} + output {output:,} tokens · "
         f"finish {row.finish_reason}{stop}\n"

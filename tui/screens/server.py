@@ -188,7 +188,7 @@ class ServerScreen(ViewScreen):
         history, log buffer and incident desk, and its feed; the new index."""
         from eagle_tui.tui.sources.server import ServerFeed
 
-        feed = ServerFeed(target)
+        feed = ServerFeed(target, trust_workers=self.eagle.options.trust_router_workers)
         sources = self.eagle.sources
         sources.servers = (*sources.servers, feed)
         index = len(sources.servers) - 1
@@ -252,6 +252,8 @@ class ServerScreen(ViewScreen):
         if not found:
             card.mount(workers)
         workers.show(view)
+        if not self.eagle.options.trust_router_workers:
+            return  # a card would poll the worker: only when the user trusts the list
         watched = {feed.target.url for feed in self.feeds}
         for worker in view.workers:
             try:

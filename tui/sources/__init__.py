@@ -39,7 +39,8 @@ def default_sources(options: DashboardOptions, clock: Clock) -> Sources:
     from eagle_tui.tui.sources.tokenizers import TokenizerCache
 
     return Sources(
-        servers=tuple(ServerFeed(target) for target in options.servers),
+        servers=tuple(ServerFeed(target, trust_workers=options.trust_router_workers)
+                      for target in options.servers),
         discovery=ServerDiscovery() if not options.servers else None,
         capture=LazyCapture(),  # type: ignore[arg-type]
         tokenizers=TokenizerCache(options.tokenizer),

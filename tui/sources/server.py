@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # the watcher's modules pull in httpx and psutil: imported wh
     from eagle_tui.core.health.watcher import Watcher
     from eagle_tui.core.proc.discover import ServerProcess
     from eagle_tui.core.proc.launcher import ManagedServer
-    from eagle_tui.core.sglang.router import RouterProbe, RouterView
+    from eagle_tui.core.sglang.router import RouterProbe, RouterView, WorkerAccess
 
 log = logging.getLogger(__name__)
 
@@ -69,8 +69,10 @@ class ServerFeed:
         managed: ManagedServer | None = None,
         clock_factory: Callable[[], Clock] = SystemClock,
         use_history: bool = True,
+        trust_workers: bool = False,
     ) -> None:
         self.target = target
+        self.trust_workers = trust_workers  # a router's listed workers may be asked directly
         self.settings = settings or WatchSettings()
         self.managed = managed
         self._clock_factory = clock_factory
@@ -145,7 +147,8 @@ class ServerFeed:
         if self._router is None:
             from eagle_tui.core.sglang.client import SGLangClient
 
-            self._router = RouterProbe(SGLangClient(self.target.url.for_requests))
+            self._router = RouterProbe(SGLangClient(self.target.url.for_requests),
+                                       access=self._access())
         try:
             if await self._router.detect():
                 emit(await self._router.look(with_load=True))
@@ -180,8 +183,14 @@ class ServerFeed:
             pid=self.target.pid,
             settings=self.settings,
             use_history=self._use_history,
+            workers=self._access(),
         )
         return build_watcher(options, clock=clock, managed=self.managed, launched_at=launched_at)
+
+    def _access(self) -> WorkerAccess:
+        from eagle_tui.core.sglang.router import WorkerAccess
+
+        return WorkerAccess(frozenset({self.target.url.public}), listed=self.trust_workers)
 
     async def _close_watcher(self) -> None:
         if self._router is not None:
