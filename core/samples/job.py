@@ -24,7 +24,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from eagle_tui.core.errors import ConfigError, ExportError, ShardError
-from eagle_tui.core.shards.batchdir.layout import MANIFEST_NAME, SHARDS_DIR
+from eagle_tui.core.shards.batchdir.layout import MANIFEST_NAME, SHARDS_DIR, BatchDir
 from eagle_tui.core.shards.batchdir.opening import identity_changes
 from eagle_tui.core.shards.batchdir.scan import IgnoredFile
 from eagle_tui.core.shards.conversations import is_multi_turn
@@ -248,13 +248,16 @@ def _load_manifest(directory: Path) -> Manifest:
             f"{directory} is not a directory; pass batch directories (what `eagle-tui capture "
             f"--out` wrote: {_WRITTEN})"
         )
+    manifest = BatchDir(directory).manifest
+    if not manifest.exists():
+        raise ConfigError(
+            f"{directory} cannot be exported: no manifest at {manifest}; "
+            f"pass a batch directory (what `eagle-tui capture --out` wrote: {_WRITTEN})"
+        )
     try:
         return Manifest.load(directory)
     except ConfigError as e:
-        raise ConfigError(
-            f"{directory} cannot be exported: {e}. Pass a batch directory (what `eagle-tui "
-            f"capture --out` wrote: {_WRITTEN})"
-        ) from e
+        raise ConfigError(f"{directory} cannot be exported: {e}") from e
 
 
 def _verified_shard(directory: Path, info: ShardInfo, file: ShardFile) -> SourceShard:

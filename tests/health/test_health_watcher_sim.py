@@ -347,3 +347,17 @@ async def test_the_loop_survives_garbage_vanished_processes_and_unreadable_logs(
         assert snapshot.phase == Phase.CRASHED
     finally:
         await watcher.aclose()
+
+
+async def test_a_sim_start_leaves_no_line_unrecognised(start_sim: StartSim, tmp_path: Path) -> None:
+    """Issue 20: every sim card said `2 log lines not recognised` (uvicorn's `Waiting for
+    application startup.`, SGLang's `Engine startup timings (s): …`): lines every start
+    prints are read, not counted as unknown."""
+    sim = start_sim(*QUICK, wait=None)
+    watcher = watcher_for(sim, tmp_path)
+    try:
+        final = (await run_to_verdict(watcher))[-1]
+    finally:
+        await watcher.aclose()
+    assert final.phase == Phase.READY
+    assert (final.unknown_lines, final.unknown_samples) == (0, ())

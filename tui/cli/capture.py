@@ -43,11 +43,11 @@ from typing import Any, TextIO
 
 from msgspec import UNSET, UnsetType
 
+from eagle_tui.core.batchstate import BatchState
 from eagle_tui.core.capture.config import CaptureConfig, RetryPolicy, temperature_presets
 from eagle_tui.core.capture.conversation import MultiTurn
 from eagle_tui.core.capture.engine import CaptureEngine, CaptureSummary
 from eagle_tui.core.capture.partition import Partition
-from eagle_tui.core.batchstate import BatchState
 from eagle_tui.core.capture.report import summary_text
 from eagle_tui.core.errors import ConfigError, EagleError
 from eagle_tui.core.fsio import describe_os_error
