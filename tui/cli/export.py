@@ -49,6 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"where loss_mask turns to 1 (default per format: {defaults})")
     add_filter_arguments(parser)
     parser.add_argument("--force", action="store_true", help="replace an existing FILE")
+    parser.add_argument("--allow-partial", action="store_true",
+                        help="export some --shard slices of a job without the others "
+                        "(refused otherwise: a drafter trained on part of a job is skewed)")
 
 
 WRITES: dict[ExportFormat, str] = {"speculators": "JSONL", "specforge": "JSONL",
@@ -61,7 +64,8 @@ def options_from(args: argparse.Namespace) -> ExportOptions:
     mask: MaskStart | None = args.mask_start
     fmt: ExportFormat = args.format
     _check_suffix(fmt, args.out)
-    return ExportOptions(fmt, mask, row_filter_from(args), args.max_length, args.force)
+    return ExportOptions(fmt, mask, row_filter_from(args), args.max_length, args.force,
+                         args.allow_partial)
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
@@ -97,6 +101,8 @@ def summary_lines(result: ExportResult, options: ExportOptions) -> list[str]:
         result.counts.text(lead="kept"),
         f"next: {NEXT_STEP[options.format].format(path=result.path)} (see docs/export.md)",
     ]
+    if result.partial is not None:
+        lines.insert(2, f"warning: {result.partial} (exported with --allow-partial)")
     return lines
 
 

@@ -51,9 +51,14 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
     keep, job = tally.counts(), opened.slices
     if job:
         out.print(Literal(f"one job: {job}"), soft_wrap=True)
+    if opened.missing and not args.json:  # --json: its missing_slices
+        out.print(Literal(f"incomplete job: slice{'s' if len(opened.missing) > 1 else ''} "
+                          f"{', '.join(opened.missing)} missing; these counts cover only the "
+                          "slices given (pass every slice's batch directory together)"),
+                  style="yellow", soft_wrap=True)
     if args.json:
         document = {**stats.to_json(), "export": keep.to_json(),
-                    **({"job": job} if job else {})}
+                    **({"job": job, "missing_slices": list(opened.missing)} if job else {})}
         out.print(json.dumps(document, indent=1), soft_wrap=True)
         return 0
     for renderable in summary_tables(stats):
