@@ -188,28 +188,29 @@ def _candidates(within: int | None = None) -> Iterable[Any]:
     scope = process_tree(within) if within is not None else None
     table = {proc.info["pid"]: proc for proc in
              psutil.process_iter(["pid", "cmdline", "create_time", "ppid"])}
-    found: dict[int, tuple[Any, list[str], str]] = {}
+    found: dict[int, tuple[Any, list[str], str, bool]] = {}
     for pid, proc in table.items():
         argv = proc.info.get("cmdline") or []
         kind = server_kind(argv)
         if kind is not None:
-            found[pid] = (proc, argv, kind)
+            found[pid] = (proc, argv, kind, False)
     for proc in table.values():
         launcher = _launcher_of_rank(proc, table, found)
         if launcher is not None:
             found[launcher.info["pid"]] = (launcher, launcher.info.get("cmdline") or [],
-                                           "launch_server")
+                                           "launch_server", True)
     for pid, candidate in found.items():
         if pid not in ourselves and (scope is None or pid in scope):
             yield candidate
 
 
 def _launcher_of_rank(proc: Any, table: dict[int, Any],
-                      known: dict[int, tuple[Any, list[str], str]]) -> Any | None:
+                      known: dict[int, tuple[Any, list[str], str, bool]]) -> Any | None:
     """For a process with an SGLang rank title whose ancestors include no known server:
     the nearest ancestor without such a title (the program that started the server)."""
-    if not title_of(proc.info.get("cmdline") or [], "").startswith(_RANK_PREFIXES):
-        return None
+    title = title_of(proc.info.get("cmdline") or [], "")
+    if not title.startswith(_RANK_PREFIXES) or title in _TITLE_KINDS or proc.info["pid"] in known:
+        return None  # not a rank (a router is a server itself)
     launcher, seen = None, set()
     parent = table.get(proc.info.get("ppid"))
     while parent is not None and parent.info["pid"] not in seen:
@@ -235,8 +236,10 @@ def discover_servers(within: int | None = None) -> list[ServerProcess]:
         candidates = list(_candidates(within))
     except (psutil.Error, OSError):
         return []
-    pids = {proc.info["pid"] for proc, _, _ in candidates}
-    for proc, argv, kind in candidates:
+    # Only a server known by its own command line or title hides the servers it started:
+    # a program found through its ranks' titles may be anything (a shell, a test runner).
+    pids = {proc.info["pid"] for proc, _, _, inferred in candidates if not inferred}
+    for proc, argv, kind, _ in candidates:
         if proc.info.get("ppid") in pids:
             continue  # a server started by another server we list (the router's workers)
         found.append(
@@ -264,7 +267,7 @@ def find_server_pid(port: int) -> int | None:
         candidates = list(_candidates())
     except (psutil.Error, OSError):
         return None
-    for proc, argv, _ in candidates:
+    for proc, argv, _, _ in candidates:
         if not mentions_port(argv, port):
             continue
         key = (proc.info.get("create_time") or 0.0, proc.info["pid"])
