@@ -16,7 +16,7 @@ from eagle_tui.core.batches.registry import BatchRecord, Registry
 from eagle_tui.core.batchstate import BatchState
 from eagle_tui.core.text import byte_size
 from eagle_tui.tui.cli.main import main
-from eagle_tui.tui.cli.status import render_text
+from eagle_tui.tui.cli.status import BatchLine, StatusReport, render_text
 
 
 @pytest.fixture
@@ -79,14 +79,15 @@ def test_stopping_a_done_batch_says_there_is_nothing_to_stop(
 
 
 def test_status_prints_batches_as_sentences_not_json() -> None:
-    report = {"servers": [], "exit_code": 0, "batches": [
-        {"id": "b1", "name": "night", "state": "running", "out_dir": "/o", "detail": None,
-         "counts": {"already_done": 10, "done": 110, "total": 400, "failed": 2, "rejected": 0,
-                    "flagged": 0, "samples_per_s": 3.1, "eta_s": 90.0}},
-        {"id": "b2", "name": "", "state": "starting", "out_dir": "/p", "detail": None,
-         "counts": {}}]}
-    text = render_text(report)
-    assert "{" not in text and json.dumps(report["batches"][0]["counts"]) not in text
+    running = BatchLine(id="b1", name="night", state=BatchState.RUNNING, out_dir="/o",
+                        detail=None,
+                        counts={"already_done": 10, "done": 110, "total": 400, "failed": 2,
+                                "rejected": 0, "flagged": 0, "samples_per_s": 3.1,
+                                "eta_s": 90.0})
+    starting = BatchLine(id="b2", name="", state=BatchState.STARTING, out_dir="/p",
+                         detail=None, counts={})
+    text = render_text(StatusReport(servers=[], batches=[running, starting], exit_code=0))
+    assert "{" not in text and json.dumps(running.counts) not in text
     assert text.splitlines() == [
         "batch b1 night: running  rows 120/400 · failed 2 · 3.10 samples/s · ETA 1m30s",
         "batch b2: starting  (no progress saved yet)"]
