@@ -23,6 +23,16 @@ def duration(seconds: float | None, unknown: str = "?") -> str:
     return f"{secs}s"
 
 
+def byte_size(size: int) -> str:
+    """``512 B``, ``48.9 KiB``, ``3.0 MiB``, ``1.2 GiB``: never ``0.0 MiB`` for a small file."""
+    value = float(size)
+    for unit in ("B", "KiB", "MiB"):
+        if value < 1024:
+            return f"{size} B" if unit == "B" else f"{value:,.1f} {unit}"
+        value /= 1024
+    return f"{value:,.1f} GiB"
+
+
 def clip(text: str, limit: int = 160) -> str:
     """``text`` on one line, cut to ``limit`` characters."""
     flat = " ".join(text.split())

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 THIS = Path(__file__).resolve()
 
 # Whole trees scanned (every text file in them), plus single files and the docs' markdown.
-TREES = ("core", "tui", "themes", "tests", "scripts", ".ci")
+TREES = ("core", "tui", "themes", "tests", "scripts", ".ci", "examples")
 FILES = ("README.md", "pyproject.toml")
 SKIP_DIRS = {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
 

@@ -11,7 +11,7 @@ every process the demo starts carries the keeper's marker in its environment, an
 keeper stops them, forgets the batch's registry record and removes the run directory when
 the demo quits (``q``, ctrl+c: a "stopping …" screen, back within about two seconds) or
 dies (SIGHUP when an SSH connection drops, SIGTERM, a crash). ``--keep`` keeps the files
-and the record (the processes are stopped all the same).
+and the record (the processes are stopped all the same), and later demos leave them be.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from eagle_tui.core.proc.launcher import ManagedServer
 from eagle_tui.core.tokenizer import bundled_tokenizer_path
 from eagle_tui.core.urls import ServerURL
 from eagle_tui.tui.app import EagleApp
-from eagle_tui.tui.demokeeper import MARKER_ENV, OWNER_FILE
+from eagle_tui.tui.demokeeper import MARKER_ENV, OWNER_FILE, mark_kept
 from eagle_tui.tui.options import DashboardOptions, ServerTarget
 from eagle_tui.tui.render import literal
 from eagle_tui.tui.sources import Sources
@@ -113,6 +113,8 @@ def prepare_demo(args: argparse.Namespace) -> Demo:
     try:
         workdir = Path(tempfile.mkdtemp(prefix="run-", dir=base))
         (workdir / OWNER_FILE).write_text(f"{os.getpid()}\n")
+        if args.keep:
+            mark_kept(workdir)
         keeper = start_keeper(workdir)
         os.environ[MARKER_ENV] = str(workdir)  # inherited by every process started from now
         signal.signal(signal.SIGHUP, _hung_up)

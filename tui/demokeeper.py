@@ -6,7 +6,9 @@ starts afterwards carries ``MARKER_ENV`` in its environment (the simulated serve
 restarts, the batch worker: they inherit the demo's environment). The keeper cleans up
 
 * when the demo writes ``quit`` (it is quitting: the keeper answers ``clean`` once done;
-  ``quit keep`` stops the processes but keeps the files and the record),
+  ``quit keep`` stops the processes but keeps the files and the record, and marks the run
+  kept: a ``kept`` file in it, which ``demo --keep`` also writes at the start, so a kept
+  demo that dies keeps its files too),
 * when the pipe closes without it (the demo died: SIGHUP from an SSH drop, SIGTERM, a
   crash, SIGKILL),
 
@@ -14,6 +16,8 @@ by stopping every process that carries the marker (SIGTERM twice, which aborts a
 worker's in-flight requests, then SIGKILL), forgetting every registry record whose batch
 lives in the run directory, and removing the run directory. It sweeps once more after the
 demo process has gone (something it was starting may have appeared meanwhile), then exits.
+On starting, it also sweeps earlier runs whose demo and keeper are both gone; a kept run
+only has its leftover processes stopped (its files and record are the user's now).
 
     python -m eagle_tui.tui.demokeeper --run DIR --owner PID --registry DIR
 
@@ -43,6 +47,8 @@ log = logging.getLogger("eagle_tui.tui.demokeeper")
 
 MARKER_ENV = "EAGLE_TUI_DEMO_RUN"
 OWNER_FILE = "owner.pid"
+KEPT_FILE = "kept"
+"""In a run directory: the user asked to keep it (``demo --keep``); no sweep removes it."""
 TERM_GRACE_S = 0.4
 """The demo's processes are disposable: a short grace, then SIGKILL."""
 KILL_WAIT_S = 1.0
@@ -126,7 +132,18 @@ def sweep_stale(base: Path, registry: Registry, keep: Path) -> None:
     for run in base.glob("run-*"):
         if run == keep or _owner_alive(run):
             continue
-        sweep(run, registry, spare=(os.getpid(),))
+        sweep(run, registry, spare=(os.getpid(),), keep=is_kept(run))
+
+
+def is_kept(run: Path) -> bool:
+    """The user asked to keep this run's files (``demo --keep``)."""
+    return (run / KEPT_FILE).exists()
+
+
+def mark_kept(run: Path) -> None:
+    """Mark ``run`` as kept: later sweeps stop its processes but leave its files."""
+    with contextlib.suppress(OSError):
+        (run / KEPT_FILE).write_text("kept by demo --keep\n")
 
 
 def _owner_alive(run: Path) -> bool:
@@ -146,7 +163,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     run, registry, spare = args.run, Registry(args.registry), (os.getpid(), args.owner)
     sweep_stale(run.parent, registry, keep=run)  # earlier demos whose keeper was killed too
     words = sys.stdin.readline().split()
-    quitting, keep = words[:1] == ["quit"], "keep" in words
+    quitting, keep = words[:1] == ["quit"], "keep" in words or is_kept(run)
+    if keep:
+        mark_kept(run)
     stopped = sweep(run, registry, spare, keep=keep)
     log.info("%s: stopped %d processes (%s)", run, stopped, "quit" if quitting else "demo gone")
     if quitting:

@@ -77,13 +77,21 @@ def relaunch(record: BatchRecord, registry: Registry, *,
     ``EAGLE_TUI_API_KEY`` of our environment; never from anything stored. ``servers``
     replaces the recorded server list (a moved server, or URLs that carry credentials).
     ``retry_failed`` resends rows that failed as too long for the context.
+
+    A new worker that cannot start (the prompt file is gone, a changed tokenizer) leaves
+    the batch as it was (a stopped batch stays stopped, with its rows and total), its
+    record noting why the resume failed; the error is raised for the caller to show.
     """
     api_key = api_key or os.environ.get(API_KEY_ENV) or None
     config = msgspec.structs.replace(record.config.with_secrets(api_key=api_key,
                                                                 servers=servers),
                                      resume=True, retry_failed=retry_failed)
-    return launch_detached(config, name=record.name, registry=registry,
-                           ready_timeout_s=ready_timeout_s)
+    try:
+        return launch_detached(config, name=record.name, registry=registry,
+                               ready_timeout_s=ready_timeout_s)
+    except WorkerStartFailed as e:
+        registry.save(record.replace(reason=f"resume failed: {str(e).splitlines()[0]}"))
+        raise
 
 
 def _absolute(config: CaptureConfig) -> CaptureConfig:

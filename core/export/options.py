@@ -100,13 +100,15 @@ class RowFilter:
 class ExportOptions:
     """One export: format, mask start (None: the format's default), filter, the length
     a trainer will be run with (reported, never applied), and whether to replace an
-    existing output."""
+    existing output, and whether some ``--shard`` slices of a job may be exported without
+    the others (``allow_partial``; refused otherwise)."""
 
     format: ExportFormat
     mask_start: MaskStart | None = None
     filter: RowFilter = RowFilter()
     max_length: int | None = None
     force: bool = False
+    allow_partial: bool = False
 
     def __post_init__(self) -> None:
         if self.format not in FORMATS:

@@ -26,7 +26,13 @@ from eagle_tui.core.export.options import ExportOptions
 from eagle_tui.core.export.output import ExportSink
 from eagle_tui.core.export.tally import KeepCounts, KeepTally
 from eagle_tui.core.fsio import TMP_SUFFIX, describe_os_error, fsync_dir, write_atomic
-from eagle_tui.core.samples.job import RESTORE, SourceBatch, SourceShard, open_batches
+from eagle_tui.core.samples.job import (
+    RESTORE,
+    SourceBatch,
+    SourceShard,
+    incomplete_job,
+    open_batches,
+)
 from eagle_tui.core.shards.conversations import is_multi_turn
 from eagle_tui.core.shards.schema import TURN_COLUMNS
 
@@ -43,6 +49,7 @@ class ExportResult:
     counts: KeepCounts
     bytes: int
     sha256: str
+    partial: str | None = None  # which slices of the job are in it and which are missing
 
 
 def export(directories: Sequence[str | Path], out: str | Path, options: ExportOptions,
@@ -57,6 +64,10 @@ def export(directories: Sequence[str | Path], out: str | Path, options: ExportOp
     _check_output(path, manifest_path, options.force)
     batches = open_batches(directories)
     _check_outside_sources(path, [batch.directory for batch in batches])
+    partial = incomplete_job([batch.manifest for batch in batches])
+    if partial is not None and not options.allow_partial:
+        raise ExportError(f"refusing to export an {partial}, or pass --allow-partial to "
+                          "export these slices alone")
     mask_start = options.effective_mask_start
     fingerprint = batches[0].tokenizer_fingerprint
     footer = batches[0].reader.metadata
@@ -79,7 +90,7 @@ def export(directories: Sequence[str | Path], out: str | Path, options: ExportOp
         tmp_manifest.unlink(missing_ok=True)
         raise
     return ExportResult(path, manifest_path, tally.counts(), sink.file.size,
-                        sink.file.hexdigest())
+                        sink.file.hexdigest(), partial)
 
 
 def _check_output(path: Path, manifest_path: Path, force: bool) -> None:

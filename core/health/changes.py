@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from eagle_tui.core.health.evidence import start_not_seen
 from eagle_tui.core.health.phase import Phase
 from eagle_tui.core.health.poller import HealthOutcome
 from eagle_tui.core.health.snapshot import HealthSnapshot
@@ -59,8 +60,9 @@ def phase_detail(s: HealthSnapshot) -> str:
     if s.phase == Phase.READY:
         ok = s.health is not None and s.health.outcome == HealthOutcome.OK
         how = f"/health {s.health.describe()}" if ok and s.health is not None else "log"
-        took = s.ready_after_s if s.ready_after_s is not None else s.elapsed_s
-        return f"{how} after {duration(took)}"
+        if s.ready_after_s is None:
+            return f"{how}; {start_not_seen(s.process)}"
+        return f"{how} after {duration(s.ready_after_s)}"
     if s.phase == Phase.CRASHED and s.reached is not None:
         return f"in {s.reached}"
     return ""

@@ -3,6 +3,8 @@ failure's evidence is complete (``verdict.judge`` takes them)."""
 
 from __future__ import annotations
 
+import time
+
 from eagle_tui.core.health.context import TickContext
 from eagle_tui.core.health.logtrack import LogTracker
 from eagle_tui.core.health.poller import HealthOutcome
@@ -46,6 +48,16 @@ def ready_text(ctx: TickContext, ready_after: float | None) -> str:
         how = f"/health {latest.describe()}"
     else:
         how = "the log says 'fired up and ready to roll'"
+    if ready_after is None:
+        return f"{how}; {start_not_seen(ctx.process)}"
     window = ctx.expectations.expectation.window_s
-    took = ready_after if ready_after is not None else ctx.elapsed_s
-    return f"{how}; {duration(took)} since launch (expected within {duration(window)})"
+    return f"{how}; {duration(ready_after)} since launch (expected within {duration(window)})"
+
+
+def start_not_seen(process: ProcessReport | None) -> str:
+    """What is said instead of a start-up time the watch did not see."""
+    if process is not None and process.create_time:
+        started = time.strftime("%H:%M:%S", time.localtime(process.create_time))
+        return (f"already up when the watch began: start-up not seen, its time unknown "
+                f"(PID {process.pid} started at {started})")
+    return "already up when the watch began: start-up not seen, its time unknown"

@@ -261,6 +261,8 @@ def slow_flags(c: TickContext, phase: Phase) -> list[Raised]:
     """``slow_startup``: still starting after the expected window."""
     if c.elapsed_s is None or not (is_starting(phase) or phase == Phase.UNREACHABLE):
         return []
+    if c.log is None and c.health.latest is None:
+        return []  # no log and no /health answer yet: the phase is not known, only the age
     window = c.expectations.expectation
     if c.elapsed_s <= window.window_s:
         return []

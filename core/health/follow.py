@@ -97,7 +97,10 @@ async def follow(
     pacing = _Pacing(last_said=started)
     previous: HealthSnapshot | None = None
     while True:
-        snapshot = await watcher.tick()
+        # Without a log only /health tells the phase: the first look waits for its answer,
+        # or a server that is up would first be reported "launching".
+        first_blind = previous is None and watcher.state.log is None
+        snapshot = await watcher.tick(await_health=first_blind)
         now = clock.monotonic()
         for change in changes(previous, snapshot):
             if change.kind == "problem" and not pacing.fresh_problem(change.text, now):

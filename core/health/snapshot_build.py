@@ -92,7 +92,9 @@ def notes(state: TickState) -> tuple[str, ...]:
     timeline, log, gpu = state.timeline, state.timeline.log, state.obs.gpu
     found = []
     if log is None:
-        found.append("no log: progress before the port opens is not visible (pass --log)")
+        found.append("log not found: the phase before the port opens and the start-up's times "
+                     "are not visible; pass --log FILE (the file the server's stdout/stderr go "
+                     "to, or its --log-file)")
     if not state.ctx.has_process:
         found.append("no process access: a crash is inferred from the port alone")
     if timeline.anchor()[1] == "watch":

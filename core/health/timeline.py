@@ -104,6 +104,19 @@ class Timeline:
             return True
         return self.log is not None and self.log.args_at is not None and self.log.args_dated
 
+    def readiness_seen(self) -> bool:
+        """The watch saw the server become ready, so how long its start-up took is known:
+        its beginning was seen, or it was seen not ready first (``/health`` failing or
+        refused, or a log line of an earlier phase). Attached to a server already up (a
+        first ``/health`` answer of 200, no log), the start-up time is unknown: taking it
+        from the attach would invent it."""
+        if self.beginning_seen():
+            return True
+        health = self.seen.health
+        if health.failures or health.refusals:
+            return True
+        return self.log is not None and bool(set(self.log.phase_since) - {Phase.READY})
+
     def elapsed(self) -> float:
         """Seconds from the anchor to now (or to the process's end)."""
         end = self.run.ended_at if self.run.ended_at is not None else self.seen.now
@@ -171,12 +184,25 @@ def enter(timeline: Timeline, phase: Phase, now: float) -> bool:
     became_ready = phase == Phase.READY and not run.was_ready
     if became_ready:
         run.ready_at = timeline.ready_time(now)
-        run.ready_after = max(0.0, run.ready_at - timeline.anchor()[0])
+        if timeline.readiness_seen():
+            run.ready_after = max(0.0, run.ready_at - timeline.anchor()[0])
+    if phase in TERMINAL and run.ended_at is None:
+        run.ended_at = _logged_end(timeline)
     run.phase = phase
     run.phase_entered = now
     run.starts.setdefault(phase, now)
     run.was_ready = run.was_ready or phase == Phase.READY
     return became_ready
+
+
+def _logged_end(timeline: Timeline) -> float | None:
+    """When a run whose process is not seen alive ended, by its log: the time of its last
+    line (dated by its stamp when the watch attached late). Read long after a crash, the
+    run ends there, not at the moment of reading."""
+    process, log = timeline.seen.process, timeline.log
+    if (process is not None and process.alive) or log is None:
+        return None
+    return log.last_line_at
 
 
 def aged_flags(run: Incarnation, raised: list[Raised], now: float) -> tuple[Flag, ...]:

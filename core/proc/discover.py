@@ -7,6 +7,16 @@ sglang_router.launch_router``/``launch_server``, ``sglang-router``), and eagle-t
 simulated server (``python -m eagle_tui.core.sim``, ``eagle-tui sim``). Its port comes from
 ``--port`` (SGLang's default 30000 otherwise) or, failing that, from what its process tree
 listens on; its log file is where its stderr (else stdout) points, when that is a file.
+
+Processes are matched by their title too, because SGLang renames them with
+``setproctitle``, which overwrites the command line: ``sglang-router`` 0.3.2's
+``launch_router`` becomes ``sglang::router`` (a router; its ``--port`` is lost with its
+arguments, so of the sockets it listens on the last one bound is taken: its Prometheus
+exporter binds first), and a server's ranks become ``sglang::scheduler_TP0``,
+``sglang::detokenizer``, ``sglang::data_parallel_controller`` (``core.proc.titles``). A rank
+whose ancestors include no server known by its command line was started by some other
+program (a script calling SGLang's ``launch_server``): that program, the nearest ancestor
+without an SGLang title, is the server.
 """
 
 from __future__ import annotations
@@ -21,6 +31,7 @@ from typing import Any
 
 import psutil
 
+from eagle_tui.core.proc.titles import title_of
 from eagle_tui.core.urls import ServerURL
 
 _MODULE_KINDS = {
@@ -30,6 +41,8 @@ _MODULE_KINDS = {
     "sglang_router.launch_server": "router",
     "eagle_tui.core.sim": "sim",
 }
+_TITLE_KINDS = {"sglang::router": "router"}
+_RANK_PREFIXES = ("sglang::", "sgl_diffusion::")
 _SCRIPT_KINDS = {"sglang-router": "router", "sgl-router": "router", "launch_server.py": None}
 _SUBCOMMAND_KINDS = {("sglang", "serve"): "serve", ("eagle-tui", "sim"): "sim"}
 _OPTIONS_WITH_VALUE = frozenset({"-X", "-W", "-Q"})
@@ -62,6 +75,9 @@ def server_kind(argv: Sequence[str]) -> str | None:
     ``sim``), or None when it is not one."""
     if not argv:
         return None
+    titled = _TITLE_KINDS.get(title_of(argv, ""))
+    if titled is not None:
+        return titled
     exe = os.path.basename(argv[0])
     rest = list(argv[1:])
     if exe.startswith("python"):
@@ -128,6 +144,16 @@ def _listening_ports(proc: Any) -> list[int]:
     return sorted(set(ports))
 
 
+def _last_bound_port(proc: Any) -> int | None:
+    """The port of the process's own listening socket with the highest descriptor."""
+    with contextlib.suppress(psutil.Error):
+        listening = [(conn.fd, int(conn.laddr.port)) for conn in proc.net_connections(kind="tcp")
+                     if conn.status == psutil.CONN_LISTEN and conn.laddr]
+        if listening:
+            return max(listening)[1]
+    return None
+
+
 def _port_of(proc: Any, argv: Sequence[str], kind: str) -> int | None:
     port = port_from_argv(argv)
     if port is not None:
@@ -135,6 +161,8 @@ def _port_of(proc: Any, argv: Sequence[str], kind: str) -> int | None:
     listening = _listening_ports(proc)
     if _DEFAULT_PORT in listening or (kind in ("launch_server", "serve") and not listening):
         return _DEFAULT_PORT
+    if title_of(argv, "") in _TITLE_KINDS:  # arguments overwritten: see the module docstring
+        return _last_bound_port(proc) or (listening[0] if listening else None)
     return listening[0] if listening else None
 
 
@@ -158,13 +186,43 @@ def process_tree(root: int) -> set[int]:
 def _candidates(within: int | None = None) -> Iterable[Any]:
     ourselves = self_and_ancestors()
     scope = process_tree(within) if within is not None else None
-    for proc in psutil.process_iter(["pid", "cmdline", "create_time", "ppid"]):
-        if proc.info["pid"] in ourselves or (scope is not None and proc.info["pid"] not in scope):
-            continue
+    table = {proc.info["pid"]: proc for proc in
+             psutil.process_iter(["pid", "cmdline", "create_time", "ppid"])}
+    found: dict[int, tuple[Any, list[str], str, bool]] = {}
+    for pid, proc in table.items():
         argv = proc.info.get("cmdline") or []
         kind = server_kind(argv)
         if kind is not None:
-            yield proc, argv, kind
+            found[pid] = (proc, argv, kind, False)
+    for proc in table.values():
+        launcher = _launcher_of_rank(proc, table, found)
+        if launcher is not None:
+            found[launcher.info["pid"]] = (launcher, launcher.info.get("cmdline") or [],
+                                           "launch_server", True)
+    for pid, candidate in found.items():
+        if pid not in ourselves and (scope is None or pid in scope):
+            yield candidate
+
+
+def _launcher_of_rank(proc: Any, table: dict[int, Any],
+                      known: dict[int, tuple[Any, list[str], str, bool]]) -> Any | None:
+    """For a process with an SGLang rank title whose ancestors include no known server:
+    the nearest ancestor without such a title (the program that started the server)."""
+    title = title_of(proc.info.get("cmdline") or [], "")
+    if not title.startswith(_RANK_PREFIXES) or title in _TITLE_KINDS or proc.info["pid"] in known:
+        return None  # not a rank (a router is a server itself)
+    launcher, seen = None, set()
+    parent = table.get(proc.info.get("ppid"))
+    while parent is not None and parent.info["pid"] not in seen:
+        pid = parent.info["pid"]
+        seen.add(pid)
+        if pid in known:
+            return None
+        title = title_of(parent.info.get("cmdline") or [], "")
+        if launcher is None and not title.startswith(_RANK_PREFIXES) and pid > 1:
+            launcher = parent
+        parent = table.get(parent.info.get("ppid"))
+    return launcher
 
 
 def discover_servers(within: int | None = None) -> list[ServerProcess]:
@@ -178,8 +236,10 @@ def discover_servers(within: int | None = None) -> list[ServerProcess]:
         candidates = list(_candidates(within))
     except (psutil.Error, OSError):
         return []
-    pids = {proc.info["pid"] for proc, _, _ in candidates}
-    for proc, argv, kind in candidates:
+    # Only a server known by its own command line or title hides the servers it started:
+    # a program found through its ranks' titles may be anything (a shell, a test runner).
+    pids = {proc.info["pid"] for proc, _, _, inferred in candidates if not inferred}
+    for proc, argv, kind, _ in candidates:
         if proc.info.get("ppid") in pids:
             continue  # a server started by another server we list (the router's workers)
         found.append(
@@ -207,7 +267,7 @@ def find_server_pid(port: int) -> int | None:
         candidates = list(_candidates())
     except (psutil.Error, OSError):
         return None
-    for proc, argv, _ in candidates:
+    for proc, argv, _, _ in candidates:
         if not mentions_port(argv, port):
             continue
         key = (proc.info.get("create_time") or 0.0, proc.info["pid"])

@@ -94,7 +94,8 @@ class ProcessProbe:
     def _probe_process(self) -> ProcessReport | None:
         if self._discover and not self._pinned:
             found = find_server_pid(self._port) if self._port is not None else None
-            if found is not None and found != self._pid and not self._tree_has(found):
+            if (found is not None and found != self._pid and not self._tree_has(found)
+                    and not self._older_than_watched(found)):
                 self._switch_to(found)
         if self._pid is None:
             return None
@@ -106,6 +107,17 @@ class ProcessProbe:
         """A server process inside the watched tree (a router's worker) is not a new server."""
         last = self._last
         return last is not None and last.alive and pid in last.tree_pids
+
+    def _older_than_watched(self, pid: int) -> bool:
+        """``pid`` started before the process watched so far: not its restart but another
+        server that was there first (after a port-conflict crash, the port's holder, which
+        stays named as the holder instead of becoming "the server")."""
+        if self._create_time is None:
+            return False
+        try:
+            return bool(psutil.Process(pid).create_time() < self._create_time)
+        except psutil.Error:
+            return False
 
     def _switch_to(self, pid: int) -> None:
         self._pid = pid

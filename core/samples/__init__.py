@@ -4,8 +4,8 @@ dashboard's Inspect view open, select and decode rows here, so they agree by con
 Public names (import from the submodules):
 
 - ``job``: ``open_job``, ``Job`` (one path, or the ``--shard`` slices of a job read as one),
-  ``open_batches``, ``SourceBatch``, ``SourceShard``, ``check_one_job``, ``RESTORE``
-  (batch directories verified as an export's input);
+  ``open_batches``, ``SourceBatch``, ``SourceShard``, ``check_one_job``, ``missing_slices``,
+  ``incomplete_job``, ``RESTORE`` (batch directories verified as an export's input);
 - ``select``: ``SampleFilter``, ``matching_rows``, ``first_matching``, ``conversation_rows``,
   ``Pick``, ``pick_rows`` (which rows);
 - ``decode``: ``choose_tokenizer``, ``boundaries_for``, ``decoding_for``, ``Decoding``,

@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from eagle_tui.core.errors import ConfigError, ExportError, ShardError
 from eagle_tui.core.fsio import describe_os_error
-from eagle_tui.core.shards.batchdir.layout import MANIFEST_NAME, SHARDS_DIR
+from eagle_tui.core.shards.batchdir.layout import MANIFEST_NAME, SHARDS_DIR, BatchDir
 from eagle_tui.core.shards.batchdir.opening import identity_changes
 from eagle_tui.core.shards.batchdir.scan import IgnoredFile
 from eagle_tui.core.shards.conversations import is_multi_turn
@@ -70,13 +70,16 @@ class SourceBatch:
 
 class Job:
     """``readers`` read as one: global row indices run through them in order. ``slices``
-    names the ``--shard`` slices they are (``slices 0, 1 of 2 (all)``; empty without)."""
+    names the ``--shard`` slices they are (``slices 0, 1 of 2 (all)``; empty without),
+    ``missing`` the slices of the job not among them (``("1/2",)``)."""
 
-    def __init__(self, readers: Sequence[ShardReader], slices: str = "") -> None:
+    def __init__(self, readers: Sequence[ShardReader], slices: str = "",
+                 missing: Sequence[str] = ()) -> None:
         if not readers:
             raise ValueError("a job needs at least one reader")
         self.readers = tuple(readers)
         self.slices = slices
+        self.missing = tuple(missing)
         self.path: Path = self.readers[0].path
         self._starts: list[int] = []
         total = 0
@@ -166,11 +169,16 @@ def open_job(paths: Sequence[str | Path]) -> Job:
     ConfigError or ExportError say what is wrong and what to do."""
     try:
         if len(paths) == 1:
-            return Job([ShardReader(paths[0])])
+            reader = ShardReader(paths[0])
+            if reader.manifest is None or reader.manifest.extra.partition is None:
+                return Job([reader])
+            return Job([reader], check_one_job([reader.manifest]),
+                       missing_slices([reader.manifest]))
         batches = open_batches(paths)
     except OSError as e:
         raise unreadable(e) from e
-    return Job([b.reader for b in batches], check_one_job([b.manifest for b in batches]))
+    manifests = [b.manifest for b in batches]
+    return Job([b.reader for b in batches], check_one_job(manifests), missing_slices(manifests))
 
 
 def unreadable(error: OSError) -> ShardError:
@@ -215,6 +223,37 @@ def check_one_job(manifests: Sequence[Manifest]) -> str:
     return _slice_line(slices)
 
 
+def missing_slices(manifests: Sequence[Manifest]) -> list[str]:
+    """The ``--shard`` slices of the job that ``manifests`` are not (``["1/2"]``); empty
+    for whole batches or a complete job. Call after :func:`check_one_job`."""
+    parsed = [_parse_slice(m.extra.partition) for m in manifests if m.extra.partition]
+    if not parsed:
+        return []
+    count = parsed[0][1]
+    return [f"{i}/{count}" for i in sorted(set(range(count)) - {i for i, _ in parsed})]
+
+
+def incomplete_job(manifests: Sequence[Manifest]) -> str | None:
+    """Why ``manifests`` are only part of a job (None when whole): which ``--shard`` slices
+    are here and which are missing, and how to read all of it."""
+    missing = missing_slices(manifests)
+    if not missing:
+        return None
+    present = ", ".join(str(m.out_dir) for m in manifests)
+    slices = sorted(_parse_slice(m.extra.partition) for m in manifests)
+    here = ", ".join(f"{i}/{n}" for i, n in slices)
+    one = len(manifests) == 1
+    return (f"incomplete job: {present} {'is only slice' if one else 'are only slices'} "
+            f"{here}; slice{'' if len(missing) == 1 else 's'} {', '.join(missing)} "
+            f"{'is' if len(missing) == 1 else 'are'} missing (pass every slice's batch "
+            "directory together to read the whole job)")
+
+
+def _parse_slice(text: str | None) -> tuple[int, int]:
+    index, count = (int(x) for x in (text or "").split("/"))
+    return index, count
+
+
 def _check_same_job(first: Manifest, other: Manifest) -> None:
     changes = identity_changes(first.config, other.config)
     if changes:
@@ -223,7 +262,7 @@ def _check_same_job(first: Manifest, other: Manifest) -> None:
 
 
 def _slice_line(slices: Sequence[str | None]) -> str:
-    parsed = [tuple(int(x) for x in (s or "").split("/")) for s in slices]
+    parsed = [_parse_slice(s) for s in slices]
     counts = {n for _, n in parsed}
     if len(counts) != 1:
         raise ExportError(f"slices {list(slices)} split the job in different numbers of parts")
@@ -264,13 +303,16 @@ def _load_manifest(directory: Path) -> Manifest:
             f"{directory} is not a directory; pass batch directories (what `eagle-tui capture "
             f"--out` wrote: {_WRITTEN})"
         )
+    manifest = BatchDir(directory).manifest
+    if not manifest.exists():
+        raise ConfigError(
+            f"{directory} cannot be exported: no manifest at {manifest}; "
+            f"pass a batch directory (what `eagle-tui capture --out` wrote: {_WRITTEN})"
+        )
     try:
         return Manifest.load(directory)
     except ConfigError as e:
-        raise ConfigError(
-            f"{directory} cannot be exported: {e}. Pass a batch directory (what `eagle-tui "
-            f"capture --out` wrote: {_WRITTEN})"
-        ) from e
+        raise ConfigError(f"{directory} cannot be exported: {e}") from e
 
 
 def _verified_shard(directory: Path, info: ShardInfo, file: ShardFile) -> SourceShard:

@@ -291,6 +291,15 @@ class TracebackStart:
 
 
 @dataclass(frozen=True)
+class Routine:
+    """A line known to say nothing the watch uses (uvicorn's ``Waiting for application
+    startup.``, SGLang's ``Engine startup timings (s): …`` summary): read, not counted as
+    unrecognised."""
+
+    line: LogLine
+
+
+@dataclass(frozen=True)
 class OtherLine:
     """A line no pattern recognised."""
 
@@ -323,5 +332,6 @@ LogEvent = (
     | Shutdown
     | BatchStats
     | TracebackStart
+    | Routine
     | OtherLine
 )

@@ -1,6 +1,10 @@
 """Follow a growing log file like ``tail -F``, without ever raising.
 
-- Starts from a bounded tail of an existing file (its first, cut line is dropped), or from
+- Starts an existing file at its last start-up (the last ``server_args=`` line, looked for
+  in its last ``START_SCAN_BYTES``), so a long log of a server that has served for hours
+  still gives the whole start-up timeline: that start-up up to its "ready" line, then the
+  bounded tail (what it served in between is skipped: the tail says how it is now). Without
+  a start-up before the tail, from the tail alone (its first, cut line is dropped); or from
   the beginning when asked (a log eagle-tui itself just created).
 - Splits on ``\\r`` as well as ``\\n``: tqdm progress bars rewrite one line with ``\\r``,
   and the newest bar state is the unterminated tail, returned as ``partial``.
@@ -50,6 +54,65 @@ def _decode(raw: bytes) -> str:
     return raw.decode("utf-8", errors="replace")
 
 
+START_MARKER = b"server_args="
+"""The line every SGLang start-up prints first (after launch warnings)."""
+START_SCAN_BYTES = 64 * 1024 * 1024
+"""How far back from the end a start-up is looked for when attaching to a long log."""
+READY_MARKER = b"The server is fired up and ready to roll"
+START_LEAD_BYTES = 4096
+"""Read this much before ``server_args=`` too: the launch prints warnings and dated lines
+(``Automatically detected platform cuda.``) first, and they date the launch."""
+_SCAN_CHUNK = 1024 * 1024
+
+
+def last_start_offset(handle: BinaryIO, size: int, limit: int = START_SCAN_BYTES) -> int | None:
+    """The offset of the line holding the last ``server_args=`` within ``limit`` bytes of
+    the end (read backwards in chunks), or None."""
+    fd, end, floor = handle.fileno(), size, max(0, size - limit)
+    overlap = len(START_MARKER) - 1
+    while end > floor:
+        start = max(floor, end - _SCAN_CHUNK)
+        chunk = os.pread(fd, end - start + overlap, start)
+        found = chunk.rfind(START_MARKER)
+        if found >= 0:
+            line_start = max(chunk.rfind(b"\n", 0, found), chunk.rfind(b"\r", 0, found)) + 1
+            if line_start > 0:
+                return start + line_start
+            return _line_start(fd, start + found)
+        end = start
+    return None
+
+
+def line_end_after(handle: BinaryIO, marker: bytes, start: int, stop: int) -> int | None:
+    """The offset just past the line holding the first ``marker`` in ``[start, stop)``."""
+    fd, at = handle.fileno(), start
+    while at < stop:
+        chunk = os.pread(fd, min(_SCAN_CHUNK, stop - at) + len(marker) - 1, at)
+        found = chunk.find(marker)
+        if found >= 0:
+            end = _terminator_after(chunk, found)
+            return None if end is None or at + end + 1 > stop else at + end + 1
+        at += _SCAN_CHUNK
+    return None
+
+
+def _terminator_after(chunk: bytes, found: int) -> int | None:
+    ends = [i for i in (chunk.find(b"\n", found), chunk.find(b"\r", found)) if i >= 0]
+    return min(ends) if ends else None
+
+
+def _line_start(fd: int, at: int) -> int:
+    """The start of the line holding byte ``at`` (scanning back from it)."""
+    while at > 0:
+        start = max(0, at - _SCAN_CHUNK)
+        chunk = os.pread(fd, at - start, start)
+        cut = max(chunk.rfind(b"\n"), chunk.rfind(b"\r"))
+        if cut >= 0:
+            return start + cut + 1
+        at = start
+    return 0
+
+
 class LogFollower:
     """Tail one log file across rotation and truncation; call ``read`` on every tick."""
 
@@ -72,6 +135,7 @@ class LogFollower:
         self._pending = b""
         self._fingerprint = b""
         self._skip_first_line = False
+        self._skip_to: tuple[int, int] | None = None  # (from, to): served lines skipped
         self._opened_before = False
         # Open now, so a rotation before the first read does not hide the current file.
         self._open_notes: list[str] = []
@@ -129,6 +193,9 @@ class LogFollower:
             self._open(notes)
         self._check_truncation(lines, notes)
         self._read_available(lines, self._max_read)
+        if self._skip_to is not None and self._offset >= self._skip_to[0]:
+            # On to the tail in the same read: its newest line dates the whole backlog.
+            self._read_available(lines, self._max_read)
         return None
 
     def _stat_path(self) -> tuple[int, int] | None:
@@ -150,8 +217,19 @@ class LogFollower:
         tail = self._tail_bytes
         if not self._opened_before and tail is not None and st.st_size > tail:
             start = st.st_size - tail
-            # The first line is cut unless the tail happens to start right after a terminator.
-            self._skip_first_line = os.pread(handle.fileno(), 1, start - 1) not in (b"\n", b"\r")
+            last_start = last_start_offset(handle, st.st_size)
+            if last_start is not None and last_start < start:
+                # The whole start-up, not its end alone (the first, cut line is dropped).
+                ready_end = line_end_after(handle, READY_MARKER, last_start, start)
+                if ready_end is not None:
+                    self._skip_to = (ready_end, start)
+                start = max(0, last_start - START_LEAD_BYTES)
+                self._skip_first_line = start > 0 and (
+                    os.pread(handle.fileno(), 1, start - 1) not in (b"\n", b"\r"))
+            else:
+                # The first line is cut unless the tail starts right after a terminator.
+                self._skip_first_line = (
+                    os.pread(handle.fileno(), 1, start - 1) not in (b"\n", b"\r"))
         self._opened_before = True
         self._offset = start
         handle.seek(start)
@@ -183,6 +261,12 @@ class LogFollower:
 
     def _read_available(self, lines: list[str], limit: int) -> bool:
         assert self._file is not None
+        if self._skip_to is not None:
+            skip_from, skip_to = self._skip_to
+            if self._offset >= skip_from:
+                self._skip_served(skip_to)
+            else:
+                limit = min(limit, skip_from - self._offset)
         self._file.seek(self._offset)
         data = self._file.read(limit)
         if not data:
@@ -191,6 +275,15 @@ class LogFollower:
         self._fingerprint = (self._fingerprint + data)[-_FINGERPRINT_BYTES:]
         self._split(self._pending + data, lines)
         return True
+
+    def _skip_served(self, to: int) -> None:
+        """Go on from the tail at ``to``: the start-up is read, what it served is not."""
+        assert self._file is not None
+        self._skip_to = None
+        self._pending = b""
+        self._fingerprint = b""
+        self._offset = to
+        self._skip_first_line = os.pread(self._file.fileno(), 1, to - 1) not in (b"\n", b"\r")
 
     def _split(self, buffer: bytes, lines: list[str]) -> None:
         last = max(buffer.rfind(b"\n"), buffer.rfind(b"\r"))

@@ -212,6 +212,10 @@ def _uv_start(m: re.Match[str], line: ev.LogLine) -> ev.LogEvent:
     return ev.ServerProcessStarted(line, int(m[1]))
 
 
+def _routine(m: re.Match[str], line: ev.LogLine) -> ev.LogEvent:
+    return ev.Routine(line)
+
+
 def _uv_app(m: re.Match[str], line: ev.LogLine) -> ev.LogEvent:
     return ev.AppStartupComplete(line)
 
@@ -459,6 +463,9 @@ STARTUP_RULES: tuple[Rule, ...] = (
     rule("GRAPH_END", _GRAPH + r" end\.", _graph_end),
     rule("SCHED_INFO", r"\bmax_total_num_tokens=(\d+)", _sched_info),
     rule("UV_START", r"Started server process \[(\d+)\]", _uv_start),
+    # Printed on every start, between lines that do carry the phase: routine, not unknown.
+    rule("UV_WAIT", r"^(?:INFO:\s+)?Waiting for application startup\.", _routine),
+    rule("ENGINE_TIMINGS", r"^Engine startup timings \(s\):", _routine),
     rule("UV_APP", r"Application startup complete\.", _uv_app),
     rule(
         "UV_BIND", r"Uvicorn running on (https?)://(\S+):(\d+) \(Press CTRL\+C to quit\)", _uv_bind

@@ -132,7 +132,7 @@ def test_sigkill_at_random_moments_then_resume(tmp_path: Path,
     check_prompt_ids(rows_of(out), records, bundled_tokenizer())
 
 
-def test_sigint_drains_then_a_second_one_aborts(tmp_path: Path) -> None:
+def test_sigint_drains_then_a_second_one_aborts_and_exits_130(tmp_path: Path) -> None:
     prompts = write_prompts(tmp_path / "prompts.jsonl", 400)  # all good: exit 0 expected
     out = tmp_path / "out"
     with SimProcess([*FAST, "--tokens-per-s", "40"]) as sim:  # 48 tokens: ~1.2 s each
@@ -144,7 +144,7 @@ def test_sigint_drains_then_a_second_one_aborts(tmp_path: Path) -> None:
         wait_until(sending(sim, 20), 120, "the capture sending", every=0.05,
                    unless=exited(first, "the capture"))
         first.send_signal(signal.SIGINT)
-        assert first.wait(timeout=60) == 0
+        assert first.wait(timeout=60) == 130  # interrupted with rows left: not a success
         text = (tmp_path / "first.log").read_text()
         assert "capture stopped" in text and "continue with --resume" in text
         counts = assert_only_valid_shards(out)
@@ -160,7 +160,7 @@ def test_sigint_drains_then_a_second_one_aborts(tmp_path: Path) -> None:
         wait_until(log_contains(tmp_path / "second.log", "SIGINT: stopping"), 30,
                    "the first SIGINT seen", every=0.02, unless=exited(second, "the capture"))
         second.send_signal(signal.SIGINT)
-        assert second.wait(timeout=30) == 0
+        assert second.wait(timeout=30) == 130
         assert "aborting in-flight requests now" in (tmp_path / "second.log").read_text()
         after = assert_only_valid_shards(out)
         assert set(after.values()) == {1} and set(counts) < set(after)

@@ -130,3 +130,13 @@ async def test_summary_names_files_and_what_is_left(tmp_path: Path) -> None:
     assert "left for a resume     0" in text
     assert "1 too long for the context only with --retry-failed" in text
     assert str(config.out_dir / "failures.jsonl") in text
+
+
+def test_help_and_readme_list_the_interrupted_exit_status(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 20 item 5: `capture … && export …` must not export a batch cut short."""
+    with pytest.raises(SystemExit):
+        main(["capture", "--help"])
+    assert "130  interrupted by Ctrl-C before every row was captured" in capsys.readouterr().out
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    assert "130 interrupted by Ctrl-C" in readme

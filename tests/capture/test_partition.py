@@ -24,6 +24,7 @@ from eagle_tui.core.shards.manifest import Manifest
 from eagle_tui.core.sim.launcher import SimProcess
 from eagle_tui.tui.cli import inspect as inspect_verb
 from eagle_tui.tui.cli import stats as stats_verb
+from eagle_tui.tui.cli.main import main
 
 pytestmark = pytest.mark.slow
 
@@ -144,3 +145,37 @@ def test_a_detached_batch_keeps_its_slice(tmp_path: Path) -> None:
     whole = make_config(tmp_path, ["http://127.0.0.1:30000"])
     assert b"partition" not in config_to_json(whole)
     assert config_from_json(config_to_json(whole)).partition is msgspec.UNSET
+
+
+async def test_one_slice_alone_says_the_job_is_incomplete_and_export_refuses_it(
+        tmp_path: Path, sim_server: SimProcess, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 20 item 6: `export runs/sh0` said "kept 97 of 97" and `stats` nothing."""
+    write_prompts(tmp_path / "prompts.jsonl", 30)
+    first = await capture_slice(tmp_path, sim_server.url, "sh0", Partition(0, 3))
+    second = await capture_slice(tmp_path, sim_server.url, "sh2", Partition(2, 3))
+
+    parser = argparse.ArgumentParser()
+    stats_verb.add_arguments(parser)
+    assert stats_verb.run(parser.parse_args([str(first)])) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "one job: slices 0 of 3 (missing 1/3, 2/3)" in printed
+    assert "incomplete job: slices 1/3, 2/3 missing" in printed
+    assert stats_verb.run(parser.parse_args([str(first), str(second), "--json"])) == 0
+    document = json.loads(capsys.readouterr().out.split("\n", 1)[1])
+    assert document["missing_slices"] == ["1/3"]
+
+    out = tmp_path / "part.jsonl"
+    refused = r"incomplete job: .*sh0, .*sh2 are only slices 0/3, 2/3; slice 1/3 is missing"
+    with pytest.raises(ExportError, match=refused):
+        export([first, second], out, ExportOptions("speculators"))
+    assert main(["export", str(first), "--format", "speculators", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "slices 1/3, 2/3 are missing" in err
+    assert "--allow-partial" in err and not out.exists()
+
+    assert main(["export", str(first), str(second), "--format", "speculators", "--out",
+                 str(out), "--allow-partial"]) == 0
+    printed = capsys.readouterr().out
+    assert "warning: incomplete job:" in printed and "slice 1/3 is missing" in printed
+    rows = len(out.read_text().splitlines())
+    assert rows == sum(Manifest.load(d).counts.done for d in (first, second))

@@ -51,9 +51,9 @@ def test_export_verb_errors_exit_2_with_the_reason(
     assert exited.value.code == 2
     assert "--drop-flag: unknown flag(s) nonsense" in capsys.readouterr().err
     out.write_text("x")
-    assert main(["export", str(batch), "--format", "parquet", "--out", str(out)]) == 2
+    assert main(["export", str(batch), "--format", "specforge", "--out", str(out)]) == 2
     assert "--force" in capsys.readouterr().err
-    assert main(["export", str(batch), "--format", "parquet", "--out", str(out),
+    assert main(["export", str(batch), "--format", "specforge", "--out", str(out),
                  "--force"]) == 0
 
 

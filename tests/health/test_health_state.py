@@ -268,7 +268,8 @@ def test_url_only_mode_collapses_phases_and_infers_a_crash_from_the_port() -> No
     d.answer(HealthOutcome.REFUSED)
     snap = d.tick()
     assert snap.phase == Phase.UNREACHABLE
-    assert any("no log" in n for n in snap.notes) and any("no process" in n for n in snap.notes)
+    assert any("log not found" in n for n in snap.notes)
+    assert any("no process" in n for n in snap.notes)
     d.answer(HealthOutcome.UNHEALTHY, 503)
     assert d.tick().phase == Phase.WARMING_UP
     d.answer(HealthOutcome.OK, 200)

@@ -347,3 +347,46 @@ async def test_the_loop_survives_garbage_vanished_processes_and_unreadable_logs(
         assert snapshot.phase == Phase.CRASHED
     finally:
         await watcher.aclose()
+
+
+async def test_a_sim_start_leaves_no_line_unrecognised(start_sim: StartSim, tmp_path: Path) -> None:
+    """Issue 20: every sim card said `2 log lines not recognised` (uvicorn's `Waiting for
+    application startup.`, SGLang's `Engine startup timings (s): …`): lines every start
+    prints are read, not counted as unknown."""
+    sim = start_sim(*QUICK, wait=None)
+    watcher = watcher_for(sim, tmp_path)
+    try:
+        final = (await run_to_verdict(watcher))[-1]
+    finally:
+        await watcher.aclose()
+    assert final.phase == Phase.READY
+    assert (final.unknown_lines, final.unknown_samples) == (0, ())
+
+
+async def test_after_a_port_conflict_crash_the_holder_is_named_not_adopted(
+        start_sim: StartSim, tmp_path: Path) -> None:
+    """Issue 20 item 7: the card of a server that died of "address already in use" took the
+    port's holder (another server, started earlier) as its process, `/health 200` and all,
+    and stopped naming it as the holder."""
+    holder = start_sim(*QUICK)
+    second = SimProcess([*QUICK], port=holder.port).start()  # the same port: it cannot bind
+    try:
+        watcher = watcher_for(second, tmp_path, pid=None)  # discovered by port, as --url alone
+        try:
+            first = await watcher.tick(await_health=True)
+            assert first.process is not None and first.process.pid == second.pid
+            await second.wait_exit_async(timeout=60)
+            seen = []
+            for _ in range(6):
+                seen.append(await watcher.tick(await_health=True))
+        finally:
+            await watcher.aclose()
+    finally:
+        second.close()
+    assert all(s.process is not None and s.process.pid == second.pid for s in seen)
+    assert not seen[-1].process.alive  # type: ignore[union-attr]
+    final = seen[-1]
+    assert final.port is not None and final.port.held_by_server is False
+    assert final.port.holder_pid == holder.pid
+    assert final.verdict is not None and final.verdict.outcome == Outcome.PORT_CONFLICT
+    assert f"PID {holder.pid}" in final.verdict.diagnosis + final.verdict.next_step

@@ -97,3 +97,62 @@ def test_a_scope_keeps_to_one_process_tree(
             elsewhere.kill()
     gone = elsewhere.pid
     assert discover_servers(within=gone) == []  # a root that has exited: nothing, no error
+
+
+# -- by title (issue 20 item 10) --------------------------------------------------------------
+
+SCRIPT_LAUNCHER = r"""
+import socket, subprocess, sys, time
+port = int(sys.argv[sys.argv.index("--port") + 1])
+server = socket.socket()
+server.bind(("127.0.0.1", port))
+server.listen()
+rank = subprocess.Popen(["bash", "-c", 'exec -a sglang::scheduler_TP0 "$0" -c "$1"',
+                         sys.executable, "import time; time.sleep(600)"])
+print(rank.pid, flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.parametrize(("argv", "kind"), [
+    (["sglang::router", "", ""], "router"),  # sglang-router 0.3.2 after setproctitle
+    (["sglang::router"], "router"),
+    (["sglang::scheduler_TP0", "-c", "x"], None),  # a rank is part of a server, not one
+])
+def test_a_process_is_known_by_its_title_too(argv: list[str], kind: str | None) -> None:
+    assert server_kind(argv) == kind
+
+
+@pytest.mark.slow
+def test_the_real_router_renamed_sglang_router_is_found_with_its_port() -> None:
+    router_support = pytest.importorskip("support.router")
+    if not router_support.router_installed():
+        pytest.skip("sglang-router is not installed")
+    with router_support.RouterProcess(["http://127.0.0.1:9"]) as router:
+        router.wait_serving(60)
+        pid = router._process.pid
+        wait_until(lambda: Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"sglang::"),
+                   30, "the router's title set")
+        found = {s.pid: s for s in discover_servers(within=os.getpid())}
+        assert pid in found, [s.cmdline for s in found.values()]
+        assert (found[pid].kind, found[pid].port) == ("router", router.port)
+        assert find_server_pid(router.port) is None  # its arguments are gone: no --port
+
+
+@pytest.mark.slow
+def test_a_server_started_by_a_script_is_found_through_its_ranks_titles() -> None:
+    port = free_port()
+    launcher = subprocess.Popen([sys.executable, "-c", SCRIPT_LAUNCHER, "--port", str(port)],
+                                stdout=subprocess.PIPE, text=True)
+    assert launcher.stdout is not None
+    try:
+        rank = int(launcher.stdout.readline())
+        wait_until(lambda: Path(f"/proc/{rank}/cmdline").read_bytes().startswith(b"sglang::"),
+                   30, "the rank's title set")
+        found = {s.pid: s for s in discover_servers(within=os.getpid())}
+        assert list(found) == [launcher.pid]  # the script, not its rank
+        assert (found[launcher.pid].kind, found[launcher.pid].port) == ("launch_server", port)
+    finally:
+        kill_tree([launcher.pid])
+        launcher.wait(timeout=10)
+        launcher.stdout.close()

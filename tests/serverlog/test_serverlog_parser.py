@@ -132,7 +132,11 @@ EXAMPLES: list[tuple[str, str, type, dict[str, object]]] = [
         ev.ServerProcessStarted,
         {"pid": 17656},
     ),
+    (f"{TS} INFO:     Waiting for application startup.", "UV_WAIT", ev.Routine, {}),
     (f"{TS} INFO:     Application startup complete.", "UV_APP", ev.AppStartupComplete, {}),
+    (f"{TS} Engine startup timings (s): load_weight=12.31, kv_cache_allocation=1.02, "
+     "scheduler_e2e=20.4, cuda_graph={prefill=0.00, decode=5.91}", "ENGINE_TIMINGS",
+     ev.Routine, {}),
     (
         f"{TS} INFO:     Uvicorn running on http://127.0.0.1:30001 (Press CTRL+C to quit)",
         "UV_BIND",
@@ -337,7 +341,8 @@ def test_server_args_fields_from_dict_and_repr_forms() -> None:
 @needs_samples
 def test_recorded_real_startup_log_yields_the_startup_sequence_and_no_fatal() -> None:
     kinds = [type(parse_line(t.rstrip("\n"))) for t in REAL_LOG.read_text().splitlines()]
-    startup = [k for k in kinds if k not in (ev.OtherLine, ev.HttpAccess, ev.BatchStats)]
+    startup = [k for k in kinds
+               if k not in (ev.OtherLine, ev.Routine, ev.HttpAccess, ev.BatchStats)]
     assert startup == [
         ev.GraphsDisabled,
         ev.ServerArgsSeen,

@@ -69,7 +69,7 @@ def not_running(view: BatchView, verb: str) -> WrongState:
     hint = {"interrupted": f"its worker died; `eagle-tui resume {r.id}` restarts it",
             "stopped": f"`eagle-tui resume {r.id}` continues it",
             "failed": f"{view.detail or 'see ' + r.log}; `eagle-tui resume {r.id}` retries it",
-            "done": "it has finished"}.get(view.state, f"see {r.log}")
+            "done": f"nothing left to {verb}"}.get(view.state, f"see {r.log}")
     return WrongState(f"cannot {verb} batch {r.id} ({r.name}): it is {view.state}; {hint}")
 
 

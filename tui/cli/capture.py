@@ -7,7 +7,7 @@ at once. Either way only complete shards are left and the manifest is updated.
 
 Exit status (also in ``--help``):
 
-    0  every row captured (or stopped cleanly with none failed)
+    0  every row captured
     1  rows failed: the batch ran to its end, but some rows failed permanently or prompts
        were rejected (see failures.jsonl / rejects.jsonl; ``--resume`` retries the failures)
     2  refused to start: bad flags or URLs, unreadable files or tokenizer, the output
@@ -15,6 +15,9 @@ Exit status (also in ``--help``):
        nothing was sent
     3  batch crashed: it stopped before the end (no usable server, disk full or another
        write error, an internal error); every saved row is safe and ``--resume`` continues
+    130  interrupted (Ctrl-C) before every row was captured (143 for SIGTERM): the saved
+       rows are safe and ``--resume`` continues, so ``capture … && export …`` does not
+       export a partial batch
 
 Errors are one line on stderr; an internal error's traceback goes to ``<out>/capture.log``.
 With ``--detach``: 0 started, 2 refused, 3 the worker could not start, 4 another worker
@@ -35,6 +38,7 @@ import os
 import re
 import signal
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -50,6 +54,7 @@ from eagle_tui.core.argtypes import (
     seconds,
     shown,
 )
+from eagle_tui.core.batchstate import BatchState
 from eagle_tui.core.capture.config import (
     MAX_CONCURRENCY,
     CaptureConfig,
@@ -96,6 +101,8 @@ EXIT_HELP = """exit status:
      not writable, changed config on --resume; nothing was sent
   3  batch crashed: stopped early (no usable server, disk full, internal error); saved
      rows are safe, --resume continues
+  130  interrupted by Ctrl-C before every row was captured (143: SIGTERM); saved rows
+     are safe, --resume continues
 with --detach: 0 started, 2 refused, 3 the worker could not start, 4 --out is busy"""
 
 
@@ -224,7 +231,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_in_foreground(config: CaptureConfig, args: argparse.Namespace) -> int:
     try:
-        summary = asyncio.run(_capture(config, args))
+        ended = asyncio.run(_capture(config, args))
     except EagleError as e:  # raised before the first request: the batch did not start
         return _say(e, EXIT_START_FAILED)
     except Exception as e:  # a bug or an unforeseen failure: one line here, details in the log
@@ -232,8 +239,28 @@ def _run_in_foreground(config: CaptureConfig, args: argparse.Namespace) -> int:
         return _say(f"the batch crashed ({type(e).__name__}: {terminal_safe(str(e))[:300]}); "
                     f"the traceback is in {BatchDir(config.out_dir).capture_log}; saved rows are "
                     "safe and --resume continues", EXIT_CRASHED)
-    print(terminal_safe(summary_text(summary), multiline=True), file=sys.stderr)
-    return summary.exit_code
+    print(terminal_safe(summary_text(ended.summary), multiline=True), file=sys.stderr)
+    return ended.exit_code()
+
+
+@dataclass(frozen=True)
+class _Ended:
+    """How a foreground run ended, and the first stop signal it received (if any)."""
+
+    summary: CaptureSummary
+    signal: int | None
+
+    def exit_code(self) -> int:
+        """The summary's code, or 128 + the signal (130 for Ctrl-C, as shells expect) when
+        a signal stopped the batch before every row was captured."""
+        summary = self.summary
+        if self.signal is None or summary.state != BatchState.STOPPED:
+            return summary.exit_code
+        return summary.exit_code if _all_captured(summary) else 128 + self.signal
+
+
+def _all_captured(summary: CaptureSummary) -> bool:
+    return summary.progress.counts.remaining == 0
 
 
 def _say(message: object, code: int) -> int:
@@ -391,12 +418,12 @@ class _StderrHandler(logging.StreamHandler[TextIO]):
         super().emit(record)
 
 
-async def _capture(config: CaptureConfig, args: argparse.Namespace) -> CaptureSummary:
+async def _capture(config: CaptureConfig, args: argparse.Namespace) -> _Ended:
     engine = CaptureEngine(config)
-    _install_signal_handlers(engine, config.stop_grace_s)
+    signals = _install_signal_handlers(engine, config.stop_grace_s)
     display = asyncio.ensure_future(_display(engine, args))
     try:
-        return await engine.run()
+        return _Ended(await engine.run(), signals[0] if signals else None)
     finally:
         display.cancel()
         await asyncio.gather(display, return_exceptions=True)
@@ -412,16 +439,16 @@ async def _display(engine: CaptureEngine, args: argparse.Namespace) -> None:
         await plain_progress(engine.progress, args.log_every, sys.stderr)
 
 
-def _install_signal_handlers(engine: CaptureEngine, grace_s: float) -> None:
-    """First SIGINT/SIGTERM: drain for ``grace_s``; the second: abort now."""
+def _install_signal_handlers(engine: CaptureEngine, grace_s: float) -> list[int]:
+    """First SIGINT/SIGTERM: drain for ``grace_s``; the second: abort now. The signals
+    received, in order (filled as they arrive)."""
     loop = asyncio.get_running_loop()
-    received = 0
+    received: list[int] = []
 
     def on_signal(signum: int) -> None:
-        nonlocal received
-        received += 1
+        received.append(signum)
         name = signal.Signals(signum).name
-        if received == 1:
+        if len(received) == 1:
             log.warning("%s: stopping; in-flight requests get %gs to finish "
                         "(send it again to abort them now)", name, grace_s)
             engine.stop()
@@ -431,3 +458,4 @@ def _install_signal_handlers(engine: CaptureEngine, grace_s: float) -> None:
 
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, on_signal, signum)
+    return received

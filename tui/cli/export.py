@@ -12,10 +12,11 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 from typing import TextIO
 
 from eagle_tui.core.argtypes import DirIn, FileOut
-from eagle_tui.core.errors import EagleError
+from eagle_tui.core.errors import ConfigError, EagleError
 from eagle_tui.core.export.options import (
     DEFAULT_MASK_START,
     FORMATS,
@@ -25,7 +26,7 @@ from eagle_tui.core.export.options import (
     MaskStart,
 )
 from eagle_tui.core.export.run import ExportResult, Progress, export
-from eagle_tui.core.text import terminal_safe
+from eagle_tui.core.text import byte_size, terminal_safe
 from eagle_tui.tui.cli.export_filters import add_filter_arguments, row_filter_from
 
 NEXT_STEP: dict[ExportFormat, str] = {
@@ -49,13 +50,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"where loss_mask turns to 1 (default per format: {defaults})")
     add_filter_arguments(parser)
     parser.add_argument("--force", action="store_true", help="replace an existing FILE")
+    parser.add_argument("--allow-partial", action="store_true",
+                        help="export some --shard slices of a job without the others "
+                        "(refused otherwise: a drafter trained on part of a job is skewed)")
+
+
+WRITES: dict[ExportFormat, str] = {"speculators": "JSONL", "specforge": "JSONL",
+                                   "parquet": "parquet"}
+SUFFIX_KIND = {".parquet": "parquet", ".jsonl": "JSONL", ".json": "JSONL"}
 
 
 def options_from(args: argparse.Namespace) -> ExportOptions:
     """ExportOptions from the parsed arguments (ConfigError for a bad flag or reason)."""
     mask: MaskStart | None = args.mask_start
     fmt: ExportFormat = args.format
-    return ExportOptions(fmt, mask, row_filter_from(args), args.max_length, args.force)
+    _check_suffix(fmt, args.out)
+    return ExportOptions(fmt, mask, row_filter_from(args), args.max_length, args.force,
+                         args.allow_partial)
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
@@ -72,16 +83,27 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     return 0
 
 
+def _check_suffix(fmt: ExportFormat, out: Path) -> None:
+    """Refuse a file name that promises another format (``y.parquet`` holding JSONL)."""
+    named = SUFFIX_KIND.get(out.suffix.lower())
+    if named is not None and named != WRITES[fmt]:
+        wanted = ".parquet" if WRITES[fmt] == "parquet" else ".jsonl"
+        raise ConfigError(f"--out {out} is named {out.suffix} but --format {fmt} writes "
+                          f"{WRITES[fmt]}; name it {out.with_suffix(wanted).name} or choose "
+                          "the --format that matches the name")
+
+
 def summary_lines(result: ExportResult, options: ExportOptions) -> list[str]:
     """What was written, what was left out, and what to run next."""
-    size = result.bytes / 2**20
     lines = [
-        f"wrote {result.counts.kept:,} rows to {result.path} ({size:,.1f} MiB, "
+        f"wrote {result.counts.kept:,} rows to {result.path} ({byte_size(result.bytes)}, "
         f"{options.format}, loss_mask from {options.effective_mask_start})",
         f"manifest: {result.manifest_path}",
         result.counts.text(lead="kept"),
         f"next: {NEXT_STEP[options.format].format(path=result.path)} (see docs/export.md)",
     ]
+    if result.partial is not None:
+        lines.insert(2, f"warning: {result.partial} (exported with --allow-partial)")
     return lines
 
 

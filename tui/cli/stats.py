@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 
 import msgspec
 from rich.console import Console
@@ -57,10 +58,16 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
     keep, job = tally.counts(), opened.slices
     if job:
         out.print(Literal(f"one job: {job}"), soft_wrap=True)
+    if opened.missing and not args.json:  # --json: its missing_slices
+        out.print(Literal(f"incomplete job: slice{'s' if len(opened.missing) > 1 else ''} "
+                          f"{', '.join(opened.missing)} missing; these counts cover only the "
+                          "slices given (pass every slice's batch directory together)"),
+                  style="yellow", soft_wrap=True)
     if args.json:
         manifest = opened.manifest
         not_generated = manifest.extra.turns_not_generated if manifest is not None else {}
-        out.print(Literal(stats_json(stats, keep, job, not_generated)), soft_wrap=True)
+        document = stats_json(stats, keep, job, not_generated, opened.missing)
+        out.print(Literal(document), soft_wrap=True)
         return 0
     for renderable in summary_tables(stats):
         out.print(Literal(renderable))
@@ -73,9 +80,11 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
 
 
 def stats_json(stats: BatchStats, keep: KeepCounts, job: str,
-               not_generated: dict[str, int] | None = None) -> str:
+               not_generated: dict[str, int] | None = None,
+               missing: Sequence[str] = ()) -> str:
     """The ``--json`` document: the fields of ``BatchStats``, then ``export`` (``KeepCounts``),
-    for several slices of one job ``job``, and (multi-turn) ``turns_not_generated``."""
+    for ``--shard`` slices of one job ``job`` and ``missing_slices``, and (multi-turn)
+    ``turns_not_generated``."""
     document: dict[str, object] = msgspec.to_builtins(stats)
     turns = document.get("conversations")
     if isinstance(turns, dict) and not turns.get("ended_early"):  # as before when none ended
@@ -84,6 +93,7 @@ def stats_json(stats: BatchStats, keep: KeepCounts, job: str,
     document["export"] = keep
     if job:
         document["job"] = job
+        document["missing_slices"] = list(missing)
     if not_generated:
         document["turns_not_generated"] = not_generated
     return msgspec.json.format(ENCODER.encode(document), indent=1).decode()

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,7 @@ from eagle_tui.core.health.phase import Phase
 from eagle_tui.core.health.snapshot import HealthSnapshot
 from eagle_tui.core.paths import state_dir
 from eagle_tui.core.sglang.router import WorkerAccess, look_at
-from eagle_tui.core.text import terminal_safe
+from eagle_tui.core.text import duration, terminal_safe
 from eagle_tui.core.urls import ServerURL
 from eagle_tui.core.wire import ENCODER
 from eagle_tui.tui.cli.batch_table import counts_json
@@ -187,12 +186,29 @@ def render_text(report: StatusReport) -> str:
         lines.append(f"server {server['url']}: {server['phase']} ({flags})")
         if "router" in server:
             lines.extend(router_lines(server["router"]))
-    for batch in report.batches:
-        lines.append(f"batch {batch.id} {batch.name or ''}: {batch.state} "
-                     f"{json.dumps(batch.counts)}")
+    lines.extend(batch_text(batch) for batch in report.batches)
     if not lines:
         lines.append("no servers or batches known (pass --url, or start a batch)")
     return "\n".join(lines)
+
+
+def batch_text(batch: BatchLine) -> str:
+    """``batch ID NAME: running  rows 120/400 · failed 2 · 3.10 samples/s · ETA 1m30s``."""
+    counts: dict[str, Any] = dict(batch.counts)
+    head = f"batch {batch.id} {batch.name or ''}".rstrip() + f": {batch.state}"
+    if not counts:
+        return f"{head}  (no progress saved yet)"
+    done = counts.get("already_done", 0) + counts.get("done", 0)
+    total = counts.get("total")
+    parts = [f"rows {done}/{total}" if total is not None else f"rows {done}"]
+    parts += [f"{name} {counts[name]}" for name in ("failed", "rejected", "flagged")
+              if counts.get(name)]
+    if counts.get("samples_per_s"):
+        parts.append(f"{counts['samples_per_s']:.2f} samples/s")
+    if counts.get("eta_s") is not None:
+        parts.append(f"ETA {duration(counts['eta_s'])}")
+    detail = f"  ({batch.detail})" if batch.detail else ""
+    return f"{head}  {' · '.join(parts)}{detail}"
 
 
 def snapshot_json(snapshot: HealthSnapshot) -> dict[str, Any]:

@@ -41,7 +41,7 @@ from eagle_tui.core.health.changes import Change
 from eagle_tui.core.health.follow import follow, follow_all
 from eagle_tui.core.health.phase import STARTUP_PHASES
 from eagle_tui.core.health.settings import WatchSettings
-from eagle_tui.core.health.snapshot import Outcome
+from eagle_tui.core.health.snapshot import HealthSnapshot, Outcome
 from eagle_tui.core.health.watcher import Watcher
 from eagle_tui.core.paths import state_dir
 from eagle_tui.core.proc.discover import ServerProcess
@@ -236,7 +236,9 @@ def _announce(out: Output, options: WatchOptions, managed: ManagedServer | None)
 
 
 async def _loop(watcher: Watcher, args: argparse.Namespace, out: Output) -> int:
+    noted: set[str] = set()
     async for event in follow(watcher, keep_watching=args.keep_watching, timeout=args.timeout):
+        _say_blind_spots(out, event.snapshot, noted)
         if event.verdict is not None:
             code = EXIT_CODES[event.verdict.outcome]
             out.final(event.verdict.outcome.value, code, event.verdict.diagnosis, event.snapshot,
@@ -245,6 +247,18 @@ async def _loop(watcher: Watcher, args: argparse.Namespace, out: Output) -> int:
         if event.change is not None:
             out.emit(event.change, event.snapshot)
     return EXIT_ERROR
+
+
+def _say_blind_spots(out: Output, snapshot: HealthSnapshot | None, noted: set[str],
+                     server: str = "") -> None:
+    """Once per server: that its log was not found (so its phases and times cannot be
+    seen) and how to pass it."""
+    if snapshot is None or server in noted:
+        return
+    noted.add(server)
+    for note in snapshot.notes:
+        if note.startswith("log not found"):
+            out.say(f"{server + ' ' if server else ''}note: {note}")
 
 
 async def _watch_all(args: argparse.Namespace, out: Output) -> int:
@@ -265,9 +279,11 @@ async def _watch_all(args: argparse.Namespace, out: Output) -> int:
         return build_watcher(options, clock=clock)
 
     out.say("watching every SGLang server on this host (new ones are picked up); Ctrl-C stops")
+    noted: set[str] = set()
     try:
         async with asyncio.timeout(args.timeout):
             async for event in follow_all(build, clock):
+                _say_blind_spots(out, event.snapshot, noted, event.server)
                 if event.verdict is not None:
                     out.verdict_of(event.server, event.verdict, event.snapshot)
                 elif event.change is not None:

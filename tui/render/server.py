@@ -64,6 +64,8 @@ def window_meter(s: HealthSnapshot) -> MeterValue:
         label = f"ready after {duration(took)}; window {duration(exp.window_s)}"
         fill, marker = window_scale(took, exp.window_s)
         return MeterValue(fill, label, marker)
+    if s.phase == Phase.READY:  # already up when the watch began: no time to show
+        return MeterValue(0.0, f"ready; start-up not seen · window {duration(exp.window_s)}")
     label = f"{duration(s.elapsed_s)} of {duration(exp.window_s)} window · {source}"
     fill, marker = window_scale(s.elapsed_s, exp.window_s)
     return MeterValue(fill, label, marker)
