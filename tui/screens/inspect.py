@@ -28,6 +28,7 @@ from eagle_tui.tui.screens.base import ViewScreen
 from eagle_tui.tui.screens.sample import SampleScreen, SampleView, copy_with_feedback
 from eagle_tui.tui.sources.recent import RecentSource
 from eagle_tui.tui.sources.samples import SamplePage, SampleRow, SampleSource, ShardSummary
+from eagle_tui.tui.widgets.field import Field
 from eagle_tui.tui.widgets.nav_table import NavTable
 
 HELP = """\
@@ -146,7 +147,8 @@ class InspectScreen(ViewScreen):
     HELP_TEXT = HELP
     AUTO_FOCUS = "#inspect-table"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("o", "edit_path", "Open path", id="inspect.path"),
+        # Priority: the path field has the keys before the next key of a burst arrives.
+        Binding("o", "edit_path", "Open path", priority=True, id="inspect.path"),
         Binding("r", "reload", "Reload", id="inspect.reload"),
         Binding("n", "page(1)", "Next page", id="inspect.next"),
         Binding("p", "page(-1)", "Prev page", id="inspect.prev"),
@@ -163,7 +165,7 @@ class InspectScreen(ViewScreen):
 
     def compose_body(self) -> ComposeResult:
         with Horizontal(id="inspect-bar"):
-            yield Input(
+            yield Field(
                 self._initial_path(),
                 placeholder="batch or shard directory",
                 id="inspect-path",
@@ -197,7 +199,7 @@ class InspectScreen(ViewScreen):
     # -- opening -----------------------------------------------------------------------------
 
     def action_edit_path(self) -> None:
-        self.query_one("#inspect-path", Input).focus()
+        self.set_focus(self.query_one("#inspect-path", Input))  # at once: a burst goes there
 
     def action_reload(self) -> None:
         """Open the path again (a running batch adds shards as it goes)."""
@@ -335,6 +337,8 @@ class InspectScreen(ViewScreen):
         self.refresh_bindings()
 
     def action_state(self, action: str) -> bool | None:
+        if action == "edit_path":  # an "o" typed in a field is a letter
+            return not isinstance(self.focused, Input)
         if action == "page":
             return None if self.page is None or self.page.pages < 2 else True
         if action == "copy_id":
