@@ -5,7 +5,8 @@ shows in the footer and the help, and nothing happens. The names Textual produce
 public ``textual.keys.Keys`` (every non-printable key and modifier combination its parser
 emits) and, for a printable character, the name Textual derives from the character's Unicode
 name (``]`` -> ``right_square_bracket``, with Textual's public ``KEY_NAME_REPLACEMENTS``),
-whose inverse is the public ``textual.keys.key_to_character``. The pty tests (``test_tui_pty.py``) press the real bytes
+whose inverse is the public ``textual.keys.key_to_character``. The pty tests
+(``test_tui_pty.py``) press the real bytes
 of the keys used here and see the action happen.
 """
 
