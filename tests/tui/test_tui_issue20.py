@@ -99,6 +99,26 @@ async def test_a_burst_of_editing_keys_in_the_form_keeps_its_order(
                          what=lambda: f"{expected!r} (now {field.value!r})")
 
 
+async def test_a_burst_across_fields_edits_each_field_in_place() -> None:
+    # ctrl+u belongs to the servers field even though the Tab after it moves the focus on
+    # before the field has handled it.
+    app = capture_app(FakeCapture(), servers=())
+    async with app.run_test(size=(100, 40)) as pilot:
+        await pilot.press("n")
+        await pilot_wait(pilot, lambda: isinstance(app.screen, NewBatchScreen), what="form")
+        form = app.screen
+        assert isinstance(form, NewBatchScreen)
+        form.query_one("#form-servers", Input).value = "http://old:1"
+        burst(app, [*"p.jsonl", "tab", *"out", "tab", "ctrl+u", *"http://new:2", "tab"])
+        wanted = {"prompts": "p.jsonl", "out_dir": "out", "servers": "http://new:2",
+                  "tokenizer": str(bundled_tokenizer_path())}
+
+        def typed() -> dict[str, str]:
+            return {name: form.field_values()[name] for name in wanted}
+
+        await pilot_wait(pilot, lambda: typed() == wanted, what=lambda: f"{wanted} ({typed()})")
+
+
 # -- item 13: Esc leaves the form's field ---------------------------------------------------
 
 

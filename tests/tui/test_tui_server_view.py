@@ -211,6 +211,7 @@ async def test_several_servers_select_whose_log_is_shown() -> None:
         await pilot.click("#server-card-1")
         await pilot_wait(pilot, lambda: screen.selected == 1, what="a click on the second card")
         assert list(log.lines) == ["second server line"]
+        assert app.focused is log  # the log keeps the keys after a click on a card
         titles = [command.title for command in screen.palette_commands()]
         assert "Server: next server" in titles and "Server: previous server" in titles
 

@@ -139,7 +139,8 @@ class ServerScreen(ViewScreen):
         self.histories = [ServerHistory() for _ in self.feeds]
         self.desks = [IncidentDesk(feed.target.label) for feed in self.feeds]
         self.buffers = [LogBuffer() for _ in self.feeds]
-        with VerticalScroll(id="server-cards"):
+        # Not focusable: a click on a card selects it and the log keeps the keys.
+        with VerticalScroll(id="server-cards", can_focus=False):
             if not self.feeds:
                 looking = self.eagle.sources.discovery is not None
                 yield Static(LOOKING if looking else NO_SERVER, classes="placeholder", markup=False)
@@ -330,6 +331,8 @@ class ServerScreen(ViewScreen):
         message.stop()
         if message.index != self.selected and message.index < len(self.feeds):
             self.select_server(message.index)
+        if self.focused is None:  # the click took the focus: give the log its keys back
+            self.focus_main()
 
     def select_server(self, index: int) -> None:
         """Show server ``index``'s log and GPUs (a key, the palette or a click on its card)."""
