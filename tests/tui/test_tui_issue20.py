@@ -11,6 +11,7 @@ import asyncio
 import importlib.util
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 
@@ -19,7 +20,7 @@ from rich.console import Console
 from support.waiting import pilot_wait
 from test_tui_capture_view import prompts_file
 from textual import events
-from textual.widgets import DataTable, Input
+from textual.widgets import DataTable, Input, Static
 from tui_fakes import FakeCapture, batch
 from tui_shards import make_row, synthetic_rows, write_shards
 
@@ -33,12 +34,14 @@ from eagle_tui.tui.options import DashboardOptions
 from eagle_tui.tui.render.capture import batch_note
 from eagle_tui.tui.screens.batch_forms import NewBatchScreen
 from eagle_tui.tui.screens.capture import CaptureScreen
+from eagle_tui.tui.screens.help import HelpScreen
 from eagle_tui.tui.screens.inspect import InspectScreen
-from eagle_tui.tui.screens.sample import SampleScreen
+from eagle_tui.tui.screens.sample import SampleScreen, sample_header
 from eagle_tui.tui.sources import Sources
 from eagle_tui.tui.sources.batches import shard_flag_counts
 from eagle_tui.tui.sources.tokenizers import TokenizerCache
 from eagle_tui.tui.widgets.field import Field
+from eagle_tui.tui.widgets.log_pane import HEALTH_NOISE
 
 UPSTREAM = Path(__file__).parents[1] / "fixtures" / "upstream" / "textual_input_burst.py"
 
@@ -133,6 +136,7 @@ async def test_esc_in_the_form_leaves_the_field_and_ctrl_g_cancels(tmp_path: Pat
         await pilot.press("escape")
         await pilot_wait(pilot, lambda: not isinstance(app.focused, Input), what="left")
         assert app.screen is form  # the form stays, with what was typed
+        assert "Tab back to the fields" in str(form.query_one("#form-keys", Static).render())
         assert form.field_values()["prompts"] == "p.jsonl"
         assert form.field_values()["out_dir"] == "out"
         await pilot.press("escape")  # nothing to leave: still nothing lost
@@ -294,3 +298,24 @@ async def test_inspect_with_no_path_opens_the_batch_selected_in_capture(tmp_path
         await pilot_wait(pilot, lambda: inspect.page is not None and len(inspect.page.rows) == 12,
                          what="the batch selected in Capture")
     await asyncio.sleep(0)
+
+
+# -- Low items ------------------------------------------------------------------------------
+
+
+def test_our_workers_probe_is_polling_noise_and_think_end_none_reads_as_the_cli() -> None:
+    probe = '[2026-12-02 00:58:27] INFO:     127.0.0.1:45704 - "GET /workers HTTP/1.1" 404'
+    assert HEALTH_NOISE.search(probe)  # hidden by quiet mode, never the card's "last log"
+    assert not HEALTH_NOISE.search('INFO: 127.0.0.1:1 - "POST /generate HTTP/1.1" 200 OK')
+    row = replace(make_row(0, [1, 2], [3, 4], finish="length"), think_end=-1)
+    assert "think_end at none" in sample_header(row)
+
+
+async def test_help_says_how_to_close_it() -> None:
+    app = capture_app(FakeCapture())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("question_mark")
+        await pilot_wait(pilot, lambda: isinstance(app.screen, HelpScreen), what="help")
+        assert "esc" in str(app.screen.query_one("#help-close", Static).render())
+        await pilot.press("escape")
+        await pilot_wait(pilot, lambda: isinstance(app.screen, CaptureScreen), what="closed")

@@ -170,6 +170,7 @@ def new_batch_form(term: PtyTerminal, prompts: Path, out: Path, server: str) -> 
     term.wait_until(lambda: any(row.strip(" │") == "20" for row in term.lines()),
                     "max new tokens 20 (the burst in order)")
     term.press("escape")  # item 13: leaves the field, the form stays
+    term.wait_for("no field has the keys")
     term.press("q")  # a key outside any field: typed nowhere, quits nothing
     term.wait_until(lambda: "New capture batch" in term.text() and str(prompts) in term.text(),
                     "the form still open with its values")

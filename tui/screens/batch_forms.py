@@ -20,6 +20,7 @@ from eagle_tui.tui.sources.capture import PRESETS, BatchRequest, validate_reques
 from eagle_tui.tui.widgets.field import Field
 
 FORM_KEYS = "Tab next field · Esc leave the field · ctrl+s start · ctrl+g cancel"
+FORM_KEYS_OUTSIDE = "no field has the keys: Tab back to the fields · ctrl+s start · ctrl+g cancel"
 
 StopChoice = str
 """``drain`` or ``abort``."""
@@ -134,6 +135,10 @@ class NewBatchScreen(ModalScreen[BatchRequest | None]):
     def action_leave_input(self) -> None:
         """Esc: out of the field, nothing lost (Tab comes back to the first field)."""
         self.set_focus(None)
+        self.query_one("#form-keys", Static).update(FORM_KEYS_OUTSIDE)  # literal: constant
+
+    def on_descendant_focus(self) -> None:
+        self.query_one("#form-keys", Static).update(FORM_KEYS)  # literal: constant
 
     @on(Button.Pressed, "#form-cancel")
     def action_cancel(self) -> None:

@@ -38,12 +38,13 @@ def sample_header(row: ShardRow) -> str:
     finish stop (163586)`` and ``think_end at 900 · 3.20 s · endpoint rid R``."""
     output = len(row.input_ids) - row.prompt_len
     stop = f" ({row.matched_stop})" if row.matched_stop is not None else ""
+    think_end = row.think_end if row.think_end >= 0 else "none"  # as `inspect` says it
     turn = (f" · conversation {row.conversation_id} turn {row.turn} (parent "
             f"{row.parent_id or 'none'})" if row.conversation_id is not None else "")
     return (
         f"{row.sample_id} · prompt {row.prompt_len:,} + output {output:,} tokens · "
         f"finish {row.finish_reason}{stop}\n"
-        f"think_end at {row.think_end} · {row.latency_s:.2f} s · {row.endpoint} rid {row.rid}"
+        f"think_end at {think_end} · {row.latency_s:.2f} s · {row.endpoint} rid {row.rid}"
         f"{turn}"
     )
 

@@ -54,7 +54,8 @@ ERROR_LINE = re.compile(
     r"\b(ERROR|CRITICAL|FATAL|Traceback|Exception|\w+Error\b|out of memory|Killed)",
 )
 WARNING_LINE = re.compile(r"\b(WARNING|WARN)\b")
-HEALTH_NOISE = re.compile(r'"GET /(health|health_generate|metrics) HTTP/[\d.]+" ')
+HEALTH_NOISE = re.compile(r'"GET /(health|health_generate|metrics|workers) HTTP/[\d.]+" ')
+"""Our own polls: ``/health``, ``/metrics``, and ``/workers`` (is this server a router?)."""
 BAR_REDRAW = re.compile(r"(?<![\d.])\d{1,2}%\s*(?:Completed\s*)?\|")
 """A progress bar (tqdm) state short of 100%: one of the many redraws of the same line."""
 
