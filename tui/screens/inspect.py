@@ -253,6 +253,7 @@ class InspectScreen(ViewScreen):
         event.stop()
         if event.value.strip():
             self._open(paths_in(event.value))
+            self.focus_main()  # the rows have the keys: Enter opens one, j/k move
 
     @work(thread=True, exclusive=True, group="inspect-open", exit_on_error=False)
     def _open(self, paths: list[Path]) -> None:
