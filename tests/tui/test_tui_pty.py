@@ -172,7 +172,7 @@ def new_batch_form(term: PtyTerminal, prompts: Path, out: Path, server: str) -> 
     term.press("escape")  # item 13: leaves the field, the form stays
     term.wait_for("no field has the keys")
     term.press("q")  # a key outside any field: typed nowhere, quits nothing
-    term.wait_until(lambda: "New capture batch" in term.text() and str(prompts) in term.text(),
+    term.wait_until(lambda: "New capture batch" in term.text() and out.name in term.text(),
                     "the form still open with its values")
     term.press("ctrl+s")
     term.wait_gone("New capture batch")

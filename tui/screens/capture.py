@@ -299,7 +299,7 @@ class CaptureScreen(ViewScreen):
             ("stop_batch", "Capture: stop", "Drain or abort the selected batch"),
             ("watch", "Capture: watch 8 requests", "Stream the next 8 requests live"),
             ("resume_run", "Capture: resume run", "Continue a stopped or interrupted batch"),
-            ("inspect", "Capture: inspect the batch", "Open the selected batch in Inspect (i)"),
+            ("inspect", "Inspect: the selected batch", "Open the selected batch in Inspect (i)"),
         )
         for action, title, help_text in commands:
             if self.check_action(action, ()):
