@@ -62,7 +62,7 @@ def test_server_view_keys_clicks_palette_and_log_search(
     mark_log(beta, "beta")
     args = ["--url", alpha.url, "--log", str(alpha.log_path),
             "--url", beta.url, "--log", str(beta.log_path), "--refresh", "0.3"]
-    with PtyTerminal(args, cols=140, rows=60) as term:
+    with PtyTerminal(args, cols=140, rows=90) as term:
         term.wait_for("alpha marker line 0")  # the first server's log
         assert "beta marker line 0" not in term.text()
         term.press("]")  # a terminal's "]": bound as right_square_bracket
