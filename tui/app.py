@@ -74,6 +74,10 @@ class EagleApp(App[int]):
         """Id of the batch whose watched requests the Streams view shows."""
         self.auto_watch = False
         """Keep the Streams view's eight boxes streaming (ask for more as requests end)."""
+        self.selected_batch: Path | None = None
+        """The directory of the batch selected in the Capture view (Inspect opens it)."""
+        self.inspect_request: Path | None = None
+        """A batch directory the Inspect view is asked to open when it is shown next."""
         self.clipboard_reach = ClipboardReach("unknown", "not checked yet")
         """Whether a copy can reach the user's clipboard (checked off the UI thread)."""
         self._theme_problems = self._register_themes()
@@ -144,6 +148,11 @@ class EagleApp(App[int]):
 
     def action_view(self, view: str) -> None:
         self.switch_view(view)
+
+    def inspect(self, directory: Path) -> None:
+        """Show ``directory`` in the Inspect view."""
+        self.inspect_request = directory
+        self.switch_view("inspect")
 
     def action_help(self) -> None:
         """Show help for the current view (or close it when it is open)."""

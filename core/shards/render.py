@@ -66,9 +66,13 @@ def sample_text(
 
 def append_marker(text: Text, kind: SegmentKind, token_id: int, token_name: TokenName) -> None:
     """``⟦name id⟧`` in the marker's style (the name is the token text when known)."""
-    name = token_name(token_id)
-    label = f"{name} {token_id}" if name else f"{kind} {token_id}"
-    append_literal(text, f"⟦{label}⟧", STYLES[kind])
+    append_literal(text, marker_text(kind, token_id, token_name(token_id)), STYLES[kind])
+
+
+def marker_text(kind: SegmentKind, token_id: int, name: str | None) -> str:
+    """A boundary token as ``inspect`` prints it: ``⟦</think> 163607⟧`` (its kind when its
+    text is not known: ``⟦stop 163586⟧``)."""
+    return f"⟦{name} {token_id}⟧" if name else f"⟦{kind} {token_id}⟧"
 
 
 def append_literal(text: Text, content: str, style: str) -> None:

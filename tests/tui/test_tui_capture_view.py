@@ -112,7 +112,7 @@ async def test_no_eta_unless_the_batch_is_progressing() -> None:
 def test_rates_flags_and_stop_question_never_mislead() -> None:
     assert sparkline([0.0, 0.0, 0.0], 3) == "▁▁▁"  # flat at zero, not full height
     assert sparkline([0.0, 2.0, 4.0], 3) == "▁▅█"
-    assert kinds_text("flags", {}, 10) == "flags: 10 (by kind: known while the batch runs)"
+    assert kinds_text("flags", {}, 10) == "flags: 10 (by kind: not known yet)"
     assert kinds_text("flags", {}, 0) == "flags: none"
     question = stop_question("b1", 8, 30.0)
     assert "8 in-flight requests finish" in question and "after 30s are aborted" in question

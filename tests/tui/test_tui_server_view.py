@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from support.waiting import pilot_wait
 from textual.notifications import Notification
 from tui_fakes import FakeCapture, FakeServerFeed, health, ready_health, wait_for
 
@@ -201,10 +202,18 @@ async def test_several_servers_select_whose_log_is_shown() -> None:
         await wait_for(pilot, lambda: len(screen.buffers[1]) == 1, what="second log")
         log = screen.query_one(ServerLog)
         assert list(log.lines) == ["first server line"]
-        await pilot.press("bracketright")
+        await pilot.press("right_square_bracket")  # what a terminal's "]" is called
         await pilot.pause()
         assert screen.selected == 1 and list(log.lines) == ["second server line"]
         assert screen.query_one("#server-card-1").has_class("-selected")
+        await pilot.press("left_square_bracket")
+        await pilot_wait(pilot, lambda: screen.selected == 0, what="[ back to the first")
+        await pilot.click("#server-card-1")
+        await pilot_wait(pilot, lambda: screen.selected == 1, what="a click on the second card")
+        assert list(log.lines) == ["second server line"]
+        assert app.focused is log  # the log keeps the keys after a click on a card
+        titles = [command.title for command in screen.palette_commands()]
+        assert "Server: next server" in titles and "Server: previous server" in titles
 
 
 async def test_managed_restart_asks_first_and_readonly_hides_it() -> None:

@@ -108,7 +108,7 @@ def kinds_text(title: str, counts: Mapping[str, int], total: int = 0) -> str:
     batch's own count) is 0 too: a batch that is not running has counts but no kinds."""
     if not counts:
         if total:
-            return f"{title}: {total:,} (by kind: known while the batch runs)"
+            return f"{title}: {total:,} (by kind: not known yet)"
         return f"{title}: none"
     ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
     return f"{title}: " + ", ".join(f"{name} {count:,}" for name, count in ordered)
@@ -167,3 +167,14 @@ class BatchHistory:
         if snapshot.progress is not None and snapshot.live:
             self.samples_per_s.append(snapshot.progress.counts.samples_per_s)
             self.tokens_per_s.append(snapshot.progress.counts.tokens_per_s)
+
+
+PROBLEM_STATES = frozenset({BatchState.FAILED, BatchState.UNRESPONSIVE, BatchState.INTERRUPTED})
+
+
+def batch_note(state: BatchState, detail: str | None) -> str:
+    """The batch's last word: ``error: …`` only for a batch in trouble; a batch that ended
+    well (done, stopped) gets its reason as a note, not an alarm."""
+    if not detail:
+        return ""
+    return f"{'error' if state in PROBLEM_STATES else 'note'}: {detail}"

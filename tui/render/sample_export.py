@@ -9,18 +9,33 @@ import json
 import re
 from pathlib import Path
 
+from eagle_tui.core.shards.render import marker_text
 from eagle_tui.core.shards.schema import ShardRow
-from eagle_tui.tui.render.tokens import TokenDocument
+from eagle_tui.tui.render.tokens import Piece, TokenDocument
 
 UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 def decoded_text(document: TokenDocument, *, output: bool = True) -> str | None:
-    """The decoded text of the output (or the prompt) as shown; None when not decoded."""
+    """The decoded text of the output (or the prompt), boundary tokens kept as
+    ``eagle-tui inspect`` prints them (``⟦</think> 163607⟧``); None when not decoded."""
     if not document.decoded:
         return None
-    pieces = (p for p in document.pieces if (p.kind != "prompt") == output)
-    return "".join(piece.text for piece in pieces)
+    parts: list[str] = []
+    position = 0
+    for piece in document.pieces:
+        in_prompt = position < document.prompt_len  # the prompt's own final <think> too
+        position += len(piece.ids)
+        if in_prompt != output:
+            parts.append(piece_text(piece))
+    return "".join(parts)
+
+
+def piece_text(piece: Piece) -> str:
+    """Decoded text, or a boundary token as ``inspect`` prints it."""
+    if piece.marker:
+        return marker_text(piece.kind, piece.ids[0], piece.text or None)
+    return piece.text
 
 
 def sample_json(row: ShardRow, document: TokenDocument, decoder_note: str) -> bytes:

@@ -48,7 +48,8 @@ _FIXED_MARKERS: Mapping[str, str] = {"think_start": "think", "think_end": "/thin
 
 @dataclass(frozen=True, slots=True)
 class Piece:
-    """One segment: its kind, ids, decoded text ("" when not decoded) and marker label."""
+    """One segment: its kind, ids, decoded text ("" when not decoded; a boundary token's own
+    text, when known) and marker label."""
 
     kind: SegmentKind
     ids: tuple[int, ...]
@@ -87,7 +88,7 @@ def make_piece(
     ids_tuple = tuple(ids)
     if kind in ("think_start", "think_end", "tool_call", "stop"):
         text_of = token_text(ids_tuple[0]) if token_text and ids_tuple else None
-        return Piece(kind, ids_tuple, marker=marker_label(kind, text_of))
+        return Piece(kind, ids_tuple, text=text_of or "", marker=marker_label(kind, text_of))
     return Piece(kind, ids_tuple, text=decode(ids_tuple) if decode else "")
 
 

@@ -15,6 +15,7 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer, Input
 
+from eagle_tui.tui.widgets.field import Field
 from eagle_tui.tui.widgets.nav_table import NavTable
 from eagle_tui.tui.widgets.view_tabs import ViewTab, ViewTabs
 
@@ -27,10 +28,13 @@ FIELD_KEYS: list[BindingType] = [
     Binding("tab", "app.focus_next", "Next field", show=False, priority=True, id="field.next"),
     Binding("shift+tab", "app.focus_previous", "Previous field", show=False, priority=True,
             id="field.prev"),
+    # Esc too: it moves the keys out of the field, so the next key of a burst is the view's.
+    Binding("escape", "leave_input", "Leave field", show=False, priority=True,
+            id="field.leave"),
 ]
 
 
-class SearchBox(Input):
+class SearchBox(Field):
     """The view's search box (shown by ``/`` in a table; Enter searches, Esc leaves)."""
 
 
@@ -46,7 +50,9 @@ class ViewScreen(Screen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         *FIELD_KEYS,
-        Binding("escape", "leave_input", "Leave field", show=False, id="view.escape"),
+        # Priority: the search box has the keys before the next key of a burst arrives.
+        Binding("slash", "open_search", "Search", key_display="/", priority=True,
+                id="table.search"),
     ]
 
     @property
@@ -79,6 +85,8 @@ class ViewScreen(Screen[None]):
             return False
         if action == "leave_input":
             return isinstance(self.focused, Input)
+        if action == "open_search":
+            return isinstance(self.focused, NavTable)  # else "/" is the log's, or a letter
         return self.action_state(action)
 
     def action_state(self, action: str) -> bool | None:
@@ -99,22 +107,18 @@ class ViewScreen(Screen[None]):
     def focus_main(self) -> None:
         """Focus the view's main widget (its table or log), else nothing."""
         target = self.main_widget()
-        if target is not None:
-            target.focus()
-        else:
-            self.set_focus(None)
+        self.set_focus(target)  # at once: the next key of a burst goes to the target
 
     def main_widget(self) -> Widget | None:
         """What has the keys when no field does: the view's table (the one ``/`` searches)."""
         tables = self.query(NavTable)
         return tables.first() if tables else None
 
-    @on(NavTable.SearchRequested)
-    def _open_search(self, event: NavTable.SearchRequested) -> None:
-        event.stop()
+    def action_open_search(self) -> None:
+        """``/`` in a table: the search box, focused at once."""
         box = self.query_one(SearchBox)
         box.display = True
-        box.focus()
+        self.set_focus(box)
 
     @on(Input.Submitted, "#view-search")
     def _search(self, event: Input.Submitted) -> None:
@@ -122,5 +126,9 @@ class ViewScreen(Screen[None]):
         event.input.display = False
         tables = self.query(NavTable)
         if tables:
-            tables.first().focus()
-            tables.first().set_search(event.value)
+            self.set_focus(tables.first())
+            self.search_table(tables.first(), event.value)
+
+    def search_table(self, table: NavTable, text: str) -> None:
+        """Find ``text`` in the rows shown (a view with more rows than it shows widens it)."""
+        table.set_search(text)

@@ -17,6 +17,10 @@ from eagle_tui.core.text import duration
 from eagle_tui.tui.render import literal
 from eagle_tui.tui.screens.base import FIELD_KEYS
 from eagle_tui.tui.sources.capture import PRESETS, BatchRequest, validate_request
+from eagle_tui.tui.widgets.field import Field
+
+FORM_KEYS = "Tab next field · Esc leave the field · ctrl+s start · ctrl+g cancel"
+FORM_KEYS_OUTSIDE = "no field has the keys: Tab back to the fields · ctrl+s start · ctrl+g cancel"
 
 StopChoice = str
 """``drain`` or ``abort``."""
@@ -54,8 +58,8 @@ class NewBatchScreen(ModalScreen[BatchRequest | None]):
     """Asks for a batch; validates it (in a worker) before dismissing with the request."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        *FIELD_KEYS,
-        Binding("escape", "cancel", "Cancel", id="form.cancel"),
+        *FIELD_KEYS,  # Esc leaves the field (typed paths stay); cancelling is its own key
+        Binding("ctrl+g", "cancel", "Cancel", id="form.cancel"),
         Binding("ctrl+s", "submit", "Start", id="form.start"),
     ]
     FIELDS: ClassVar[tuple[tuple[str, str], ...]] = (
@@ -76,7 +80,7 @@ class NewBatchScreen(ModalScreen[BatchRequest | None]):
             yield Static(literal.styled("New capture batch", "bold"), id="form-title")
             for name, label in self.FIELDS:
                 yield Label(label)  # literal: FIELDS, constants
-                yield Input(self._defaults.get(name, ""), id=f"form-{name}", compact=True,
+                yield Field(self._defaults.get(name, ""), id=f"form-{name}", compact=True,
                             select_on_focus=False)  # a burst typed after Tab appends
             with Horizontal(classes="form-row"):
                 yield Select(  # literal: the preset names, constants
@@ -87,10 +91,11 @@ class NewBatchScreen(ModalScreen[BatchRequest | None]):
                     compact=True,
                 )
                 yield Checkbox("resume an existing batch", id="form-resume", compact=True)
+            yield Static(FORM_KEYS, id="form-keys", markup=False)
             yield Static("", id="form-error", markup=False)
             with Horizontal(id="form-buttons"):
                 yield Button("Start (ctrl+s)", id="form-start", variant="primary")
-                yield Button("Cancel (esc)", id="form-cancel")
+                yield Button("Cancel (ctrl+g)", id="form-cancel")
 
     def field_values(self) -> dict[str, str]:
         """The text of every field."""
@@ -121,6 +126,19 @@ class NewBatchScreen(ModalScreen[BatchRequest | None]):
     def show_error(self, message: str) -> None:
         """Say what is wrong (literal text)."""
         self.query_one("#form-error", Static).update(literal.content(message))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "leave_input":
+            return isinstance(self.focused, Input)
+        return True
+
+    def action_leave_input(self) -> None:
+        """Esc: out of the field, nothing lost (Tab comes back to the first field)."""
+        self.set_focus(None)
+        self.query_one("#form-keys", Static).update(FORM_KEYS_OUTSIDE)  # literal: constant
+
+    def on_descendant_focus(self) -> None:
+        self.query_one("#form-keys", Static).update(FORM_KEYS)  # literal: constant
 
     @on(Button.Pressed, "#form-cancel")
     def action_cancel(self) -> None:

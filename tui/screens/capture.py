@@ -39,8 +39,9 @@ counts, failures and flags by kind, and each server's in-flight requests.
 or resumes the selected batch (in-flight requests finish either way). `s` stops it: drain
 (in-flight requests finish for the batch's stop grace period, then the rest are aborted) or
 abort (at once); the dialog says how many requests and how long. `w` streams its next 8
-requests to the Streams view. `r` continues a stopped, failed or interrupted batch in a new
-worker. Actions that do not apply now are greyed out; `--readonly` hides them.
+requests to the Streams view. `i` opens it in the Inspect view. `r` continues a stopped,
+failed or interrupted batch in a new worker. Actions that do not apply now are greyed out;
+`--readonly` hides them.
 
 ETA is shown only while the batch is running, finishing samples and has a server ready;
 otherwise the bar says why there is none. Rates are drawn from zero (a flat line is no
@@ -66,6 +67,7 @@ class CaptureScreen(ViewScreen):
         Binding("s", "stop_batch", "Stop", id="capture.stop"),
         Binding("w", "watch", "Watch 8", id="capture.watch"),
         Binding("r", "resume_run", "Resume run", id="capture.resume"),
+        Binding("i", "inspect", "Inspect", id="capture.inspect"),
         Binding("o", "sort_next", "Sort", id="capture.sort"),
         Binding("O", "sort_reverse", "Reverse sort", show=False, id="capture.sort_reverse"),
     ]
@@ -76,6 +78,8 @@ class CaptureScreen(ViewScreen):
         self.snapshots: tuple[BatchSnapshot, ...] = ()
         self.sort_column: int | None = None
         self.sort_reverse = False
+        self._wanted: str | None = None
+        """A batch just started, to select once the registry lists it."""
 
     @property
     def control(self) -> CaptureControl | None:
@@ -102,6 +106,8 @@ class CaptureScreen(ViewScreen):
         for snapshot in self.snapshots:
             self.histories.setdefault(snapshot.batch_id, BatchHistory()).record(snapshot)
         self._update_table()
+        if self._wanted is not None:
+            self.select_batch(self._wanted)
         self._update_detail()
         self.refresh_bindings()
 
@@ -130,6 +136,7 @@ class CaptureScreen(ViewScreen):
     def _update_detail(self) -> None:
         detail = self.query_one(BatchDetail)
         selected = self.selected()
+        self.eagle.selected_batch = selected.out_dir if selected is not None else None
         detail.display = selected is not None
         if selected is not None:
             detail.show(selected, self.histories[selected.batch_id])
@@ -183,6 +190,8 @@ class CaptureScreen(ViewScreen):
             return True if live else None
         if action == "resume_run":
             return True if selected is not None and selected.resumable else None
+        if action == "inspect":
+            return True if selected is not None else None
         return True
 
     def action_new_batch(self) -> None:
@@ -225,6 +234,17 @@ class CaptureScreen(ViewScreen):
         self.notify(literal.shown(f"{batch_id} → {request.out_dir}"), title="Batch started",
                     markup=False)
         self.refresh_batches()
+        self.select_batch(batch_id)
+
+    def select_batch(self, batch_id: str) -> None:
+        """Put the cursor on ``batch_id``'s row (the detail follows); no row yet: the next
+        refresh that lists it does."""
+        table = self.query_one("#batch-table", DataTable)
+        if batch_id in table.rows:
+            self._wanted = None
+            table.move_cursor(row=table.get_row_index(batch_id))
+        else:
+            self._wanted = batch_id
 
     def action_resume_run(self) -> None:
         selected = self.selected()
@@ -259,6 +279,12 @@ class CaptureScreen(ViewScreen):
         screen = StopBatchScreen(batch_id, in_flight=in_flight, grace_s=selected.stop_grace_s)
         self.app.push_screen(screen, chosen)
 
+    def action_inspect(self) -> None:
+        """Open the selected batch in the Inspect view."""
+        selected = self.selected()
+        if selected is not None:
+            self.eagle.inspect(selected.out_dir)
+
     def action_watch(self) -> None:
         selected = self.selected()
         if selected is None or self.control is None:
@@ -274,6 +300,7 @@ class CaptureScreen(ViewScreen):
             ("stop_batch", "Capture: stop", "Drain or abort the selected batch"),
             ("watch", "Capture: watch 8 requests", "Stream the next 8 requests live"),
             ("resume_run", "Capture: resume run", "Continue a stopped or interrupted batch"),
+            ("inspect", "Inspect: the selected batch", "Open the selected batch in Inspect (i)"),
         )
         for action, title, help_text in commands:
             if self.check_action(action, ()):

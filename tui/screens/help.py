@@ -14,6 +14,8 @@ from textual.widgets import Markdown, Static
 
 from eagle_tui.tui.render import literal
 
+CLOSE_HINT = "esc, ? or F1 closes this help"
+
 
 class HelpScreen(ModalScreen[None]):
     """A modal with the view's help text and its key table; any of ? F1 Esc q closes it."""
@@ -31,6 +33,7 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-body"):
             yield Static(literal.styled(f"{self._title} — help", "bold"), id="help-title")
+            yield Static(CLOSE_HINT, id="help-close", markup=False)
             yield Markdown(self._help_text, id="help-text")
             yield Static(literal.styled("Keys", "bold"), classes="help-section")
             yield Static(self._keys, id="help-keys")  # literal: keys_table

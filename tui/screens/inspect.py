@@ -28,18 +28,29 @@ from eagle_tui.tui.render.flags import badge_text
 from eagle_tui.tui.screens.base import ViewScreen
 from eagle_tui.tui.screens.sample import SampleScreen, SampleView, copy_with_feedback
 from eagle_tui.tui.sources.recent import RecentSource
-from eagle_tui.tui.sources.samples import SamplePage, SampleRow, SampleSource, ShardSummary
+from eagle_tui.tui.sources.samples import (
+    PAGE_SIZE,
+    SamplePage,
+    SampleRow,
+    SampleSource,
+    ShardSummary,
+)
+from eagle_tui.tui.widgets.field import Field
 from eagle_tui.tui.widgets.nav_table import NavTable
 
 HELP = """\
 Pick a batch directory, a `shards/` directory or one parquet file (`o` edits the path,
-Enter opens it), or several batch directories separated by spaces: the `--shard` slices of
-one job, read as one as `eagle-tui inspect` reads them. The table pages through the samples
+Enter opens it; `i` in the Capture view opens the batch selected there, and with no path
+typed this view opens that batch), or several batch directories separated by spaces: the
+`--shard` slices of one job, read as one as `eagle-tui inspect` reads them. The table pages
+through the samples
 without loading the shards whole: `n`/`p` next and previous page, `r` reloads (a running
 batch keeps adding shards).
 Filter by **flag** (`clean`, `flagged` or one flag) and by **finish reason** with the two
 selectors. The line under the summary says how many rows `eagle-tui export` would keep with
-its default filter, and why it would drop the others. In a multi-turn batch `v` lists the
+its default filter, and why it would drop the others. `/` finds a row anywhere in the
+batch, not only on the page shown: by its number (`150` or `#150`), its sample id, or part
+of one; the page that holds it opens with the cursor on it. In a multi-turn batch `v` lists the
 highlighted row's conversation, every stored turn in order; `v` again lists all rows.
 
 Enter opens the highlighted sample: decoded with the same highlighting as live streams
@@ -68,6 +79,16 @@ class PageReady(Message):
     def __init__(self, page: SamplePage) -> None:
         super().__init__()
         self.page = page
+
+
+class RowFound(Message):
+    """The row a search named, across the whole job (``index`` None: no row has it)."""
+
+    def __init__(self, text: str, index: int | None, position: int | None) -> None:
+        super().__init__()
+        self.text = text
+        self.index = index
+        self.position = position
 
 
 class SampleReady(Message):
@@ -156,7 +177,8 @@ class InspectScreen(ViewScreen):
     HELP_TEXT = HELP
     AUTO_FOCUS = "#inspect-table"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("o", "edit_path", "Open path", id="inspect.path"),
+        # Priority: the path field has the keys before the next key of a burst arrives.
+        Binding("o", "edit_path", "Open path", priority=True, id="inspect.path"),
         Binding("r", "reload", "Reload", id="inspect.reload"),
         Binding("n", "page(1)", "Next page", id="inspect.next"),
         Binding("p", "page(-1)", "Prev page", id="inspect.prev"),
@@ -170,10 +192,12 @@ class InspectScreen(ViewScreen):
         self.summary: ShardSummary | None = None
         self.page: SamplePage | None = None
         self._open_sample: SampleScreen | None = None
+        self._cursor_to: int | None = None
+        """The row (global index) to put the cursor on when its page arrives."""
 
     def compose_body(self) -> ComposeResult:
         with Horizontal(id="inspect-bar"):
-            yield Input(
+            yield Field(
                 self._initial_path(),
                 placeholder="batch or shard directory",
                 id="inspect-path",
@@ -196,18 +220,37 @@ class InspectScreen(ViewScreen):
         yield table
 
     def _initial_path(self) -> str:
+        asked = self._asked()
+        if asked:
+            return asked
         dirs = self.eagle.sources.shard_dirs
         return dirs[0] if len(dirs) == 1 else shlex.join(dirs)
+
+    def _asked(self) -> str:
+        """The batch the Capture view asked to open (``i``), once; else ""."""
+        asked, self.eagle.inspect_request = self.eagle.inspect_request, None
+        return str(asked) if asked is not None else ""
 
     def on_mount(self) -> None:
         path = self.query_one("#inspect-path", Input).value
         if path.strip():
             self._open(paths_in(path))
 
+    def on_screen_resume(self) -> None:
+        """Shown again: open the batch asked for, or, with no path typed yet, the batch
+        selected in the Capture view."""
+        field = self.query_one("#inspect-path", Input)
+        wanted = self._asked()
+        if not wanted and not field.value.strip() and self.eagle.selected_batch is not None:
+            wanted = str(self.eagle.selected_batch)
+        if wanted and wanted != field.value:
+            field.value = wanted
+            self._open(paths_in(wanted))
+
     # -- opening -----------------------------------------------------------------------------
 
     def action_edit_path(self) -> None:
-        self.query_one("#inspect-path", Input).focus()
+        self.set_focus(self.query_one("#inspect-path", Input))  # at once: a burst goes there
 
     def action_reload(self) -> None:
         """Open the path again (a running batch adds shards as it goes)."""
@@ -220,6 +263,7 @@ class InspectScreen(ViewScreen):
         event.stop()
         if event.value.strip():
             self._open(paths_in(event.value))
+            self.focus_main()  # the rows have the keys: Enter opens one, j/k move
 
     @work(thread=True, exclusive=True, group="inspect-open", exit_on_error=False)
     def _open(self, paths: list[Path]) -> None:
@@ -339,12 +383,17 @@ class InspectScreen(ViewScreen):
         table.clear()
         for row in message.page.rows:
             table.add_row(*row_cells(row), key=str(row.index))
+        if self._cursor_to is not None and str(self._cursor_to) in table.rows:
+            table.move_cursor(row=table.get_row_index(str(self._cursor_to)))
+            self._cursor_to = None
         if self.summary is not None:
             text = summary_text(self.summary, message.page)
             self.query_one("#inspect-summary", Static).update(literal.content(text))
         self.refresh_bindings()
 
     def action_state(self, action: str) -> bool | None:
+        if action == "edit_path":  # an "o" typed in a field is a letter
+            return not isinstance(self.focused, Input)
         if action == "page":
             return None if self.page is None or self.page.pages < 2 else True
         if action == "copy_id":
@@ -363,6 +412,52 @@ class InspectScreen(ViewScreen):
             return False
         row = self.highlighted_row()
         return True if row is not None and row.conversation_id is not None else None
+
+    # -- searching the whole job ---------------------------------------------------------------
+
+    def search_table(self, table: NavTable, text: str) -> None:
+        """``/``: the row ``text`` names anywhere in the job (a row number, a sample id or
+        part of one), not only on the page shown."""
+        if self.source is None or not text.strip():
+            table.set_search(text)
+            return
+        self._find(text)
+
+    @work(thread=True, exclusive=True, group="inspect-find", exit_on_error=False)
+    def _find(self, text: str) -> None:
+        source = self.source
+        if source is None:
+            return
+        try:
+            index = source.find(text)
+        except Exception as exc:
+            self._set_summary(f"cannot search {source.path}: {exc}")
+            return
+        position = source.position(index) if index is not None else None
+        self.post_message(RowFound(text, index, position))
+
+    @on(RowFound)
+    def _row_found(self, message: RowFound) -> None:
+        source, page = self.source, self.page
+        if source is None or page is None:
+            return
+        if message.index is None:
+            self.notify(literal.shown(
+                f"no row of the {source.rows:,} in this job has the number or an id "
+                f"holding {message.text.strip()!r} (searched every shard)"),
+                title="Search", markup=False, timeout=5)
+            return
+        self._cursor_to = message.index
+        if message.position is None:  # filtered out: show every row
+            self._reset_filters_to_any()
+            self._load_page(SampleFilter(), message.index // PAGE_SIZE)
+        else:
+            self._load_page(page.filter, message.position // PAGE_SIZE)
+
+    def _reset_filters_to_any(self) -> None:
+        with self.prevent(Select.Changed):
+            self.query_one("#inspect-flag", Select).value = ANY
+            self.query_one("#inspect-finish", Select).value = ANY
 
     # -- samples -------------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING, ClassVar
 
 from textual import on, work
@@ -57,7 +58,8 @@ follow again. `c` folds lines that differ only in their tensor-parallel rank int
 the lines quiet mode hides (our own `/health` polls and progress-bar redraws, which are
 never the card's "last log" either). `Esc` leaves the search box.
 
-With several servers, `]` and `[` select the one whose log is shown.
+With several servers, `]` and `[` (or a click on its card, or the palette's "next
+server") select the one whose log and GPUs are shown.
 A server that is SGLang's router lists its workers on its card (state, the router's load,
 running and queued requests); each worker gets a card of its own, watched like any server.
 Managed servers (started by eagle-tui) can be restarted (`r`) or stopped (`x`).
@@ -105,9 +107,9 @@ class ServerScreen(ViewScreen):
     AUTO_FOCUS = "ServerLog"
     MUTATING_ACTIONS = frozenset({"restart_server", "stop_server"})
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("bracketright", "select_server(1)", "Next server", key_display="]",
+        Binding("right_square_bracket", "select_server(1)", "Next server", key_display="]",
                 id="server.next"),
-        Binding("bracketleft", "select_server(-1)", "Prev server", key_display="[",
+        Binding("left_square_bracket", "select_server(-1)", "Prev server", key_display="[",
                 id="server.prev"),
         Binding("r", "restart_server", "Restart", id="server.restart"),
         Binding("x", "stop_server", "Stop server", id="server.stop"),
@@ -137,7 +139,8 @@ class ServerScreen(ViewScreen):
         self.histories = [ServerHistory() for _ in self.feeds]
         self.desks = [IncidentDesk(feed.target.label) for feed in self.feeds]
         self.buffers = [LogBuffer() for _ in self.feeds]
-        with VerticalScroll(id="server-cards"):
+        # Not focusable: a click on a card selects it and the log keeps the keys.
+        with VerticalScroll(id="server-cards", can_focus=False):
             if not self.feeds:
                 looking = self.eagle.sources.discovery is not None
                 yield Static(LOOKING if looking else NO_SERVER, classes="placeholder", markup=False)
@@ -322,9 +325,20 @@ class ServerScreen(ViewScreen):
     # -- selection ---------------------------------------------------------------------------
 
     def action_select_server(self, step: int) -> None:
-        if len(self.feeds) < 2:
-            return
-        self.selected = (self.selected + step) % len(self.feeds)
+        if len(self.feeds) > 1:
+            self.select_server((self.selected + step) % len(self.feeds))
+
+    @on(ServerCard.Chosen)
+    def _card_chosen(self, message: ServerCard.Chosen) -> None:
+        message.stop()
+        if message.index != self.selected and message.index < len(self.feeds):
+            self.select_server(message.index)
+        if self.focused is None:  # the click took the focus: give the log its keys back
+            self.focus_main()
+
+    def select_server(self, index: int) -> None:
+        """Show server ``index``'s log and GPUs (a key, the palette or a click on its card)."""
+        self.selected = index
         self._mark_selected()
         pane = self.query_one(LogPane)
         pane.use_buffer(self.buffers[self.selected])
@@ -391,6 +405,12 @@ class ServerScreen(ViewScreen):
             self.refresh_bindings()
 
     def palette_commands(self) -> Iterable[SystemCommand]:
+        if len(self.feeds) > 1:
+            yield SystemCommand("Server: next server", "Show the next server's log and GPUs (])",
+                                partial(self.action_select_server, 1))
+            yield SystemCommand("Server: previous server",
+                                "Show the previous server's log and GPUs ([)",
+                                partial(self.action_select_server, -1))
         if self.check_action("restart_server", ()):
             yield SystemCommand(
                 "Server: restart", "Restart the selected managed server", self.action_restart_server

@@ -83,6 +83,9 @@ class DetachedCapture:
         self._records: dict[str, BatchRecord] = {}
         self._cache: dict[str, BatchView] = {}
         self._errors: dict[str, str] = {}
+        self._shard_flags: dict[tuple[str, int], dict[str, int]] = {}
+        """Flag counts by kind read from the shards of a batch no worker runs, by (id, rows
+        done): only a running worker counts them by kind."""
         self._events: dict[str, deque[CaptureEvent]] = {}
         self._followers: dict[str, asyncio.Task[None]] = {}
         self._hello: dict[str, asyncio.Event] = {}
@@ -266,9 +269,24 @@ class DetachedCapture:
         views = await asyncio.gather(*(self._survey(r) for r in fresh))
         for view in views:
             self._cache[view.record.id] = view
+            if not view.live:  # an action's error is stale once no worker runs
+                self._errors.pop(view.record.id, None)
+        flags = [await self._flags_in_shards(self._cache[r.id]) for r in records]
         self._snapshots = tuple(
-            snapshot_of(self._cache[r.id], self._errors.get(r.id)) for r in records
+            snapshot_of(self._cache[r.id], self._errors.get(r.id), kinds)
+            for r, kinds in zip(records, flags, strict=True)
         )
+
+    async def _flags_in_shards(self, view: BatchView) -> dict[str, int] | None:
+        """Flags by kind of a batch no worker runs, counted once from its shards."""
+        progress = view.progress
+        if view.live or progress is None or not progress.flagged:
+            return None
+        key = (view.record.id, progress.done)
+        if key not in self._shard_flags:
+            self._shard_flags[key] = await asyncio.to_thread(
+                shard_flag_counts, Path(view.record.out_dir))
+        return self._shard_flags[key] or None
 
     async def _survey(self, record: BatchRecord) -> BatchView:
         """``survey`` of one batch, asking a live worker over a kept connection (a new httpx
@@ -393,8 +411,25 @@ class DetachedCapture:
 # -- control API shapes to snapshots and events -------------------------------------------
 
 
-def snapshot_of(view: BatchView, error: str | None = None) -> BatchSnapshot:
-    """The Capture view's snapshot of one surveyed batch."""
+def shard_flag_counts(out_dir: Path) -> dict[str, int]:
+    """Rows per flag in the shards of ``out_dir`` (empty when they cannot be read)."""
+    from eagle_tui.tui.sources.samples import SampleSource  # pyarrow: only when asked
+
+    try:
+        source = SampleSource(out_dir)
+        try:
+            return dict(source.summary().flag_counts)
+        finally:
+            source.close()
+    except Exception as exc:  # no shard yet, a damaged one: the total stays, kinds unknown
+        log.info("flags of %s: %s", out_dir, exc)
+        return {}
+
+
+def snapshot_of(view: BatchView, error: str | None = None,
+                flags: dict[str, int] | None = None) -> BatchSnapshot:
+    """The Capture view's snapshot of one surveyed batch (``flags``: by kind, from the
+    shards, when no worker counts them)."""
     record = view.record
     config = record.config
     return BatchSnapshot(
@@ -404,7 +439,7 @@ def snapshot_of(view: BatchView, error: str | None = None) -> BatchSnapshot:
         config.servers,
         view.state,
         tokenizer=config.tokenizer,
-        progress=(progress_of(view.state, view.progress, view.live_status)
+        progress=(progress_of(view.state, view.progress, view.live_status, flags)
                   if view.progress is not None else None),
         error=error or view.detail,
         name=record.name,
@@ -414,11 +449,13 @@ def snapshot_of(view: BatchView, error: str | None = None) -> BatchSnapshot:
 
 
 def progress_of(
-    state: BatchState, progress: Progress, status: StatusDoc | None = None
+    state: BatchState, progress: Progress, status: StatusDoc | None = None,
+    flags: dict[str, int] | None = None,
 ) -> CaptureProgress:
-    """A ``CaptureProgress`` from a worker's progress (and its ``/status`` tables)."""
+    """A ``CaptureProgress`` from a worker's progress (and its ``/status`` tables, or the
+    flags by kind counted in the shards)."""
     if status is None:
-        return CaptureProgress(state=state, counts=progress)
+        return CaptureProgress(state=state, counts=progress, flags=flags or {})
     return CaptureProgress(state=state, counts=progress, servers=status.servers,
                            errors=status.errors, failures=status.failures, flags=status.flags)
 

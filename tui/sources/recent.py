@@ -77,6 +77,21 @@ class RecentSource:
         rows = tuple(self._table_row(i) for i in self._selected[number * size:(number + 1) * size])
         return SamplePage(rows, number, pages, matching, self._filter)
 
+    def find(self, text: str) -> int | None:
+        """The recent row ``text`` names: a row number, a sample id or part of one."""
+        wanted = text.strip().removeprefix("#")
+        if wanted.isdigit():
+            return int(wanted) if int(wanted) < len(self._rows) else None
+        ids = [row.sample_id for row in self._rows]
+        if wanted in ids:
+            return ids.index(wanted)
+        return next((i for i, sample_id in enumerate(ids)
+                     if wanted.lower() in sample_id.lower()), None)
+
+    def position(self, index: int) -> int | None:
+        """Where row ``index`` sits in the current selection (None: filtered out)."""
+        return self._selected.index(index) if index in self._selected else None
+
     def sample(self, index: int) -> ShardRow:
         return self._rows[index]
 

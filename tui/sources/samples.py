@@ -146,6 +146,36 @@ class SampleSource:
             rows = tuple(row for start, count in _runs(indices) for row in self._read(start, count))
         return SamplePage(rows, number, pages, matching, self._filter)
 
+    def find(self, text: str) -> int | None:
+        """The global index of the row ``text`` names across the whole job: a row number,
+        an exact sample id, else the first sample id holding it (case-insensitive)."""
+        wanted = text.strip().removeprefix("#")
+        if wanted.isdigit():
+            return int(wanted) if int(wanted) < self.rows else None
+        with self._lock:
+            exact = self.job.index_of(wanted)
+            if exact is not None:
+                return exact
+            return self._first_id_holding(wanted.lower())
+
+    def _first_id_holding(self, needle: str) -> int | None:
+        for first, reader in self.job.parts():
+            offset = first
+            for table in reader.iter_batches(columns=["sample_id"]):
+                ids = pc.utf8_lower(table["sample_id"])
+                hits = pc.indices_nonzero(pc.match_substring(ids, needle))
+                if len(hits):
+                    return offset + int(hits[0].as_py())
+                offset += table.num_rows
+        return None
+
+    def position(self, index: int) -> int | None:
+        """Where global row ``index`` sits in the current selection (None: filtered out)."""
+        if self._selected is None:
+            return index
+        found = pc.index(self._selected, index).as_py()
+        return None if found < 0 else int(found)
+
     def sample(self, index: int) -> ShardRow:
         """The whole row at global ``index``."""
         with self._lock:

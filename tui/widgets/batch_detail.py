@@ -56,7 +56,7 @@ class BatchDetail(Vertical):
         self._set("batch-flags", text.kinds_text("flags", p.flags, p.counts.flagged)
                   if p else "")
         self._set("batch-servers", text.servers_text(p) if p else "")
-        self._set("batch-error", f"error: {snapshot.error}" if snapshot.error else "")
+        self._set("batch-error", text.batch_note(snapshot.state, snapshot.error))
         self.query_one(".batch-error").display = bool(snapshot.error)
 
     def _set(self, name: str, value: str) -> None:

@@ -48,12 +48,14 @@ from eagle_tui.tui.render.logview import (
     strip_timestamp,
     wrap_line,
 )
+from eagle_tui.tui.widgets.field import Field
 
 ERROR_LINE = re.compile(
     r"\b(ERROR|CRITICAL|FATAL|Traceback|Exception|\w+Error\b|out of memory|Killed)",
 )
 WARNING_LINE = re.compile(r"\b(WARNING|WARN)\b")
-HEALTH_NOISE = re.compile(r'"GET /(health|health_generate|metrics) HTTP/[\d.]+" ')
+HEALTH_NOISE = re.compile(r'"GET /(health|health_generate|metrics|workers) HTTP/[\d.]+" ')
+"""Our own polls: ``/health``, ``/metrics``, and ``/workers`` (is this server a router?)."""
 BAR_REDRAW = re.compile(r"(?<![\d.])\d{1,2}%\s*(?:Completed\s*)?\|")
 """A progress bar (tqdm) state short of 100%: one of the many redraws of the same line."""
 
@@ -229,7 +231,9 @@ class LogPane(Vertical):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f", "toggle_follow", "Follow", id="log.follow"),
-        Binding("slash", "focus_filter", "Search", key_display="/", id="log.filter"),
+        # Priority: the search box has the keys before the next key of a burst arrives.
+        Binding("slash", "focus_filter", "Search", key_display="/", priority=True,
+                id="log.filter"),
         Binding("m", "toggle_matches_only", "Matches only", show=False, id="log.matches"),
         Binding("h", "toggle_noise", "Quiet", id="log.noise"),
         Binding("w", "toggle_wrap", "Wrap", show=False, id="log.wrap"),
@@ -257,7 +261,7 @@ class LogPane(Vertical):
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="log-pane--bar"):
-            yield Input(placeholder="/ search (regex)", classes="log-pane--filter", compact=True)
+            yield Field(placeholder="/ search (regex)", classes="log-pane--filter", compact=True)
             yield Static("", classes="log-pane--status", markup=False)
         yield ServerLog(max_lines=self.buffer.capacity)
         yield Static("", classes="log-pane--partial", markup=False)
@@ -427,8 +431,13 @@ class LogPane(Vertical):
 
     # -- search ----------------------------------------------------------------------------
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "focus_filter":  # "/" typed in a search box is a letter
+            return not isinstance(self.screen.focused, Input)
+        return True
+
     def action_focus_filter(self) -> None:
-        self.query_one(Input).focus()
+        self.screen.set_focus(self.query_one(Input))  # at once: the rest of a burst goes there
 
     @on(Input.Changed)
     def _filter_changed(self, event: Input.Changed) -> None:
@@ -441,7 +450,7 @@ class LogPane(Vertical):
     def _filter_submitted(self, event: Input.Submitted) -> None:
         event.stop()
         self.apply_filter()
-        self.server_log.focus()
+        self.screen.set_focus(self.server_log)
 
     def apply_filter(self) -> None:
         """Compile the search box's text, highlight it and re-feed the log."""

@@ -1,6 +1,6 @@
 """A ``DataTable`` with the dashboard's one keyboard model: ``j``/``k`` down and up, ``g``/``G``
-first and last row, ``/`` search (in the view's search box), ``n``/``N`` next and previous
-matching row while a search is set, ``Esc`` clears it (``n`` then falls back to the view's
+first and last row, ``n``/``N`` next and previous matching row while a search is set (``/``,
+the view's search box, sets it), ``Esc`` clears it (``n`` then falls back to the view's
 own key, e.g. next page or new batch)."""
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from typing import ClassVar
 
 from rich.text import Text
 from textual.binding import Binding, BindingType
-from textual.message import Message
 from textual.widgets import DataTable
 
 from eagle_tui.tui.render import literal
@@ -34,14 +33,10 @@ class NavTable(DataTable[Text]):
         Binding("k", "cursor_up", "Up", show=False, id="table.up"),
         Binding("g", "first_row", "First", show=False, id="table.first"),
         Binding("G", "last_row", "Last", show=False, id="table.last"),
-        Binding("slash", "search_box", "Search", key_display="/", id="table.search"),
         Binding("n", "search(1)", "Next match", show=False, id="table.next"),
         Binding("N", "search(-1)", "Prev match", show=False, id="table.prev"),
         Binding("escape", "clear_search", "Clear search", show=False, id="table.clear"),
     ]
-
-    class SearchRequested(Message):
-        """``/`` was pressed: the view shows its search box."""
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
@@ -59,9 +54,6 @@ class NavTable(DataTable[Text]):
     def action_last_row(self) -> None:
         if self.row_count:
             self.move_cursor(row=self.row_count - 1)
-
-    def action_search_box(self) -> None:
-        self.post_message(self.SearchRequested())
 
     def set_search(self, text: str) -> int | None:
         """Search for ``text`` and move to the first match at or after the cursor; its

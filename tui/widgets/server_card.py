@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
+from textual.message import Message
 from textual.widgets import Sparkline, Static
 
 from eagle_tui.tui.options import ServerTarget
@@ -27,7 +28,14 @@ TONES = ("ok", "busy", "warn", "bad")
 
 
 class ServerCard(Vertical):
-    """The card of one server (``index`` in the dashboard's server list)."""
+    """The card of one server (``index`` in the dashboard's server list); a click chooses it."""
+
+    class Chosen(Message):
+        """The card was clicked: show this server's log."""
+
+        def __init__(self, index: int) -> None:
+            super().__init__()
+            self.index = index
 
     def __init__(self, target: ServerTarget, index: int) -> None:
         super().__init__(id=f"server-card-{index}", classes="server-card")
@@ -56,6 +64,9 @@ class ServerCard(Vertical):
             yield Static("", classes="card-health-text", markup=False)
         yield Static("", classes="card-lastlog", markup=False)
         yield Static("", classes="card-notes", markup=False)
+
+    def on_click(self) -> None:
+        self.post_message(self.Chosen(self.index))
 
     def show(self, snapshot: HealthSnapshot, history: text.ServerHistory) -> None:
         """Update every line from ``snapshot`` (and the latency history)."""
