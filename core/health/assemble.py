@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from eagle_tui.core.health.watcher import Watcher
 from eagle_tui.core.proc.gpu import read_gpus
 from eagle_tui.core.proc.launcher import ManagedServer
 from eagle_tui.core.proc.probe import ProcessProbe
+from eagle_tui.core.proc.sampler import EvidenceSampler
 from eagle_tui.core.serverlog.follower import LogFollower
 from eagle_tui.core.sglang.client import SGLangClient
 from eagle_tui.core.sglang.router import RouterProbe
@@ -102,7 +104,17 @@ def build_watcher(
         poller=poller,
         gpu_reader=read_gpus if options.gpu and probe is not None else None,
         on_close=close,
+        sampler_factory=_sampler_factory(options) if probe is not None else None,
     )
+
+
+def _sampler_factory(options: WatchOptions) -> Callable[[int], EvidenceSampler]:
+    gpu = read_gpus if options.gpu else None
+
+    def make(pid: int) -> EvidenceSampler:
+        return EvidenceSampler(pid, gpu=gpu)
+
+    return make
 
 
 def _probe(options: WatchOptions, managed: ManagedServer | None) -> ProcessProbe | None:

@@ -95,20 +95,26 @@ def _graph_progress(before: HealthSnapshot | None, after: HealthSnapshot) -> lis
 
 def _flags(before: HealthSnapshot | None, after: HealthSnapshot) -> list[Change]:
     old = {f.name for f in before.flags} if before is not None else set()
+    old_causes = {(f.name, f.cause) for f in before.flags} if before is not None else set()
     new = {f.name for f in after.flags}
     found = [
         Change(
             "flag",
-            f"flag {f.name}: {f.evidence}",
-            {"flag": f.name, "evidence": f.evidence, "next_step": f.next_step},
+            f"flag {f.name}{_cause(f.cause)}: {f.evidence}",
+            {"flag": f.name, "cause": f.cause or None, "evidence": f.evidence,
+             "next_step": f.next_step},
         )
         for f in after.flags
-        if f.name not in old
+        if (f.name, f.cause) not in old_causes  # a stall that becomes specific is news
     ]
     found += [
         Change("flag_cleared", f"flag {name} cleared", {"flag": name}) for name in sorted(old - new)
     ]
     return found
+
+
+def _cause(cause: str) -> str:
+    return f" ({cause})" if cause else ""
 
 
 def _problems(before: HealthSnapshot | None, after: HealthSnapshot) -> list[Change]:

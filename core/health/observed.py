@@ -7,13 +7,18 @@ from dataclasses import dataclass, field
 
 from eagle_tui.core.health.context import HealthRun
 from eagle_tui.core.health.poller import HealthOutcome, HealthProbe
+from eagle_tui.core.proc.evidence import TreeEvidence
 from eagle_tui.core.proc.report import GpuReport, PortStatus, ProbeReport, ProcessReport
+from eagle_tui.core.proc.stacks import StackReport
 from eagle_tui.core.serverlog.follower import LogChunk
 
 
 @dataclass(frozen=True)
 class Observation:
-    """What the sources said at one tick. ``None`` means "no such source" (or no news)."""
+    """What the sources said at one tick. ``None`` means "no such source" (or no news).
+
+    ``evidence`` is the server tree's process evidence, ``stacks`` the latest stacks taken,
+    ``stacks_possible`` that the watcher can take them (it has the server's PID)."""
 
     now: float
     wall: float
@@ -22,6 +27,9 @@ class Observation:
     health: HealthProbe | None = None
     gpu: GpuReport | None = None
     problems: tuple[str, ...] = ()
+    evidence: TreeEvidence | None = None
+    stacks: StackReport | None = None
+    stacks_possible: bool = False
 
 
 @dataclass

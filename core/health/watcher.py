@@ -4,6 +4,11 @@ Every source is read inside its own ``try``: a malformed line, a garbage ``/heal
 a vanished process or an unreadable log becomes a problem in the snapshot, never an
 exception out of the loop. The ``/health`` poll runs in the background so a slow server
 does not delay reading the log.
+
+With the server's PID known, every tick also samples its process tree
+(``core.proc.sampler``; a new PID gets a new sampler), and when a snapshot asks for stacks
+(a stall or busy incident, or ``request_stacks``) every rank's Python stack is taken with
+py-spy in a worker thread, so the loop never waits on it.
 """
 
 from __future__ import annotations
@@ -21,14 +26,18 @@ from eagle_tui.core.health.poller import HealthPoller
 from eagle_tui.core.health.settings import WatchSettings
 from eagle_tui.core.health.snapshot import Expectation, HealthSnapshot
 from eagle_tui.core.health.state import WatchState
+from eagle_tui.core.proc.evidence import TreeEvidence
 from eagle_tui.core.proc.launcher import ManagedServer, RestartResult
 from eagle_tui.core.proc.probe import ProcessProbe
 from eagle_tui.core.proc.report import GpuReport, ProbeReport
+from eagle_tui.core.proc.sampler import EvidenceSampler
+from eagle_tui.core.proc.stacks import StackDumper, StackReport, stack_targets, take_stacks
 from eagle_tui.core.proc.stop import StopTimeouts
 from eagle_tui.core.serverlog.follower import LogChunk, LogFollower
 
 GpuReader = Callable[[], GpuReport]
 SnapshotCallback = Callable[[HealthSnapshot], None]
+SamplerFactory = Callable[[int], EvidenceSampler]
 
 
 class Watcher:
@@ -44,6 +53,8 @@ class Watcher:
         poller: HealthPoller | None = None,
         gpu_reader: GpuReader | None = None,
         on_close: Callable[[], Awaitable[None]] | None = None,
+        sampler_factory: SamplerFactory | None = None,
+        dumper: StackDumper | None = None,
     ) -> None:
         self.state = state
         self.clock = clock
@@ -55,6 +66,11 @@ class Watcher:
         self._gpu_due = float("-inf")
         self._on_close = on_close
         self.latest: HealthSnapshot | None = None
+        self._sampler: EvidenceSampler | None = None
+        self._sampler_factory = sampler_factory
+        self._dumper = dumper
+        self._stacks: StackReport | None = None
+        self._stack_task: asyncio.Task[StackReport] | None = None
 
     @property
     def settings(self) -> WatchSettings:
@@ -62,6 +78,17 @@ class Watcher:
         return self.state.settings
 
     async def tick(self, *, await_health: bool = False) -> HealthSnapshot:
+        """One round (see ``_tick``); when it raises a stall or busy incident whose stacks
+        were not taken, they are taken now in a worker thread (a fraction of a second per
+        rank) and the round is read again, so the verdict quotes them."""
+        snapshot = await self._tick(await_health=await_health)
+        if snapshot.wants_stacks and snapshot.evidence is not None:
+            self._start_stacks(snapshot.evidence)
+            await self.wait_stacks()
+            snapshot = await self._tick()
+        return snapshot
+
+    async def _tick(self, *, await_health: bool = False) -> HealthSnapshot:
         """One round: start a due ``/health`` probe, read the other sources, fold them.
 
         ``await_health`` probes now (unless a probe is in flight) and waits for the answer
@@ -74,19 +101,75 @@ class Watcher:
             self._guard(lambda: poller.kick(force=await_health), problems, "/health poll")
             if await_health:
                 await poller.wait_idle()
+        probe = self._guard(self._probe, problems, "process probe")
+        self._collect_stacks(problems)
         observation = Observation(
             now=self.clock.monotonic(),
             wall=self.clock.wall(),
             log=self._guard(self._read_log, problems, "log"),
-            probe=self._guard(self._probe, problems, "process probe"),
+            probe=probe,
             health=self.poller.latest if self.poller is not None else None,
             gpu=self._guard(self._read_gpu, problems, "GPU"),
             problems=tuple(problems),
+            evidence=self._guard(lambda: self._sample(probe), problems, "process evidence"),
+            stacks=self._stacks,
+            stacks_possible=self._sampler is not None,
         )
         snapshot = self._fold(observation)
         self._adopt_logged_pid()
         self.latest = snapshot
         return snapshot
+
+    @property
+    def stacks(self) -> StackReport | None:
+        """The latest stacks taken (on a stall, or asked for)."""
+        return self._stacks
+
+    def request_stacks(self) -> bool:
+        """Take every rank's stack now (the Server view's key); False without a process."""
+        evidence = self.latest.evidence if self.latest is not None else None
+        if evidence is None:
+            return False
+        self._start_stacks(evidence)
+        return True
+
+    def _sample(self, probe: ProbeReport | None) -> TreeEvidence | None:
+        """The tree's evidence; a sampler per server PID (a restart gets a fresh one)."""
+        process = probe.process if probe is not None else None
+        if process is None or self._sampler_factory is None:
+            return None
+        if self._sampler is None or self._sampler.root_pid != process.pid:
+            self._sampler = self._sampler_factory(process.pid)
+            self._stacks = None
+        return self._sampler.sample(self.clock.monotonic())
+
+    def _start_stacks(self, evidence: TreeEvidence) -> None:
+        if self._stack_task is not None and not self._stack_task.done():
+            return
+        targets = stack_targets(evidence)
+        if not targets:
+            return
+        at = self.clock.monotonic()
+        self._stack_task = asyncio.ensure_future(
+            asyncio.to_thread(take_stacks, targets, at, self._dumper)
+        )
+
+    def _collect_stacks(self, problems: list[str]) -> None:
+        task = self._stack_task
+        if task is None or not task.done():
+            return
+        self._stack_task = None
+        try:
+            self._stacks = task.result()
+        except Exception as exc:  # py-spy wrapper never raises; a bug must not stop the watch
+            problems.append(f"stacks failed: {type(exc).__name__}: {exc}")
+
+    async def wait_stacks(self) -> None:
+        """Wait for stacks being taken, and keep them."""
+        if self._stack_task is not None:
+            await asyncio.wait({self._stack_task})
+            problems: list[str] = []
+            self._collect_stacks(problems)
 
     async def run(
         self,
@@ -127,6 +210,8 @@ class Watcher:
 
     async def aclose(self) -> None:
         """Stop the poller, close the log and whatever the builder handed over."""
+        if self._stack_task is not None:
+            await asyncio.wait({self._stack_task})
         if self.poller is not None:
             await self.poller.aclose()
         if self.log is not None:

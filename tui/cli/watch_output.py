@@ -89,10 +89,23 @@ def _verdict_extra(snapshot: HealthSnapshot | None, next_step: str) -> dict[str,
         "lagging_ranks": list(snapshot.lagging_ranks),
         "unknown_lines": snapshot.unknown_lines,
         "flags": [
-            {"flag": f.name, "evidence": f.evidence, "next_step": f.next_step}
+            {"flag": f.name, "cause": f.cause or None, "evidence": f.evidence,
+             "next_step": f.next_step}
             for f in snapshot.flags
         ],
+        **_evidence_extra(snapshot),
     }
+
+
+def _evidence_extra(snapshot: HealthSnapshot) -> dict[str, Any]:
+    """What the processes said (``cause``, one line per process, the stacks)."""
+    verdict = snapshot.verdict
+    extra: dict[str, Any] = {"cause": verdict.cause or None} if verdict is not None else {}
+    if snapshot.evidence is not None:
+        extra["processes"] = snapshot.evidence.describe()
+    if snapshot.stacks is not None:
+        extra["stacks"] = snapshot.stacks.describe()
+    return extra
 
 
 def _round(value: float | None) -> float | None:

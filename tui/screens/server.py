@@ -57,7 +57,11 @@ follow again. `c` folds lines that differ only in their tensor-parallel rank int
 the lines quiet mode hides (our own `/health` polls and progress-bar redraws, which are
 never the card's "last log" either). `Esc` leaves the search box.
 
-With several servers, `]` and `[` select the one whose log is shown.
+With several servers, `]` and `[` select the one whose log is shown. `s` takes every rank's
+Python stack of the selected server with py-spy (its own server process, on this host) and
+shows them on its card, folded (`TP0-6 in barrier(); TP7 in load_weights → …`); a stall
+takes them by itself. A stalled card says why from the processes: **hung**, **waiting for
+peers**, **blocked on I/O**, **stopped**, or **busy** (working without printing: no stall).
 A server that is SGLang's router lists its workers on its card (state, the router's load,
 running and queued requests); each worker gets a card of its own, watched like any server.
 Managed servers (started by eagle-tui) can be restarted (`r`) or stopped (`x`).
@@ -112,6 +116,7 @@ class ServerScreen(ViewScreen):
         Binding("r", "restart_server", "Restart", id="server.restart"),
         Binding("x", "stop_server", "Stop server", id="server.stop"),
         Binding("p", "toggle_gpus", "GPUs", show=False, id="server.gpus"),
+        Binding("s", "dump_stacks", "Stacks", id="server.stacks"),
     ]
 
     def __init__(self) -> None:
@@ -344,6 +349,23 @@ class ServerScreen(ViewScreen):
                 return False
             return None if self.selected in self._busy else True
         return True
+
+    @work(group="server-stacks", exclusive=True, exit_on_error=False)
+    async def action_dump_stacks(self) -> None:
+        """Every rank's Python stack of the selected server (py-spy), on its card and in a
+        toast."""
+        if not self.feeds:
+            return
+        feed = self.feeds[self.selected]
+        label = feed.target.label
+        try:
+            result = await asyncio.wrap_future(feed.request_stacks())
+        except Exception as exc:
+            self.notify(literal.shown(str(exc)), title=literal.shown(f"{label}: no stacks"),
+                        severity="warning", markup=False)
+            return
+        self.notify(literal.shown(result), title=literal.shown(f"{label}: stacks"),
+                    markup=False, timeout=15)
 
     def action_restart_server(self) -> None:
         self._confirm("restart")
