@@ -30,7 +30,8 @@ _LOOPBACK = {"127.0.0.1", "localhost", "::1", "0.0.0.0", "::"}
 
 @dataclass(frozen=True)
 class WatchOptions:
-    """What to watch and how. ``process_access=False`` forces URL-only mode."""
+    """What to watch and how. ``process_access=False`` forces URL-only mode; ``evidence``
+    samples the server's process tree every tick (``core.proc.sampler``)."""
 
     url: ServerURL
     log_path: Path | None = None
@@ -42,6 +43,7 @@ class WatchOptions:
     process_access: bool = True
     gpu: bool = True
     api_key: str | None = None
+    evidence: bool = True
 
 
 def is_local(url: ServerURL) -> bool:
@@ -104,7 +106,7 @@ def build_watcher(
         poller=poller,
         gpu_reader=read_gpus if options.gpu and probe is not None else None,
         on_close=close,
-        sampler_factory=_sampler_factory(options) if probe is not None else None,
+        sampler_factory=_sampler_factory(options) if probe and options.evidence else None,
     )
 
 

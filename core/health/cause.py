@@ -30,11 +30,13 @@ from eagle_tui.core.proc.evidence import (
     TreeEvidence,
     byte_rate,
 )
+from eagle_tui.core.proc.titles import Kind
 from eagle_tui.core.text import duration
 
 # A process counts as working above this CPU (cores) or these bytes per second; an idle
 # SGLang rank runs its watchdog and tqdm threads at ~0.02 CPU/s (recorded, real 0.5.23).
 BUSY_CPU = 0.2
+RUNNABLE_CPU = 0.05
 BUSY_BYTES_PER_S = 64 * 1024
 _FILE_CALLS = frozenset({
     "open", "openat", "openat2", "read", "pread64", "readv", "preadv", "flock", "fcntl",
@@ -171,13 +173,19 @@ def _working(tree: TreeEvidence) -> ProcessEvidence | None:
     busy = [p for p in tree.processes if _is_busy(p)]
     if not busy:
         return None
-    return max(busy, key=lambda p: (p.role.kind.value == "compiler", p.cpu_per_s or 0.0))
+    return max(busy, key=lambda p: (p.role.kind is Kind.COMPILER, p.cpu_per_s or 0.0))
 
 
 def _is_busy(proc: ProcessEvidence) -> bool:
+    """Working: a live compiler child (on a loaded host a compile gets a fraction of a core,
+    and it never idles), a process burning CPU (or runnable and using some: the share a
+    busy process gets shrinks with the host's load), or one moving bytes."""
     if proc.state in (State.STOPPED, State.TRACING_STOP, State.ZOMBIE, State.DEAD):
         return False
-    if (proc.cpu_per_s or 0.0) >= BUSY_CPU:
+    cpu = proc.cpu_per_s or 0.0
+    if proc.role.kind is Kind.COMPILER or cpu >= BUSY_CPU:
+        return True
+    if proc.state is State.RUNNING and cpu >= RUNNABLE_CPU:
         return True
     moved = max(proc.read_per_s or 0.0, proc.disk_read_per_s or 0.0)
     return moved >= BUSY_BYTES_PER_S

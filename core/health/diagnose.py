@@ -19,12 +19,14 @@ from typing import Any
 
 from eagle_tui.core.clock import Clock, SystemClock
 from eagle_tui.core.health.assemble import WatchOptions, build_watcher
+from eagle_tui.core.health.cause import read_cause
 from eagle_tui.core.health.settings import WatchSettings
 from eagle_tui.core.health.snapshot import HealthSnapshot
 from eagle_tui.core.health.state import WatchState
 from eagle_tui.core.health.watcher import Watcher
 from eagle_tui.core.proc import procfs
 from eagle_tui.core.proc.discover import ServerProcess, discover_servers
+from eagle_tui.core.proc.evidence import TreeEvidence
 from eagle_tui.core.proc.gpu import read_gpus
 from eagle_tui.core.proc.orphans import OrphanReport, Watched, find_orphans
 from eagle_tui.core.proc.probe import ProcessProbe
@@ -86,6 +88,10 @@ class Bundle:
         out.append("== last log lines")
         out += list(self.last_lines) or ["(no log)"]
         out.append("== processes")
+        reading = read_cause(s.evidence)
+        if reading is not None:
+            out.append(f"the processes say: {reading.cause} ({duration(reading.for_s)}): "
+                       f"{reading.evidence} | next: {reading.next_step}")
         out += s.evidence.describe() if s.evidence is not None else ["(no process evidence)"]
         out.append("== stacks (py-spy)")
         out += [f.describe() for f in self.stacks.folds] if self.stacks else ["(not taken)"]
@@ -118,6 +124,7 @@ class Bundle:
             "notes": [*s.notes, *self.notes],
             "problems": list(s.problems),
             "last_lines": list(self.last_lines),
+            "cause": _reading_json(ev),
             "processes": ev.describe() if ev is not None else [],
             "peers": ev.peers.describe() if ev is not None and ev.peers is not None else None,
             "stacks": [f.describe() for f in self.stacks.folds] if self.stacks else [],
@@ -257,6 +264,14 @@ def _gpu_lines(gpu: GpuReport | None) -> list[str]:
         lines.append(f"GPU {device.index} {device.name}: {device.used_bytes / 2**30:.1f} of "
                      f"{device.total_bytes / 2**30:.1f} GiB" + (f"; {held}" if held else ""))
     return lines
+
+
+def _reading_json(evidence: TreeEvidence | None) -> dict[str, Any] | None:
+    reading = read_cause(evidence)
+    if reading is None:
+        return None
+    return {"cause": reading.cause.key, "for_s": round(reading.for_s, 2),
+            "evidence": reading.evidence, "next_step": reading.next_step, "pid": reading.pid}
 
 
 def _redacted(value: Any) -> Any:

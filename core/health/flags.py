@@ -170,7 +170,7 @@ def stall_flags(c: TickContext, phase: Phase) -> list[Raised]:
     quiet = log_quiet if c.busy_at is None else min(log_quiet, c.now - c.busy_at)
     limit = stall_limit(log, phase, c.settings, c.expectations)
     reading = c.reading
-    if reading is not None and _early(reading, log_quiet, c.settings):
+    if reading is not None and _early(reading, log_quiet, phase, c.settings):
         return [_stalled(c, phase, log_quiet, limit, reading)]
     if reading is not None and reading.cause is Cause.BUSY and log_quiet > limit.seconds:
         return [_busy_flag(c, phase, log_quiet, limit, reading)]
@@ -179,11 +179,15 @@ def stall_flags(c: TickContext, phase: Phase) -> list[Raised]:
     return [_stalled(c, phase, log_quiet, limit, reading)]
 
 
-def _early(reading: CauseReading, log_quiet: float, settings: WatchSettings) -> bool:
-    """A cause the processes prove, held long enough to call before the step's limit."""
+def _early(reading: CauseReading, log_quiet: float, phase: Phase,
+           settings: WatchSettings) -> bool:
+    """A cause the processes prove, held long enough to call before the step's limit (a
+    hang only when no limit was set outright with ``--stall``)."""
     if reading.cause is Cause.STOPPED:
         return reading.for_s >= settings.stopped_after_s
-    if reading.cause in (Cause.PEERS, Cause.IO):
+    if reading.cause is Cause.HUNG and phase in settings.stall_limits_s:
+        return False
+    if reading.cause in (Cause.PEERS, Cause.IO, Cause.HUNG):
         return min(log_quiet, reading.for_s) >= settings.evidence_after_s
     return False
 
