@@ -14,6 +14,7 @@ from eagle_tui.core.health.history import StartupHistory
 from eagle_tui.core.health.poller import HealthPoller
 from eagle_tui.core.health.settings import WatchSettings
 from eagle_tui.core.health.state import WatchState
+from eagle_tui.core.health.timings import from_server_info
 from eagle_tui.core.health.watcher import Watcher
 from eagle_tui.core.proc.gpu import read_gpus
 from eagle_tui.core.proc.launcher import ManagedServer
@@ -107,7 +108,12 @@ def build_watcher(
         gpu_reader=read_gpus if options.gpu and probe is not None else None,
         on_close=close,
         sampler_factory=_sampler_factory(options) if probe and options.evidence else None,
+        timings_fetcher=lambda: _server_timings(client),
     )
+
+
+async def _server_timings(client: SGLangClient) -> dict[str, float]:
+    return from_server_info((await client.server_info()).raw)
 
 
 def _sampler_factory(options: WatchOptions) -> Callable[[int], EvidenceSampler]:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from eagle_tui.core.health.context import HealthRun
@@ -18,7 +19,8 @@ class Observation:
     """What the sources said at one tick. ``None`` means "no such source" (or no news).
 
     ``evidence`` is the server tree's process evidence, ``stacks`` the latest stacks taken,
-    ``stacks_possible`` that the watcher can take them (it has the server's PID)."""
+    ``stacks_possible`` that the watcher can take them (it has the server's PID);
+    ``server_timings`` SGLang's own start-up figures from ``/server_info``, when just read."""
 
     now: float
     wall: float
@@ -30,6 +32,7 @@ class Observation:
     evidence: TreeEvidence | None = None
     stacks: StackReport | None = None
     stacks_possible: bool = False
+    server_timings: Mapping[str, float] | None = None
 
 
 @dataclass

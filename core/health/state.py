@@ -101,6 +101,8 @@ class WatchState:
         self._seen.tick(obs)
         problems = list(obs.problems)
         self._absorb_log(obs, problems)
+        if obs.server_timings:
+            self._recorder.server_timings = dict(obs.server_timings)
         self._absorb_probe(obs.probe, problems)
         self._seen.absorb_health(obs.health, self.settings.slow_health_s, problems)
         ctx = self._context(obs)
@@ -150,6 +152,7 @@ class WatchState:
         number = self._run.number + 1
         self._run = Incarnation(self._generation(), launched_at=launched_at, number=number)
         self._busy_at = None
+        self._recorder.server_timings = {}
 
     def _close(self) -> None:
         """Close the current timeline in history with its outcome so far (once)."""

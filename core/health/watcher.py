@@ -22,7 +22,7 @@ from typing import Any
 from eagle_tui.core.clock import Clock
 from eagle_tui.core.health.observed import Observation
 from eagle_tui.core.health.phase import Phase
-from eagle_tui.core.health.poller import HealthPoller
+from eagle_tui.core.health.poller import HealthOutcome, HealthPoller
 from eagle_tui.core.health.settings import WatchSettings
 from eagle_tui.core.health.snapshot import Expectation, HealthSnapshot
 from eagle_tui.core.health.state import WatchState
@@ -38,6 +38,7 @@ from eagle_tui.core.serverlog.follower import LogChunk, LogFollower
 GpuReader = Callable[[], GpuReport]
 SnapshotCallback = Callable[[HealthSnapshot], None]
 SamplerFactory = Callable[[int], EvidenceSampler]
+TimingsFetcher = Callable[[], Awaitable[dict[str, float]]]
 
 
 class Watcher:
@@ -55,6 +56,7 @@ class Watcher:
         on_close: Callable[[], Awaitable[None]] | None = None,
         sampler_factory: SamplerFactory | None = None,
         dumper: StackDumper | None = None,
+        timings_fetcher: TimingsFetcher | None = None,
     ) -> None:
         self.state = state
         self.clock = clock
@@ -71,6 +73,8 @@ class Watcher:
         self._dumper = dumper
         self._stacks: StackReport | None = None
         self._stack_task: asyncio.Task[StackReport] | None = None
+        self._timings_fetcher = timings_fetcher
+        self._timings_for: int | None = None  # the /health run whose figures were asked for
 
     @property
     def settings(self) -> WatchSettings:
@@ -103,6 +107,7 @@ class Watcher:
                 await poller.wait_idle()
         probe = self._guard(self._probe, problems, "process probe")
         self._collect_stacks(problems)
+        server_timings = await self._server_timings(problems)
         observation = Observation(
             now=self.clock.monotonic(),
             wall=self.clock.wall(),
@@ -114,6 +119,7 @@ class Watcher:
             evidence=self._guard(lambda: self._sample(probe), problems, "process evidence"),
             stacks=self._stacks,
             stacks_possible=self._sampler is not None,
+            server_timings=server_timings,
         )
         snapshot = self._fold(observation)
         self._adopt_logged_pid()
@@ -132,6 +138,24 @@ class Watcher:
             return False
         self._start_stacks(evidence)
         return True
+
+    async def _server_timings(self, problems: list[str]) -> dict[str, float] | None:
+        """SGLang's own start-up figures (``/server_info`` ``startup_time``), asked once when
+        ``/health`` first answers 200 after failing, so the tick that sees it ready has them."""
+        latest = self.poller.latest if self.poller is not None else None
+        if self._timings_fetcher is None or latest is None:
+            return None
+        if latest.outcome != HealthOutcome.OK:
+            self._timings_for = None
+            return None
+        if self._timings_for is not None:
+            return None
+        self._timings_for = latest.seq
+        try:
+            return await asyncio.wait_for(self._timings_fetcher(), self.settings.health_timeout_s)
+        except Exception as exc:  # an old server has no such figures; never stop the watch
+            problems.append(f"/server_info startup_time: {type(exc).__name__}: {exc}")
+            return None
 
     def _sample(self, probe: ProbeReport | None) -> TreeEvidence | None:
         """The tree's evidence; a sampler per server PID (a restart gets a fresh one)."""
