@@ -18,7 +18,9 @@ from eagle_tui.core.health.timings import from_server_info
 from eagle_tui.core.health.watcher import Watcher
 from eagle_tui.core.proc.gpu import read_gpus
 from eagle_tui.core.proc.launcher import ManagedServer
+from eagle_tui.core.proc.orphans import OrphanReport, Watched, find_orphans
 from eagle_tui.core.proc.probe import ProcessProbe
+from eagle_tui.core.proc.report import GpuReport
 from eagle_tui.core.proc.sampler import EvidenceSampler
 from eagle_tui.core.serverlog.follower import LogFollower
 from eagle_tui.core.sglang.client import SGLangClient
@@ -109,7 +111,12 @@ def build_watcher(
         on_close=close,
         sampler_factory=_sampler_factory(options) if probe and options.evidence else None,
         timings_fetcher=lambda: _server_timings(client),
+        orphan_finder=_find_orphans if probe is not None else None,
     )
+
+
+def _find_orphans(watched: Watched, gpu: GpuReport | None) -> OrphanReport:
+    return find_orphans(watched, gpu=gpu)
 
 
 async def _server_timings(client: SGLangClient) -> dict[str, float]:

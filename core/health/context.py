@@ -10,6 +10,7 @@ from eagle_tui.core.health.logtrack import LogTracker
 from eagle_tui.core.health.phase import Phase
 from eagle_tui.core.health.poller import HealthProbe
 from eagle_tui.core.health.settings import WatchSettings
+from eagle_tui.core.proc.orphans import OrphanReport
 from eagle_tui.core.proc.report import GpuReport, PortStatus, ProcessReport
 from eagle_tui.core.proc.stacks import StackReport
 
@@ -51,6 +52,7 @@ class TickContext:
     reading: CauseReading | None = None
     busy_at: float | None = None
     stacks: StackReport | None = None
+    orphans: OrphanReport | None = None
 
     def health_is_ours(self) -> bool:
         """False when ``/health`` answers may come from another process on our port."""

@@ -17,6 +17,7 @@ from eagle_tui.core.health.context import TickContext
 from eagle_tui.core.health.phase import Phase, is_starting
 from eagle_tui.core.health.settings import WatchSettings
 from eagle_tui.core.health.stall import StallLimit, silence, stall_limit
+from eagle_tui.core.proc.orphans import OrphanReport
 from eagle_tui.core.proc.report import ProcessReport
 from eagle_tui.core.text import clip, duration, quote
 
@@ -85,8 +86,25 @@ def fatal_flags(c: TickContext) -> list[Raised]:
         if exception and exception.strip() != event.line.text.strip():
             parts.append(f"exception {quote(exception)}")
         step = nextstep.fatal_step(event.kind, event.line.text, event.exit_code)
+        if event.kind in ORPHAN_FATALS and c.orphans is not None and c.orphans.orphans:
+            parts.append(_orphans_evidence(c.orphans))
+            step = _orphans_step(c.orphans)
         raised.append(Raised(f"fatal:{event.kind}", "; ".join(parts), step))
     return raised
+
+
+ORPHAN_FATALS = frozenset({"address_in_use", "port_in_use", "oom"})
+"""Failures a leftover of an earlier run causes (holding the port or GPU memory)."""
+
+
+def _orphans_evidence(report: OrphanReport) -> str:
+    listed = "; ".join(o.describe() for o in report.orphans[:3])
+    more = f" (+{len(report.orphans) - 3} more)" if len(report.orphans) > 3 else ""
+    return f"leftover SGLang processes of an earlier run: {listed}{more}"
+
+
+def _orphans_step(report: OrphanReport) -> str:
+    return f"stop the leftovers: {report.stop_command}; then start again"
 
 
 def exception_flags(c: TickContext) -> list[Raised]:
@@ -148,7 +166,11 @@ def port_flags(c: TickContext) -> list[Raised]:
             "SGLang only finds out at bind time, after loading every weight"
         )
         holder = clip(port.holder_cmdline or port.holder_name or "the holder", 80)
-        return [Raised("port_conflict", evidence, nextstep.port_step(port.holder_pid, holder))]
+        step = nextstep.port_step(port.holder_pid, holder)
+        if c.orphans is not None and c.orphans.orphans:
+            evidence += "; " + _orphans_evidence(c.orphans)
+            step = _orphans_step(c.orphans)
+        return [Raised("port_conflict", evidence, step)]
     if c.foreign_answer_suspected() and c.log is not None and c.health.latest is not None:
         evidence = (
             f"/health answered {c.health.latest.describe()} while the log shows "
@@ -307,6 +329,9 @@ def gpu_flags(c: TickContext, phase: Phase) -> list[Raised]:
     if not held:
         return []
     evidence = clip("; ".join(held), 300) + " (not the server)"
+    if c.orphans is not None and c.orphans.orphans:
+        evidence += "; " + _orphans_evidence(c.orphans)
+        return [Raised("gpu_memory_held", evidence, _orphans_step(c.orphans))]
     return [Raised("gpu_memory_held", evidence, nextstep.GPU_HELD_STEP)]
 
 

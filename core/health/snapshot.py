@@ -12,6 +12,7 @@ from enum import StrEnum
 from eagle_tui.core.health.phase import Phase
 from eagle_tui.core.health.poller import HealthProbe
 from eagle_tui.core.proc.evidence import TreeEvidence
+from eagle_tui.core.proc.orphans import OrphanReport
 from eagle_tui.core.proc.report import GpuReport, PortStatus, ProcessReport
 from eagle_tui.core.proc.stacks import StackReport
 
@@ -116,6 +117,8 @@ class HealthSnapshot:
     latest). ``evidence`` is the server tree's latest process evidence (``core.proc``), ``stacks``
     the ranks' latest Python stacks (taken once per stall incident, or on demand), and
     ``wants_stacks`` asks the watcher to take them (a stall verdict waits for them).
+    ``orphans`` are leftover SGLang processes of earlier runs, looked for while the port or
+    GPU memory is in question (a port conflict, an address-in-use or out-of-memory failure).
     ``problems`` are things that went wrong while looking (an unreadable log, a
     garbage ``/health`` body, a probe error); ``notes`` explain what cannot be seen.
     """
@@ -151,6 +154,7 @@ class HealthSnapshot:
     evidence: TreeEvidence | None = None
     stacks: StackReport | None = None
     wants_stacks: bool = False
+    orphans: OrphanReport | None = None
 
     def flag(self, name: str) -> Flag | None:
         """The flag called ``name`` (or starting with ``name`` + ':'), if raised."""

@@ -77,6 +77,7 @@ def build_snapshot(state: TickState) -> HealthSnapshot:
         evidence=obs.evidence,
         stacks=obs.stacks,
         wants_stacks=state.wants_stacks,
+        orphans=state.ctx.orphans,
     )
 
 

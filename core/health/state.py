@@ -223,6 +223,7 @@ class WatchState:
             reading=reading,
             busy_at=self._busy_at,
             stacks=obs.stacks,
+            orphans=obs.orphans,
         )
 
     def _judge(self, phase: Phase, flags: tuple[Flag, ...], ctx: TickContext) -> Verdict | None:

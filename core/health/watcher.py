@@ -28,6 +28,7 @@ from eagle_tui.core.health.snapshot import Expectation, HealthSnapshot
 from eagle_tui.core.health.state import WatchState
 from eagle_tui.core.proc.evidence import TreeEvidence
 from eagle_tui.core.proc.launcher import ManagedServer, RestartResult
+from eagle_tui.core.proc.orphans import OrphanReport, Watched
 from eagle_tui.core.proc.probe import ProcessProbe
 from eagle_tui.core.proc.report import GpuReport, ProbeReport
 from eagle_tui.core.proc.sampler import EvidenceSampler
@@ -39,6 +40,11 @@ GpuReader = Callable[[], GpuReport]
 SnapshotCallback = Callable[[HealthSnapshot], None]
 SamplerFactory = Callable[[int], EvidenceSampler]
 TimingsFetcher = Callable[[], Awaitable[dict[str, float]]]
+OrphanFinder = Callable[[Watched, GpuReport | None], OrphanReport]
+ORPHANS_EVERY_S = 5.0
+ORPHAN_FLAGS = frozenset({
+    "port_conflict", "fatal:address_in_use", "fatal:port_in_use", "fatal:oom", "gpu_memory_held",
+})  # fmt: skip
 
 
 class Watcher:
@@ -57,6 +63,7 @@ class Watcher:
         sampler_factory: SamplerFactory | None = None,
         dumper: StackDumper | None = None,
         timings_fetcher: TimingsFetcher | None = None,
+        orphan_finder: OrphanFinder | None = None,
     ) -> None:
         self.state = state
         self.clock = clock
@@ -75,6 +82,9 @@ class Watcher:
         self._stack_task: asyncio.Task[StackReport] | None = None
         self._timings_fetcher = timings_fetcher
         self._timings_for: int | None = None  # the /health run whose figures were asked for
+        self._orphan_finder = orphan_finder
+        self._orphans_seen: OrphanReport | None = None
+        self._orphans_due = float("-inf")
 
     @property
     def settings(self) -> WatchSettings:
@@ -108,6 +118,7 @@ class Watcher:
         probe = self._guard(self._probe, problems, "process probe")
         self._collect_stacks(problems)
         server_timings = await self._server_timings(problems)
+        orphans = self._guard(lambda: self._orphans(probe), problems, "leftover processes")
         observation = Observation(
             now=self.clock.monotonic(),
             wall=self.clock.wall(),
@@ -120,6 +131,7 @@ class Watcher:
             stacks=self._stacks,
             stacks_possible=self._sampler is not None,
             server_timings=server_timings,
+            orphans=orphans,
         )
         snapshot = self._fold(observation)
         self._adopt_logged_pid()
@@ -156,6 +168,32 @@ class Watcher:
         except Exception as exc:  # an old server has no such figures; never stop the watch
             problems.append(f"/server_info startup_time: {type(exc).__name__}: {exc}")
             return None
+
+    def _orphans(self, probe: ProbeReport | None) -> OrphanReport | None:
+        """Leftover SGLang processes, looked for (every ``ORPHANS_EVERY_S`` at most) while
+        the port or GPU memory is in question: another process holds the port, or the last
+        snapshot has a port, address-in-use, out-of-memory or foreign-GPU-memory flag."""
+        if self._orphan_finder is None or not self._port_or_memory_in_question(probe):
+            self._orphans_seen = None
+            return None
+        now = self.clock.monotonic()
+        if now >= self._orphans_due:
+            self._orphans_due = now + ORPHANS_EVERY_S
+            process = probe.process if probe is not None else None
+            roots = frozenset({process.pid}) if process is not None else frozenset()
+            ports = {p for p in (self.probe.port if self.probe else None,) if p is not None}
+            evidence = self.latest.evidence if self.latest is not None else None
+            if evidence is not None and evidence.peers is not None:
+                ports.add(evidence.peers.dist.port)
+            self._orphans_seen = self._orphan_finder(Watched(roots, frozenset(ports)), self._gpu)
+        return self._orphans_seen
+
+    def _port_or_memory_in_question(self, probe: ProbeReport | None) -> bool:
+        port = probe.port if probe is not None else None
+        if port is not None and port.bound and port.held_by_server is False:
+            return True
+        latest = self.latest
+        return latest is not None and any(f.name in ORPHAN_FLAGS for f in latest.flags)
 
     def _sample(self, probe: ProbeReport | None) -> TreeEvidence | None:
         """The tree's evidence; a sampler per server PID (a restart gets a fresh one)."""

@@ -10,17 +10,22 @@ stacks; the windows are short settings (seconds), not the defaults' minute.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import signal
 import socket
 import time
 from pathlib import Path
 
 import pytest
+from support.waiting import wait_until
 
 from eagle_tui.core.health.assemble import WatchOptions, build_watcher
 from eagle_tui.core.health.phase import Phase
 from eagle_tui.core.health.settings import WatchSettings
 from eagle_tui.core.health.snapshot import HealthSnapshot, Outcome
 from eagle_tui.core.health.watcher import Watcher
+from eagle_tui.core.proc.orphans import OrphanReport, find_orphans, stop_orphans
 from eagle_tui.core.sim.launcher import SimProcess
 from eagle_tui.core.urls import ServerURL
 
@@ -138,3 +143,45 @@ async def test_a_plain_start_with_evidence_is_ready_and_flagless(start_sim, tmp_
     assert not [f for s in seen for f in s.flags if f.name in ("stalled", "busy")]
     assert any(s.evidence is not None and s.evidence.processes for s in seen)
     assert time.monotonic() - started < 60
+
+
+async def test_a_leftover_of_an_earlier_run_is_named_as_the_port_conflicts_cause(
+    start_sim, tmp_path: Path
+) -> None:
+    """The first sim leaves a child that outlives it and then holds its port (as a scheduler
+    whose launcher was killed does); the next start on that port fails, and the verdict names
+    the leftover and the command that stops it."""
+    first = start_sim(*QUICK, "--leave-orphan", "60", wait="bound")
+    line = next(x for x in first.log_lines() if "will outlive this server: PID" in x)
+    orphan_pid = int(line.rsplit("PID ", 1)[1])
+    try:
+        first.kill()
+        wait_until(lambda: _listening(first.port), timeout=30, what="the leftover holding the port")
+        found = find_orphans()
+        assert orphan_pid in {o.pid for o in found.orphans}
+        second = SimProcess(list(QUICK), port=first.port).start()
+        watcher = _watcher(second, tmp_path)
+        try:
+            seen = await _to_verdict(watcher)
+        finally:
+            await watcher.aclose()
+            second.close()
+        verdict = seen[-1].verdict
+        assert verdict is not None and verdict.outcome == Outcome.PORT_CONFLICT, verdict
+        assert f"PID {orphan_pid} sglang::scheduler_TP1" in verdict.diagnosis
+        assert "its launcher is gone" in verdict.diagnosis
+        assert f"holds the watched server's port {first.port}" in verdict.diagnosis
+        assert f"kill {orphan_pid}" in verdict.next_step
+        report = seen[-1].orphans
+        assert report is not None
+        said = stop_orphans(OrphanReport(tuple(o for o in report.orphans if o.pid == orphan_pid)),
+                            grace_s=5)
+        assert said == [f"PID {orphan_pid}: stopped"]
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(orphan_pid, signal.SIGKILL)
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
