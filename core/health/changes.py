@@ -19,7 +19,8 @@ from eagle_tui.core.text import clip, duration
 
 @dataclass(frozen=True)
 class Change:
-    """One event: ``kind`` (phase, flag, flag_cleared, progress, problem), text, JSON data."""
+    """One event: ``kind`` (phase, flag, flag_cleared, busy, busy_ended, progress, problem),
+    text, JSON data."""
 
     kind: str
     text: str
@@ -34,6 +35,7 @@ def changes(before: HealthSnapshot | None, after: HealthSnapshot) -> list[Change
         *_phase(before, after),
         *_graph_progress(before, after),
         *_flags(before, after),
+        *_busy(before, after),
         *_problems(before, after),
     ]
 
@@ -111,6 +113,18 @@ def _flags(before: HealthSnapshot | None, after: HealthSnapshot) -> list[Change]
         Change("flag_cleared", f"flag {name} cleared", {"flag": name}) for name in sorted(old - new)
     ]
     return found
+
+
+def _busy(before: HealthSnapshot | None, after: HealthSnapshot) -> list[Change]:
+    """``busy`` when the processes start working past a silent log's limit, and when not."""
+    was = before is not None and before.busy is not None
+    now = after.busy
+    if now is not None and not was:
+        data = {"cause": "busy", "evidence": now.evidence, "next_step": now.next_step}
+        return [Change("busy", f"busy: {now.evidence}", data)]
+    if now is None and was:
+        return [Change("busy_ended", "busy ended", {})]
+    return []
 
 
 def _cause(cause: str) -> str:

@@ -93,6 +93,10 @@ def fatal_flags(c: TickContext) -> list[Raised]:
     return raised
 
 
+BUSY = "busy"
+"""Not a flag: raised with them, then set apart (``HealthSnapshot.busy``): work the processes
+show while the log is silent past its limit, which keeps the start-up alive."""
+
 ORPHAN_FATALS = frozenset({"address_in_use", "port_in_use", "oom"})
 """Failures a leftover of an earlier run causes (holding the port or GPU memory)."""
 
@@ -242,7 +246,7 @@ def _busy_flag(c: TickContext, phase: Phase, log_quiet: float, limit: StallLimit
         f"{reading.evidence}; no log line for {duration(log_quiet)} in {phase} (limit "
         f"{duration(limit.seconds)}), but the processes are working{_stack_evidence(c)}"
     )
-    return Raised("busy", evidence, reading.next_step, Cause.BUSY.value)
+    return Raised(BUSY, evidence, reading.next_step, Cause.BUSY.value)
 
 
 def _stack_evidence(c: TickContext) -> str:

@@ -119,6 +119,8 @@ class HealthSnapshot:
     ``wants_stacks`` asks the watcher to take them (a stall verdict waits for them).
     ``orphans`` are leftover SGLang processes of earlier runs, looked for while the port or
     GPU memory is in question (a port conflict, an address-in-use or out-of-memory failure).
+    ``busy`` (no flag: nothing is wrong) says what the processes do while the log has been
+    silent past its step's limit, and how fast (``core.health.cause``).
     ``problems`` are things that went wrong while looking (an unreadable log, a
     garbage ``/health`` body, a probe error); ``notes`` explain what cannot be seen.
     """
@@ -155,6 +157,7 @@ class HealthSnapshot:
     stacks: StackReport | None = None
     wants_stacks: bool = False
     orphans: OrphanReport | None = None
+    busy: Flag | None = None
 
     def flag(self, name: str) -> Flag | None:
         """The flag called ``name`` (or starting with ``name`` + ':'), if raised."""

@@ -37,6 +37,7 @@ class TickState:
     problems: tuple[str, ...]
     keeps_history: bool
     wants_stacks: bool = False
+    busy: Flag | None = None
 
 
 def build_snapshot(state: TickState) -> HealthSnapshot:
@@ -78,6 +79,7 @@ def build_snapshot(state: TickState) -> HealthSnapshot:
         stacks=obs.stacks,
         wants_stacks=state.wants_stacks,
         orphans=state.ctx.orphans,
+        busy=state.busy,
     )
 
 

@@ -23,7 +23,7 @@ from eagle_tui.core.health.cause import Cause, read_cause
 from eagle_tui.core.health.context import TickContext
 from eagle_tui.core.health.deployment import lagging_ranks, server_signature, topology
 from eagle_tui.core.health.evidence import ready_text, settled, stop_evidence
-from eagle_tui.core.health.flags import all_flags
+from eagle_tui.core.health.flags import BUSY, all_flags
 from eagle_tui.core.health.history import StartupHistory, StartupRecord
 from eagle_tui.core.health.logtrack import LogTracker
 from eagle_tui.core.health.observed import Observation, Observed
@@ -113,8 +113,12 @@ class WatchState:
             # Failures counted while starting say nothing about the ready server.
             health = self._seen.health
             self._seen.health = replace(health, failures=0, refusals=0, failing_since=None)
-        flags = aged_flags(self._run, all_flags(ctx, phase), obs.now)
-        wants_stacks = _wants_stacks(obs, flags)
+        raised = all_flags(ctx, phase)
+        aged = aged_flags(self._run, raised, obs.now)
+        # busy is no problem: it is shown beside the flags (the card, watch's events)
+        busy = next((f for f in aged if f.name == BUSY), None)
+        flags = tuple(f for f in aged if f.name != BUSY)
+        wants_stacks = _wants_stacks(obs, (*flags, *([busy] if busy else [])))
         verdict = self._judge(phase, flags, ctx)
         if verdict is not None and verdict.outcome == Outcome.STALLED and wants_stacks:
             verdict = None  # the verdict quotes the ranks' stacks: wait for them (seconds)
@@ -124,7 +128,7 @@ class WatchState:
             problems.append(self._recorder.problem)
         return build_snapshot(TickState(
             obs, self._timeline, ctx, phase, flags, verdict, self.signature(), tuple(problems),
-            keeps_history=self._recorder.keeps_history, wants_stacks=wants_stacks,
+            keeps_history=self._recorder.keeps_history, wants_stacks=wants_stacks, busy=busy,
         ))
 
     def signature(self) -> str | None:

@@ -100,7 +100,8 @@ def test_a_compiler_burning_three_minutes_is_busy_never_hung_then_hung_within_a_
     compiler = Proc(301, COMPILER, cpu=0.98)
     during = _ticks(d, 180, rank, compiler)
     assert all(s.verdict is None and s.flag("stalled") is None for s in during)
-    busy = during[-1].flag("busy")
+    busy = during[-1].busy
+    assert all(s.flag("busy") is None for s in during)  # no flag: nothing is wrong
     assert busy is not None and busy.cause == "busy"
     assert "compiling: cc1plus (PID 301) 0.98 CPU/s" in busy.evidence
     assert "no log line for 3m" in busy.evidence
@@ -204,7 +205,7 @@ def test_weights_read_slowly_but_moving_keep_the_start_up_alive() -> None:
     reader = Proc(201, RANK, cpu=0.05, read=20_000_000.0, files=(shard,))
     seen = _ticks(d, 900, reader)
     assert all(s.verdict is None and s.flag("stalled") is None for s in seen)
-    busy = seen[-1].flag("busy")
+    busy = seen[-1].busy
     assert busy is not None and "reading weights at 20.0 MB/s" in busy.evidence
 
 

@@ -168,6 +168,9 @@ async def test_a_plain_start_is_ready_with_no_flag(hang, tmp_path: Path) -> None
     final = seen[-1]
     assert final.verdict is not None and final.verdict.outcome == Outcome.READY, final.flags
     flagged = {f.name for s in seen for f in s.flags}
-    assert not flagged & {"stalled", "busy"}, flagged
+    assert not flagged, flagged
+    busy = [s.busy.evidence for s in seen if s.busy is not None]
+    print(f"\n[plain] busy past a step's limit in {len(busy)} of {len(seen)} ticks"
+          + (f", e.g. {busy[0][:300]}" if busy else ""))
     assert any(s.evidence is not None and s.evidence.ranks for s in seen)
     _report("plain", final, final.elapsed_s or 0.0, "launch")

@@ -196,10 +196,12 @@ EVIDENCE_LINES = 6
 def evidence_text(s: HealthSnapshot) -> str:
     """The processes and stacks behind a stall or busy flag (or stacks asked for with the
     Server view's key): one line per process, at most ``EVIDENCE_LINES``, then the stacks."""
-    incident = any(f.name in ("stalled", "busy") for f in s.flags)
+    incident = s.busy is not None or s.flag("stalled") is not None
     if s.evidence is None or not (incident or s.stacks is not None):
         return ""
     lines = [clip(line, 300) for line in s.evidence.describe()]
+    if s.busy is not None:
+        lines.insert(0, f"busy (no stall): {clip(s.busy.evidence, 300)}")
     if len(lines) > EVIDENCE_LINES:
         lines = [*lines[: EVIDENCE_LINES - 1], f"… {len(lines) - EVIDENCE_LINES + 1} more"]
     if s.stacks is not None:
