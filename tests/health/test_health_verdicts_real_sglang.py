@@ -19,12 +19,12 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from support.waiting import wait_until
 
 from eagle_tui.core.health.assemble import WatchOptions, build_watcher
 from eagle_tui.core.health.snapshot import HealthSnapshot, Outcome
@@ -55,10 +55,7 @@ class Started:
 
     def pid(self, timeout: float = 60.0) -> int:
         pidfile = self.workdir / "server.pid"
-        deadline = time.monotonic() + timeout
-        while not pidfile.exists():
-            assert time.monotonic() < deadline, "hang.py wrote no server.pid"
-            time.sleep(0.1)
+        wait_until(pidfile.exists, timeout, "hang.py's server.pid")
         return int(pidfile.read_text())
 
 
@@ -86,8 +83,12 @@ def hang(tmp_path: Path) -> Iterator[type[Started]]:
 
     yield start  # type: ignore[misc]
     for run in started:
-        run.popen.kill()
+        if run.popen.poll() is None:
+            run.popen.kill()
         run.popen.wait()
+        for stream in (run.popen.stdout, run.popen.stderr):
+            if stream is not None:
+                stream.close()
         subprocess.run([sys.executable, str(HANG), "stop", "--workdir", str(run.workdir)],
                        timeout=60)
 
