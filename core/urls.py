@@ -20,6 +20,7 @@ A base module: it imports nothing of the project; callers raise the error that f
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -168,3 +169,41 @@ def _split(url: str) -> ServerURL | None:
     userinfo = parts.netloc.rpartition("@")[0] if "@" in parts.netloc else ""
     return ServerURL(parts.scheme.lower(), parts.hostname or "", port, parts.path.rstrip("/"),
                      userinfo=userinfo)
+
+
+_URL_IN_TEXT = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\"]*[^\s'\";,.)\]}]")
+_SECRET = r"(?:api[_-]?key|[_-]key\b|token(?!izer|s)|secret|passw(?:or)?d|credential)"
+_SECRET_NAME = re.compile(_SECRET, re.IGNORECASE)
+_SECRET_FLAG = re.compile(
+    r"(--?[A-Za-z0-9_-]*" + _SECRET + r"[A-Za-z0-9_-]*)(=|\s+)(\S+)", re.IGNORECASE
+)
+_SECRET_ASSIGN = re.compile(
+    r"\b([A-Za-z0-9_]*" + _SECRET + r"[A-Za-z0-9_]*)(=|:\s*)('[^']*'|\"[^\"]*\"|[^\s,)}]+)",
+    re.IGNORECASE,
+)
+REDACTED = "<redacted>"
+
+
+def is_secret_name(name: str) -> bool:
+    """A setting or flag whose value is a credential (``api_key``, ``--hf-token``…)."""
+    return _SECRET_NAME.search(name) is not None
+
+
+def redact(text: str) -> str:
+    """``text`` safe to paste into an issue: every URL without user info, query string or
+    fragment, the values of credential flags (``--api-key X``) and assignments
+    (``HF_TOKEN=…``, ``api_key='…'``) replaced by ``<redacted>``."""
+    text = _URL_IN_TEXT.sub(lambda m: _url_redacted(m.group(0)), text)
+    text = _SECRET_FLAG.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
+    return _SECRET_ASSIGN.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
+
+
+def _url_redacted(url: str) -> str:
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port is not None else ""
+    except ValueError:
+        return "(an unparsable URL)"
+    host = f"[{host}]" if ":" in host else host
+    return f"{parts.scheme}://{host}{port}{parts.path}"

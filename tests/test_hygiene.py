@@ -30,6 +30,7 @@ ENTRY_POINTS = (
     "eagle_tui.core.capture.engine",
     "eagle_tui.tui.cli.sim",              # eagle-tui sim
     "eagle_tui.tui.cli.watch",
+    "eagle_tui.tui.cli.diagnose",
     "eagle_tui.tui.cli.status",
     "eagle_tui.tui.demokeeper",           # cleans up after the demo; must start at once
     "eagle_tui.tui.cli.capture",

@@ -34,6 +34,7 @@ BAD_URLS = [
 PROMPTS = "prompts.jsonl"
 URL_OPTIONS: dict[str, tuple[str, ...]] = {
     "watch --url": ("watch", "--url"),
+    "diagnose --url": ("diagnose", "--url"),
     "status --url": ("status", "--url"),
     "status --router-metrics": ("status", "--router-metrics"),
     "capture --server": ("capture", "--prompts", PROMPTS, "--out", "out", "--tokenizer",

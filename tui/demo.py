@@ -134,6 +134,8 @@ def prepare_demo(args: argparse.Namespace) -> Demo:
         "--tokens-per-s",
         str(args.tokens_per_s),
     ]
+    if args.rank_hang:
+        argv += ["--rank-hang", args.rank_hang]
     server = ManagedServer(argv, log_path=workdir / "sim.log", port=port)
     target = ServerTarget(
         ServerURL("http", "127.0.0.1", port),

@@ -13,6 +13,10 @@ with evidence and next steps (``flags``, ``stall``, ``nextstep``), judges (``ver
 and recorded by ``recorder``; limits from ``settings`` and ``steps``. ``assemble`` builds a
 watcher from user options, ``changes`` turns snapshot pairs into one-line events, ``follow``
 runs watchers and yields those events (``eagle-tui watch`` prints them).
+With the server's PID the watcher also samples its process tree (``core.proc``) and takes
+the ranks' stacks on a stall; ``cause`` reads the sample (hung, waiting for peers, blocked
+on I/O, stopped, busy) for the flags. ``timings`` reads SGLang's own start-up figures for
+history; ``diagnose`` is the one-shot evidence bundle of ``eagle-tui diagnose``.
 docs/startup-diagnosis.md explains the judgement and where its limits come from.
 
 This package imports nothing itself, so loading the CLI verb stays cheap.

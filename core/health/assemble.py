@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,10 +14,14 @@ from eagle_tui.core.health.history import StartupHistory
 from eagle_tui.core.health.poller import HealthPoller
 from eagle_tui.core.health.settings import WatchSettings
 from eagle_tui.core.health.state import WatchState
+from eagle_tui.core.health.timings import from_server_info
 from eagle_tui.core.health.watcher import Watcher
 from eagle_tui.core.proc.gpu import read_gpus
 from eagle_tui.core.proc.launcher import ManagedServer
+from eagle_tui.core.proc.orphans import OrphanReport, Watched, find_orphans
 from eagle_tui.core.proc.probe import ProcessProbe
+from eagle_tui.core.proc.report import GpuReport
+from eagle_tui.core.proc.sampler import EvidenceSampler
 from eagle_tui.core.serverlog.follower import LogFollower
 from eagle_tui.core.sglang.client import SGLangClient
 from eagle_tui.core.sglang.router import RouterProbe, WorkerAccess
@@ -28,7 +33,8 @@ _LOOPBACK = {"127.0.0.1", "localhost", "::1", "0.0.0.0", "::"}
 
 @dataclass(frozen=True)
 class WatchOptions:
-    """What to watch and how. ``process_access=False`` forces URL-only mode."""
+    """What to watch and how. ``process_access=False`` forces URL-only mode; ``evidence``
+    samples the server's process tree every tick (``core.proc.sampler``)."""
 
     url: ServerURL
     log_path: Path | None = None
@@ -41,6 +47,7 @@ class WatchOptions:
     gpu: bool = True
     api_key: str | None = None
     workers: WorkerAccess = field(default_factory=WorkerAccess)  # a router's, asked directly
+    evidence: bool = True
 
 
 def is_local(url: ServerURL) -> bool:
@@ -103,7 +110,27 @@ def build_watcher(
         poller=poller,
         gpu_reader=read_gpus if options.gpu and probe is not None else None,
         on_close=close,
+        sampler_factory=_sampler_factory(options) if probe and options.evidence else None,
+        timings_fetcher=lambda: _server_timings(client),
+        orphan_finder=_find_orphans if probe is not None else None,
     )
+
+
+def _find_orphans(watched: Watched, gpu: GpuReport | None) -> OrphanReport:
+    return find_orphans(watched, gpu=gpu)
+
+
+async def _server_timings(client: SGLangClient) -> dict[str, float]:
+    return from_server_info((await client.server_info()).raw)
+
+
+def _sampler_factory(options: WatchOptions) -> Callable[[int], EvidenceSampler]:
+    gpu = read_gpus if options.gpu else None
+
+    def make(pid: int) -> EvidenceSampler:
+        return EvidenceSampler(pid, gpu=gpu)
+
+    return make
 
 
 def _probe(options: WatchOptions, managed: ManagedServer | None) -> ProcessProbe | None:

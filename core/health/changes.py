@@ -20,7 +20,8 @@ from eagle_tui.core.text import clip, duration
 
 @dataclass(frozen=True)
 class Change:
-    """One event: ``kind`` (phase, flag, flag_cleared, progress, problem), text, JSON data."""
+    """One event: ``kind`` (phase, flag, flag_cleared, busy, busy_ended, progress, problem),
+    text, JSON data."""
 
     kind: str
     text: str
@@ -35,6 +36,7 @@ def changes(before: HealthSnapshot | None, after: HealthSnapshot) -> list[Change
         *_phase(before, after),
         *_graph_progress(before, after),
         *_flags(before, after),
+        *_busy(before, after),
         *_problems(before, after),
     ]
 
@@ -97,20 +99,38 @@ def _graph_progress(before: HealthSnapshot | None, after: HealthSnapshot) -> lis
 
 def _flags(before: HealthSnapshot | None, after: HealthSnapshot) -> list[Change]:
     old = {f.name for f in before.flags} if before is not None else set()
+    old_causes = {(f.name, f.cause) for f in before.flags} if before is not None else set()
     new = {f.name for f in after.flags}
     found = [
         Change(
             "flag",
-            f"flag {f.name}: {f.evidence}",
-            {"flag": f.name, "evidence": f.evidence, "next_step": f.next_step},
+            f"flag {f.name}{_cause(f.cause)}: {f.evidence}",
+            {"flag": f.name, "cause": f.cause or None, "evidence": f.evidence,
+             "next_step": f.next_step},
         )
         for f in after.flags
-        if f.name not in old
+        if (f.name, f.cause) not in old_causes  # a stall that becomes specific is news
     ]
     found += [
         Change("flag_cleared", f"flag {name} cleared", {"flag": name}) for name in sorted(old - new)
     ]
     return found
+
+
+def _busy(before: HealthSnapshot | None, after: HealthSnapshot) -> list[Change]:
+    """``busy`` when the processes start working past a silent log's limit, and when not."""
+    was = before is not None and before.busy is not None
+    now = after.busy
+    if now is not None and not was:
+        data = {"cause": "busy", "evidence": now.evidence, "next_step": now.next_step}
+        return [Change("busy", f"busy: {now.evidence}", data)]
+    if now is None and was:
+        return [Change("busy_ended", "busy ended", {})]
+    return []
+
+
+def _cause(cause: str) -> str:
+    return f" ({cause})" if cause else ""
 
 
 def _problems(before: HealthSnapshot | None, after: HealthSnapshot) -> list[Change]:

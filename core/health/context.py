@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from eagle_tui.core.health.cause import CauseReading
 from eagle_tui.core.health.history import Expectations
 from eagle_tui.core.health.logtrack import LogTracker
 from eagle_tui.core.health.phase import Phase
 from eagle_tui.core.health.poller import HealthProbe
 from eagle_tui.core.health.settings import WatchSettings
+from eagle_tui.core.proc.orphans import OrphanReport
 from eagle_tui.core.proc.report import GpuReport, PortStatus, ProcessReport
+from eagle_tui.core.proc.stacks import StackReport
 
 
 @dataclass(frozen=True)
@@ -27,7 +30,9 @@ class HealthRun:
 class TickContext:
     """One tick's view. ``log`` is None without a log; ``has_process`` says whether the
     process table is being watched at all (``process`` is None while not found yet).
-    ``lagging`` names the ranks behind the others (``behind`` says where each is)."""
+    ``lagging`` names the ranks behind the others (``behind`` says where each is).
+    ``reading`` is what the processes say (``core.health.cause``), ``busy_at`` when they
+    last showed work (it counts as progress), ``stacks`` the latest stacks taken."""
 
     now: float
     settings: WatchSettings
@@ -44,6 +49,10 @@ class TickContext:
     stop_requested: bool = False
     lagging: tuple[str, ...] = ()
     behind: tuple[tuple[str, str], ...] = ()
+    reading: CauseReading | None = None
+    busy_at: float | None = None
+    stacks: StackReport | None = None
+    orphans: OrphanReport | None = None
 
     def health_is_ours(self) -> bool:
         """False when ``/health`` answers may come from another process on our port."""

@@ -12,9 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from eagle_tui.core.health import nextstep
+from eagle_tui.core.health.cause import Cause, CauseReading
 from eagle_tui.core.health.context import TickContext
 from eagle_tui.core.health.phase import Phase, is_starting
-from eagle_tui.core.health.stall import silence, stall_limit
+from eagle_tui.core.health.settings import WatchSettings
+from eagle_tui.core.health.stall import StallLimit, silence, stall_limit
+from eagle_tui.core.proc.orphans import OrphanReport
 from eagle_tui.core.proc.report import ProcessReport
 from eagle_tui.core.text import clip, duration, quote
 
@@ -26,6 +29,7 @@ class Raised:
     name: str
     evidence: str
     next_step: str = ""
+    cause: str = ""
 
 
 # When several fatal lines appear, the most specific names the cause.
@@ -82,8 +86,29 @@ def fatal_flags(c: TickContext) -> list[Raised]:
         if exception and exception.strip() != event.line.text.strip():
             parts.append(f"exception {quote(exception)}")
         step = nextstep.fatal_step(event.kind, event.line.text, event.exit_code)
+        if event.kind in ORPHAN_FATALS and c.orphans is not None and c.orphans.orphans:
+            parts.append(_orphans_evidence(c.orphans))
+            step = _orphans_step(c.orphans)
         raised.append(Raised(f"fatal:{event.kind}", "; ".join(parts), step))
     return raised
+
+
+BUSY = "busy"
+"""Not a flag: raised with them, then set apart (``HealthSnapshot.busy``): work the processes
+show while the log is silent past its limit, which keeps the start-up alive."""
+
+ORPHAN_FATALS = frozenset({"address_in_use", "port_in_use", "oom"})
+"""Failures a leftover of an earlier run causes (holding the port or GPU memory)."""
+
+
+def _orphans_evidence(report: OrphanReport) -> str:
+    listed = "; ".join(o.describe() for o in report.orphans[:3])
+    more = f" (+{len(report.orphans) - 3} more)" if len(report.orphans) > 3 else ""
+    return f"leftover SGLang processes of an earlier run: {listed}{more}"
+
+
+def _orphans_step(report: OrphanReport) -> str:
+    return f"stop the leftovers: {report.stop_command}; then start again"
 
 
 def exception_flags(c: TickContext) -> list[Raised]:
@@ -145,7 +170,11 @@ def port_flags(c: TickContext) -> list[Raised]:
             "SGLang only finds out at bind time, after loading every weight"
         )
         holder = clip(port.holder_cmdline or port.holder_name or "the holder", 80)
-        return [Raised("port_conflict", evidence, nextstep.port_step(port.holder_pid, holder))]
+        step = nextstep.port_step(port.holder_pid, holder)
+        if c.orphans is not None and c.orphans.orphans:
+            evidence += "; " + _orphans_evidence(c.orphans)
+            step = _orphans_step(c.orphans)
+        return [Raised("port_conflict", evidence, step)]
     if c.foreign_answer_suspected() and c.log is not None and c.health.latest is not None:
         evidence = (
             f"/health answered {c.health.latest.describe()} while the log shows "
@@ -156,25 +185,75 @@ def port_flags(c: TickContext) -> list[Raised]:
 
 
 def stall_flags(c: TickContext, phase: Phase) -> list[Raised]:
-    """``stalled``: no log output in a start-up phase for longer than its step's limit."""
+    """``stalled``: no progress in a start-up phase for longer than its step's limit; with
+    the processes in view, made specific (``core.health.cause``): ``busy`` instead while they
+    work, and stopped / waiting for peers / blocked on I/O as soon as that has held long
+    enough, whatever the step's limit."""
     log = c.log
     if log is None or not is_starting(phase):
         return []
-    quiet = silence(log, c.watch_started, c.now)
+    log_quiet = silence(log, c.watch_started, c.now)
+    quiet = log_quiet if c.busy_at is None else min(log_quiet, c.now - c.busy_at)
     limit = stall_limit(log, phase, c.settings, c.expectations)
+    reading = c.reading
+    if reading is not None and _early(reading, log_quiet, phase, c.settings):
+        return [_stalled(c, phase, log_quiet, limit, reading)]
+    if reading is not None and reading.cause is Cause.BUSY and log_quiet > limit.seconds:
+        return [_busy_flag(c, phase, log_quiet, limit, reading)]
     if quiet <= limit.seconds:
         return []
+    return [_stalled(c, phase, log_quiet, limit, reading)]
+
+
+def _early(reading: CauseReading, log_quiet: float, phase: Phase,
+           settings: WatchSettings) -> bool:
+    """A cause the processes prove, held long enough to call before the step's limit (a
+    hang only when no limit was set outright with ``--stall``)."""
+    if reading.cause is Cause.STOPPED:
+        return reading.for_s >= settings.stopped_after_s
+    if reading.cause is Cause.HUNG and phase in settings.stall_limits_s:
+        return False
+    if reading.cause in (Cause.PEERS, Cause.IO, Cause.HUNG):
+        return min(log_quiet, reading.for_s) >= settings.evidence_after_s
+    return False
+
+
+def _stalled(c: TickContext, phase: Phase, log_quiet: float, limit: StallLimit,
+             reading: CauseReading | None) -> Raised:
+    assert c.log is not None
+    log = c.log
     parts = [
-        f"no log progress for {duration(quiet)} in {phase} "
+        f"no log progress for {duration(log_quiet)} in {phase} "
         f"(limit {duration(limit.seconds)}, {limit.source})",
         f"last line {quote(log.last_line)}",
         _step_evidence(log.phase_line, log.step_line, log.last_line),
-        _process_evidence(c.process),
+        _process_evidence(c.process) if reading is None else "",
         _behind_evidence(c),
         _typical(c, phase),
     ]
+    text = "; ".join(p for p in parts if p)
     step = nextstep.stall_step(c, limit.step, c.lagging)
-    return [Raised("stalled", "; ".join(p for p in parts if p), step)]
+    if reading is None:
+        return Raised("stalled", text, step)
+    cause = reading.cause
+    evidence = f"{reading.evidence}; {text}{_stack_evidence(c)}"
+    return Raised("stalled", evidence, reading.next_step or step, cause.value)
+
+
+def _busy_flag(c: TickContext, phase: Phase, log_quiet: float, limit: StallLimit,
+               reading: CauseReading) -> Raised:
+    evidence = (
+        f"{reading.evidence}; no log line for {duration(log_quiet)} in {phase} (limit "
+        f"{duration(limit.seconds)}), but the processes are working{_stack_evidence(c)}"
+    )
+    return Raised(BUSY, evidence, reading.next_step, Cause.BUSY.value)
+
+
+def _stack_evidence(c: TickContext) -> str:
+    stacks = c.stacks
+    if stacks is None:
+        return ""
+    return f"; stacks {duration(max(0.0, c.now - stacks.at))} ago: {clip(stacks.describe(), 600)}"
 
 
 def _step_evidence(phase_line: str | None, step_line: str | None, last_line: str | None) -> str:
@@ -254,6 +333,9 @@ def gpu_flags(c: TickContext, phase: Phase) -> list[Raised]:
     if not held:
         return []
     evidence = clip("; ".join(held), 300) + " (not the server)"
+    if c.orphans is not None and c.orphans.orphans:
+        evidence += "; " + _orphans_evidence(c.orphans)
+        return [Raised("gpu_memory_held", evidence, _orphans_step(c.orphans))]
     return [Raised("gpu_memory_held", evidence, nextstep.GPU_HELD_STEP)]
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import msgspec
 
 from eagle_tui.core.fsio import MIB, UnfitFile, read_small, write_atomic
+from eagle_tui.core.health import timings
 from eagle_tui.core.health.phase import STARTUP_PHASES, Phase
 from eagle_tui.core.health.settings import WatchSettings
 from eagle_tui.core.health.snapshot import Expectation
@@ -43,11 +44,13 @@ class StartupRecord(msgspec.Struct, frozen=True):
     max_gaps: dict[str, float] = {}
     outcome: str = "ready"  # older records held ready ones only
     step_gaps: dict[str, float] = {}
+    server_timings: dict[str, float] = {}
+    """SGLang's own figures (``core.health.timings``: ``load_weight``, ``cuda_graph``…)."""
 
     def __post_init__(self) -> None:
         set_field = msgspec.structs.force_setattr
         set_field(self, "total_s", round(self.total_s, 3))
-        for name in ("phases", "max_gaps", "step_gaps"):
+        for name in ("phases", "max_gaps", "step_gaps", "server_timings"):
             set_field(self, name, {k: round(v, 3) for k, v in getattr(self, name).items()})
 
 
@@ -141,20 +144,49 @@ def expectations_from(recent: list[StartupRecord], settings: WatchSettings) -> E
     if not recent:
         default = Expectation(settings.default_window_s, "default (no earlier start-up)")
         return Expectations(default, limits, sources)
-    slowest = max(r.total_s for r in recent)
+    slowest, how = _slowest(recent)
     for phase in STARTUP_PHASES:
         gaps = [r.max_gaps[phase.value] for r in recent if phase.value in r.max_gaps]
-        if gaps and phase not in settings.stall_limits_s:
+        if phase in settings.stall_limits_s:
+            continue
+        if gaps:
             limits[phase] = max(settings.min_stall_s, max(gaps) * settings.stall_margin)
             sources[phase] = f"history ({len(gaps)} start-ups)"
+            continue
+        own = _server_phase_limit(recent, phase, settings)
+        if own is not None:
+            limits[phase], sources[phase] = own
     step_limits, step_sources = _learned_steps(recent, settings)
     expectation = Expectation(
         window_s=slowest * settings.window_margin,
-        source=f"history: slowest of {len(recent)} start-ups was {slowest:.0f} s",
+        source=f"history: slowest of {len(recent)} start-ups was {slowest:.0f} s{how}",
         starts_recorded=len(recent),
         typical_phase_s=_typical_phases(recent),
     )
     return Expectations(expectation, limits, sources, step_limits, step_sources)
+
+
+def _slowest(recent: list[StartupRecord]) -> tuple[float, str]:
+    """The slowest start-up: our own measure, or SGLang's own end-to-end figure when that is
+    longer (it starts at the engine's launch, which a watch attached later does not see)."""
+    ours = max(r.total_s for r in recent)
+    own = [e for r in recent if (e := timings.end_to_end(r.server_timings)) is not None]
+    if own and max(own) > ours:
+        return max(own), " (SGLang's own startup timings)"
+    return ours, ""
+
+
+def _server_phase_limit(
+    recent: list[StartupRecord], phase: Phase, settings: WatchSettings
+) -> tuple[float, str] | None:
+    """A phase's limit from SGLang's own figure for it, when no silence was learned (the
+    log's lines were not seen): the whole phase may pass silently."""
+    names = [n for n, p in timings.PHASE_FIGURES.items() if p == phase]
+    figures = [r.server_timings[n] for r in recent for n in names if n in r.server_timings]
+    if not figures:
+        return None
+    limit = max(settings.min_stall_s, max(figures) * settings.stall_margin)
+    return limit, f"SGLang's own {names[0]} timing ({len(figures)} start-ups)"
 
 
 def _learned_steps(
@@ -171,9 +203,12 @@ def _learned_steps(
 
 
 def _typical_phases(recent: list[StartupRecord]) -> tuple[tuple[Phase, float], ...]:
+    """The median duration of each phase: SGLang's own figure where it reported one."""
     typical = []
     for phase in STARTUP_PHASES:
-        values = sorted(r.phases[phase.value] for r in recent if phase.value in r.phases)
+        names = [n for n, p in timings.PHASE_FIGURES.items() if p == phase]
+        own = [r.server_timings[n] for r in recent for n in names if n in r.server_timings]
+        values = sorted(own or (r.phases[phase.value] for r in recent if phase.value in r.phases))
         if values:
             typical.append((phase, values[len(values) // 2]))
     return tuple(typical)

@@ -21,6 +21,7 @@ import re
 from collections import deque
 from dataclasses import replace
 
+from eagle_tui.core.health import timings
 from eagle_tui.core.health.crashlog import CrashLog, TimedFatal
 from eagle_tui.core.health.logclock import LogClock, stamp_epoch
 from eagle_tui.core.health.phase import Phase, later
@@ -88,6 +89,7 @@ class LogTracker:
         self.max_gap: dict[Phase, float] = {}
         self.max_step_gap: dict[Step, float] = {}
         self.server_args: dict[str, str] = {}
+        self.engine_timings: dict[str, float] = {}
         self.args_at: float | None = None
         self.args_dated = False  # the server_args line's time is known (live, or stamped)
         self._args_text: str | None = None  # an unfinished (hard-wrapped) server_args line
@@ -301,6 +303,10 @@ class LogTracker:
 
     def _other(self, line: ev.LogLine) -> None:
         if self._continues_args(line):
+            return
+        figures = timings.parse_log_line(line.text)
+        if figures is not None:
+            self.engine_timings = figures  # SGLang's own phase times, for history
             return
         if self.crash.traceback_open or _FRAME.match(line.text):
             return  # a traceback's frames: read, and quoted by their exception line

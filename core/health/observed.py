@@ -3,17 +3,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from eagle_tui.core.health.context import HealthRun
 from eagle_tui.core.health.poller import HealthOutcome, HealthProbe
+from eagle_tui.core.proc.evidence import TreeEvidence
+from eagle_tui.core.proc.orphans import OrphanReport
 from eagle_tui.core.proc.report import GpuReport, PortStatus, ProbeReport, ProcessReport
+from eagle_tui.core.proc.stacks import StackReport
 from eagle_tui.core.serverlog.follower import LogChunk
 
 
 @dataclass(frozen=True)
 class Observation:
-    """What the sources said at one tick. ``None`` means "no such source" (or no news)."""
+    """What the sources said at one tick. ``None`` means "no such source" (or no news).
+
+    ``evidence`` is the server tree's process evidence, ``stacks`` the latest stacks taken,
+    ``stacks_possible`` that the watcher can take them (it has the server's PID);
+    ``server_timings`` SGLang's own start-up figures from ``/server_info``, when just read;
+    ``orphans`` leftover SGLang processes, looked for while the port or GPU memory is in
+    question."""
 
     now: float
     wall: float
@@ -22,6 +32,11 @@ class Observation:
     health: HealthProbe | None = None
     gpu: GpuReport | None = None
     problems: tuple[str, ...] = ()
+    evidence: TreeEvidence | None = None
+    stacks: StackReport | None = None
+    stacks_possible: bool = False
+    server_timings: Mapping[str, float] | None = None
+    orphans: OrphanReport | None = None
 
 
 @dataclass

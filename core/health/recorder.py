@@ -29,6 +29,8 @@ class StartupRecorder:
         self._history = history
         self._expect_cache: tuple[str | None, Expectations] | None = None
         self.recorded: StartupRecord | None = None
+        self.server_timings: dict[str, float] = {}
+        """SGLang's figures from ``/server_info`` (the log's line wins when both exist)."""
 
     @property
     def keeps_history(self) -> bool:
@@ -90,7 +92,9 @@ class StartupRecorder:
         step_gaps = {s.value: g for s, g in log.max_step_gap.items()} if log else {}
         wall_end = timeline.seen.wall - (timeline.seen.now - end)
         record = StartupRecord(
-            signature, wall_end, end - anchor, durations, gaps, outcome, step_gaps
+            signature, wall_end, end - anchor, durations, gaps, outcome, step_gaps,
+            server_timings=(log.engine_timings if log and log.engine_timings
+                            else self.server_timings),
         )
         self._history.append(record)
         self.recorded = record

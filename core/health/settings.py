@@ -21,6 +21,11 @@ class WatchSettings:
     ``step_limits_s``. ``stall_limits_s`` sets a phase's limit outright (``--stall``).
     A crash verdict waits until the log has been quiet ``crash_settle_s`` (the traceback is
     complete) or the process is gone.
+
+    With the server's processes in view (``core.health.cause``): work they show (a busy
+    compiler child, CPU, bytes read) counts as progress; a rank stopped for
+    ``stopped_after_s``, or node 0 missing peers / a read blocked on a file for
+    ``evidence_after_s`` of log silence, is a stall at once, whatever the step's limit.
     """
 
     poll_interval_s: float = 1.0
@@ -40,6 +45,8 @@ class WatchSettings:
     gpu_interval_s: float = 5.0
     gpu_held_min_bytes: int = 1 << 30
     history_size: int = 10
+    evidence_after_s: float = 45.0
+    stopped_after_s: float = 10.0
 
     def stall_limit(self, phase: Phase) -> float:
         """A phase's limit when nothing finer is known: set outright, else its longest step's."""

@@ -11,7 +11,10 @@ from enum import StrEnum
 
 from eagle_tui.core.health.phase import Phase
 from eagle_tui.core.health.poller import HealthProbe
+from eagle_tui.core.proc.evidence import TreeEvidence
+from eagle_tui.core.proc.orphans import OrphanReport
 from eagle_tui.core.proc.report import GpuReport, PortStatus, ProcessReport
+from eagle_tui.core.proc.stacks import StackReport
 
 
 @dataclass(frozen=True)
@@ -21,13 +24,17 @@ class Flag:
     ``name`` is one of ``slow_startup``, ``stalled``, ``port_conflict``, ``fatal:<kind>``,
     ``exception`` (a traceback no fatal line explains), ``gpu_memory_held``, ``degraded``,
     ``process_exited`` (the evidence of a crash or a stop), ``rank_exited``; ``since_s`` is
-    how long it has been up; ``next_step`` is what a person can do about it.
+    how long it has been up; ``next_step`` is what a person can do about it. ``cause`` is
+    what the processes say about a ``stalled`` or ``busy`` flag (``core.health.cause``:
+    ``hung``, ``waiting for peers``, ``blocked on I/O``, ``stopped``, ``busy``; empty when
+    they were not seen).
     """
 
     name: str
     evidence: str
     since_s: float = 0.0
     next_step: str = ""
+    cause: str = ""
 
 
 class Outcome(StrEnum):
@@ -44,11 +51,12 @@ class Outcome(StrEnum):
 @dataclass(frozen=True)
 class Verdict:
     """A conclusion a watch can stop on, with a one-line diagnosis naming the evidence and
-    what to do next."""
+    what to do next. ``cause`` refines a stall (see ``Flag.cause``)."""
 
     outcome: Outcome
     diagnosis: str
     next_step: str = ""
+    cause: str = ""
 
 
 @dataclass(frozen=True)
@@ -106,7 +114,14 @@ class HealthSnapshot:
     ``reached`` is the furthest start-up phase the server got to (where a crash or stall
     happened); ``step`` the finer point within it; ``lagging_ranks`` the ranks behind the
     others. ``unknown_lines`` counts log lines no pattern read (``unknown_samples`` the
-    latest). ``problems`` are things that went wrong while looking (an unreadable log, a
+    latest). ``evidence`` is the server tree's latest process evidence (``core.proc``), ``stacks``
+    the ranks' latest Python stacks (taken once per stall incident, or on demand), and
+    ``wants_stacks`` asks the watcher to take them (a stall verdict waits for them).
+    ``orphans`` are leftover SGLang processes of earlier runs, looked for while the port or
+    GPU memory is in question (a port conflict, an address-in-use or out-of-memory failure).
+    ``busy`` (no flag: nothing is wrong) says what the processes do while the log has been
+    silent past its step's limit, and how fast (``core.health.cause``).
+    ``problems`` are things that went wrong while looking (an unreadable log, a
     garbage ``/health`` body, a probe error); ``notes`` explain what cannot be seen.
     """
 
@@ -138,6 +153,11 @@ class HealthSnapshot:
     unknown_lines: int = 0
     unknown_samples: tuple[str, ...] = ()
     incarnation: int = 1
+    evidence: TreeEvidence | None = None
+    stacks: StackReport | None = None
+    wants_stacks: bool = False
+    orphans: OrphanReport | None = None
+    busy: Flag | None = None
 
     def flag(self, name: str) -> Flag | None:
         """The flag called ``name`` (or starting with ``name`` + ':'), if raised."""

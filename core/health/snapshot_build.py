@@ -36,6 +36,8 @@ class TickState:
     signature: str | None
     problems: tuple[str, ...]
     keeps_history: bool
+    wants_stacks: bool = False
+    busy: Flag | None = None
 
 
 def build_snapshot(state: TickState) -> HealthSnapshot:
@@ -73,6 +75,11 @@ def build_snapshot(state: TickState) -> HealthSnapshot:
         unknown_lines=log.unknown if log else 0,
         unknown_samples=tuple(log.unknown_lines) if log else (),
         incarnation=run.number,
+        evidence=obs.evidence,
+        stacks=obs.stacks,
+        wants_stacks=state.wants_stacks,
+        orphans=state.ctx.orphans,
+        busy=state.busy,
     )
 
 

@@ -19,10 +19,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from eagle_tui.core.health.cause import Cause, read_cause
 from eagle_tui.core.health.context import TickContext
 from eagle_tui.core.health.deployment import lagging_ranks, server_signature, topology
 from eagle_tui.core.health.evidence import ready_text, settled, stop_evidence
-from eagle_tui.core.health.flags import all_flags
+from eagle_tui.core.health.flags import BUSY, all_flags
 from eagle_tui.core.health.history import StartupHistory, StartupRecord
 from eagle_tui.core.health.logtrack import LogTracker
 from eagle_tui.core.health.observed import Observation, Observed
@@ -31,7 +32,7 @@ from eagle_tui.core.health.phasing import decide_phase
 from eagle_tui.core.health.ranks import Topology
 from eagle_tui.core.health.recorder import StartupRecorder
 from eagle_tui.core.health.settings import WatchSettings
-from eagle_tui.core.health.snapshot import Flag, HealthSnapshot, Verdict
+from eagle_tui.core.health.snapshot import Flag, HealthSnapshot, Outcome, Verdict
 from eagle_tui.core.health.snapshot_build import TickState, build_snapshot
 from eagle_tui.core.health.timeline import Incarnation, Timeline, aged_flags, enter
 from eagle_tui.core.health.verdict import judge
@@ -64,6 +65,7 @@ class WatchState:
         self._explicit_signature = signature
         self._seen = Observed()
         self._run = Incarnation(self._generation(), launched_at=launched_at)
+        self._busy_at: float | None = None
 
     @property
     def pid_from_log(self) -> int | None:
@@ -99,6 +101,8 @@ class WatchState:
         self._seen.tick(obs)
         problems = list(obs.problems)
         self._absorb_log(obs, problems)
+        if obs.server_timings:
+            self._recorder.server_timings = dict(obs.server_timings)
         self._absorb_probe(obs.probe, problems)
         self._seen.absorb_health(obs.health, self.settings.slow_health_s, problems)
         ctx = self._context(obs)
@@ -109,15 +113,22 @@ class WatchState:
             # Failures counted while starting say nothing about the ready server.
             health = self._seen.health
             self._seen.health = replace(health, failures=0, refusals=0, failing_since=None)
-        flags = aged_flags(self._run, all_flags(ctx, phase), obs.now)
+        raised = all_flags(ctx, phase)
+        aged = aged_flags(self._run, raised, obs.now)
+        # busy is no problem: it is shown beside the flags (the card, watch's events)
+        busy = next((f for f in aged if f.name == BUSY), None)
+        flags = tuple(f for f in aged if f.name != BUSY)
+        wants_stacks = _wants_stacks(obs, (*flags, *([busy] if busy else [])))
         verdict = self._judge(phase, flags, ctx)
+        if verdict is not None and verdict.outcome == Outcome.STALLED and wants_stacks:
+            verdict = None  # the verdict quotes the ranks' stacks: wait for them (seconds)
         self._run.verdict = verdict or self._run.verdict
         self._recorder.on_tick(self._timeline, self.signature(), phase, verdict, obs.now)
         if self._recorder.problem:
             problems.append(self._recorder.problem)
         return build_snapshot(TickState(
             obs, self._timeline, ctx, phase, flags, verdict, self.signature(), tuple(problems),
-            keeps_history=self._recorder.keeps_history,
+            keeps_history=self._recorder.keeps_history, wants_stacks=wants_stacks, busy=busy,
         ))
 
     def signature(self) -> str | None:
@@ -144,6 +155,8 @@ class WatchState:
     def _begin(self, *, launched_at: float | None = None) -> None:
         number = self._run.number + 1
         self._run = Incarnation(self._generation(), launched_at=launched_at, number=number)
+        self._busy_at = None
+        self._recorder.server_timings = {}
 
     def _close(self) -> None:
         """Close the current timeline in history with its outcome so far (once)."""
@@ -192,6 +205,9 @@ class WatchState:
         seen = self._seen
         assert seen.started is not None
         lagging, behind = lagging_ranks(self._log, seen.process, seen.started, seen.now)
+        reading = read_cause(obs.evidence)
+        if reading is not None and reading.cause is Cause.BUSY:
+            self._busy_at = obs.now
         return TickContext(
             now=obs.now,
             settings=self.settings,
@@ -208,6 +224,10 @@ class WatchState:
             stop_requested=seen.stop_requested,
             lagging=lagging,
             behind=behind,
+            reading=reading,
+            busy_at=self._busy_at,
+            stacks=obs.stacks,
+            orphans=obs.orphans,
         )
 
     def _judge(self, phase: Phase, flags: tuple[Flag, ...], ctx: TickContext) -> Verdict | None:
@@ -221,3 +241,14 @@ class WatchState:
             settled=settled(self._log, seen.process, seen.now, self.settings),
             reached=self._run.reached,
         )
+
+
+def _wants_stacks(obs: Observation, flags: tuple[Flag, ...]) -> bool:
+    """A stall or busy incident whose stacks were not taken since it was raised."""
+    if not obs.stacks_possible:
+        return False
+    incident = [f for f in flags if f.name in ("stalled", "busy")]
+    if not incident:
+        return False
+    raised_at = obs.now - min(f.since_s for f in incident)
+    return obs.stacks is None or obs.stacks.at < raised_at

@@ -209,4 +209,6 @@ def aged_flags(run: Incarnation, raised: list[Raised], now: float) -> tuple[Flag
     """``raised`` as flags with their age (since when each has been up in this run)."""
     since = {r.name: run.flag_since.get(r.name, now) for r in raised}
     run.flag_since = since
-    return tuple(Flag(r.name, r.evidence, now - since[r.name], r.next_step) for r in raised)
+    return tuple(
+        Flag(r.name, r.evidence, now - since[r.name], r.next_step, r.cause) for r in raised
+    )

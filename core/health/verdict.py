@@ -42,7 +42,10 @@ def judge(
         )
     stalled = by_name.get("stalled")
     if stalled is not None:
-        return Verdict(Outcome.STALLED, f"stalled: {stalled.evidence}", stalled.next_step)
+        head = stalled.cause or "stalled"
+        return Verdict(
+            Outcome.STALLED, f"{head}: {stalled.evidence}", stalled.next_step, stalled.cause
+        )
     if phase == Phase.READY:
         return Verdict(Outcome.READY, f"ready{': ' + ready_evidence if ready_evidence else ''}")
     return None

@@ -4,6 +4,11 @@ Every source is read inside its own ``try``: a malformed line, a garbage ``/heal
 a vanished process or an unreadable log becomes a problem in the snapshot, never an
 exception out of the loop. The ``/health`` poll runs in the background so a slow server
 does not delay reading the log.
+
+With the server's PID known, every tick also samples its process tree
+(``core.proc.sampler``; a new PID gets a new sampler), and when a snapshot asks for stacks
+(a stall or busy incident, or ``request_stacks``) every rank's Python stack is taken with
+py-spy in a worker thread, so the loop never waits on it.
 """
 
 from __future__ import annotations
@@ -17,18 +22,29 @@ from typing import Any
 from eagle_tui.core.clock import Clock
 from eagle_tui.core.health.observed import Observation
 from eagle_tui.core.health.phase import Phase
-from eagle_tui.core.health.poller import HealthPoller
+from eagle_tui.core.health.poller import HealthOutcome, HealthPoller
 from eagle_tui.core.health.settings import WatchSettings
 from eagle_tui.core.health.snapshot import Expectation, HealthSnapshot
 from eagle_tui.core.health.state import WatchState
+from eagle_tui.core.proc.evidence import TreeEvidence
 from eagle_tui.core.proc.launcher import ManagedServer, RestartResult
+from eagle_tui.core.proc.orphans import OrphanReport, Watched
 from eagle_tui.core.proc.probe import ProcessProbe
 from eagle_tui.core.proc.report import GpuReport, ProbeReport
+from eagle_tui.core.proc.sampler import EvidenceSampler
+from eagle_tui.core.proc.stacks import StackDumper, StackReport, stack_targets, take_stacks
 from eagle_tui.core.proc.stop import StopTimeouts
 from eagle_tui.core.serverlog.follower import LogChunk, LogFollower
 
 GpuReader = Callable[[], GpuReport]
 SnapshotCallback = Callable[[HealthSnapshot], None]
+SamplerFactory = Callable[[int], EvidenceSampler]
+TimingsFetcher = Callable[[], Awaitable[dict[str, float]]]
+OrphanFinder = Callable[[Watched, GpuReport | None], OrphanReport]
+ORPHANS_EVERY_S = 5.0
+ORPHAN_FLAGS = frozenset({
+    "port_conflict", "fatal:address_in_use", "fatal:port_in_use", "fatal:oom", "gpu_memory_held",
+})  # fmt: skip
 
 
 class Watcher:
@@ -44,6 +60,10 @@ class Watcher:
         poller: HealthPoller | None = None,
         gpu_reader: GpuReader | None = None,
         on_close: Callable[[], Awaitable[None]] | None = None,
+        sampler_factory: SamplerFactory | None = None,
+        dumper: StackDumper | None = None,
+        timings_fetcher: TimingsFetcher | None = None,
+        orphan_finder: OrphanFinder | None = None,
     ) -> None:
         self.state = state
         self.clock = clock
@@ -55,6 +75,16 @@ class Watcher:
         self._gpu_due = float("-inf")
         self._on_close = on_close
         self.latest: HealthSnapshot | None = None
+        self._sampler: EvidenceSampler | None = None
+        self._sampler_factory = sampler_factory
+        self._dumper = dumper
+        self._stacks: StackReport | None = None
+        self._stack_task: asyncio.Task[StackReport] | None = None
+        self._timings_fetcher = timings_fetcher
+        self._timings_for: int | None = None  # the /health run whose figures were asked for
+        self._orphan_finder = orphan_finder
+        self._orphans_seen: OrphanReport | None = None
+        self._orphans_due = float("-inf")
 
     @property
     def settings(self) -> WatchSettings:
@@ -62,6 +92,17 @@ class Watcher:
         return self.state.settings
 
     async def tick(self, *, await_health: bool = False) -> HealthSnapshot:
+        """One round (see ``_tick``); when it raises a stall or busy incident whose stacks
+        were not taken, they are taken now in a worker thread (a fraction of a second per
+        rank) and the round is read again, so the verdict quotes them."""
+        snapshot = await self._tick(await_health=await_health)
+        if snapshot.wants_stacks and snapshot.evidence is not None:
+            self._start_stacks(snapshot.evidence)
+            await self.wait_stacks()
+            snapshot = await self._tick()
+        return snapshot
+
+    async def _tick(self, *, await_health: bool = False) -> HealthSnapshot:
         """One round: start a due ``/health`` probe, read the other sources, fold them.
 
         ``await_health`` probes now (unless a probe is in flight) and waits for the answer
@@ -74,19 +115,123 @@ class Watcher:
             self._guard(lambda: poller.kick(force=await_health), problems, "/health poll")
             if await_health:
                 await poller.wait_idle()
+        probe = self._guard(self._probe, problems, "process probe")
+        self._collect_stacks(problems)
+        server_timings = await self._server_timings(problems)
+        orphans = self._guard(lambda: self._orphans(probe), problems, "leftover processes")
         observation = Observation(
             now=self.clock.monotonic(),
             wall=self.clock.wall(),
             log=self._guard(self._read_log, problems, "log"),
-            probe=self._guard(self._probe, problems, "process probe"),
+            probe=probe,
             health=self.poller.latest if self.poller is not None else None,
             gpu=self._guard(self._read_gpu, problems, "GPU"),
             problems=tuple(problems),
+            evidence=self._guard(lambda: self._sample(probe), problems, "process evidence"),
+            stacks=self._stacks,
+            stacks_possible=self._sampler is not None,
+            server_timings=server_timings,
+            orphans=orphans,
         )
         snapshot = self._fold(observation)
         self._adopt_logged_pid()
         self.latest = snapshot
         return snapshot
+
+    @property
+    def stacks(self) -> StackReport | None:
+        """The latest stacks taken (on a stall, or asked for)."""
+        return self._stacks
+
+    def request_stacks(self) -> bool:
+        """Take every rank's stack now (the Server view's key); False without a process."""
+        evidence = self.latest.evidence if self.latest is not None else None
+        if evidence is None:
+            return False
+        self._start_stacks(evidence)
+        return True
+
+    async def _server_timings(self, problems: list[str]) -> dict[str, float] | None:
+        """SGLang's own start-up figures (``/server_info`` ``startup_time``), asked once when
+        ``/health`` first answers 200 after failing, so the tick that sees it ready has them."""
+        latest = self.poller.latest if self.poller is not None else None
+        if self._timings_fetcher is None or latest is None:
+            return None
+        if latest.outcome != HealthOutcome.OK:
+            self._timings_for = None
+            return None
+        if self._timings_for is not None:
+            return None
+        self._timings_for = latest.seq
+        try:
+            return await asyncio.wait_for(self._timings_fetcher(), self.settings.health_timeout_s)
+        except Exception as exc:  # an old server has no such figures; never stop the watch
+            problems.append(f"/server_info startup_time: {type(exc).__name__}: {exc}")
+            return None
+
+    def _orphans(self, probe: ProbeReport | None) -> OrphanReport | None:
+        """Leftover SGLang processes, looked for (every ``ORPHANS_EVERY_S`` at most) while
+        the port or GPU memory is in question: another process holds the port, or the last
+        snapshot has a port, address-in-use, out-of-memory or foreign-GPU-memory flag."""
+        if self._orphan_finder is None or not self._port_or_memory_in_question(probe):
+            self._orphans_seen = None
+            return None
+        now = self.clock.monotonic()
+        if now >= self._orphans_due:
+            self._orphans_due = now + ORPHANS_EVERY_S
+            process = probe.process if probe is not None else None
+            roots = frozenset({process.pid}) if process is not None else frozenset()
+            ports = {p for p in (self.probe.port if self.probe else None,) if p is not None}
+            evidence = self.latest.evidence if self.latest is not None else None
+            if evidence is not None and evidence.peers is not None:
+                ports.add(evidence.peers.dist.port)
+            self._orphans_seen = self._orphan_finder(Watched(roots, frozenset(ports)), self._gpu)
+        return self._orphans_seen
+
+    def _port_or_memory_in_question(self, probe: ProbeReport | None) -> bool:
+        port = probe.port if probe is not None else None
+        if port is not None and port.bound and port.held_by_server is False:
+            return True
+        latest = self.latest
+        return latest is not None and any(f.name in ORPHAN_FLAGS for f in latest.flags)
+
+    def _sample(self, probe: ProbeReport | None) -> TreeEvidence | None:
+        """The tree's evidence; a sampler per server PID (a restart gets a fresh one)."""
+        process = probe.process if probe is not None else None
+        if process is None or self._sampler_factory is None:
+            return None
+        if self._sampler is None or self._sampler.root_pid != process.pid:
+            self._sampler = self._sampler_factory(process.pid)
+            self._stacks = None
+        return self._sampler.sample(self.clock.monotonic())
+
+    def _start_stacks(self, evidence: TreeEvidence) -> None:
+        if self._stack_task is not None and not self._stack_task.done():
+            return
+        targets = stack_targets(evidence)
+        if not targets:
+            return
+        at = self.clock.monotonic()
+        self._stack_task = asyncio.ensure_future(
+            asyncio.to_thread(take_stacks, targets, at, self._dumper)
+        )
+
+    def _collect_stacks(self, problems: list[str]) -> None:
+        task = self._stack_task
+        if task is None or not task.done():
+            return
+        self._stack_task = None
+        try:
+            self._stacks = task.result()
+        except Exception as exc:  # py-spy wrapper never raises; a bug must not stop the watch
+            problems.append(f"stacks failed: {type(exc).__name__}: {exc}")
+
+    async def wait_stacks(self) -> None:
+        """Wait for stacks being taken, and keep them."""
+        if self._stack_task is not None:
+            await asyncio.wait({self._stack_task})
+            problems: list[str] = []
+            self._collect_stacks(problems)
 
     async def run(
         self,
@@ -127,6 +272,8 @@ class Watcher:
 
     async def aclose(self) -> None:
         """Stop the poller, close the log and whatever the builder handed over."""
+        if self._stack_task is not None:
+            await asyncio.wait({self._stack_task})
         if self.poller is not None:
             await self.poller.aclose()
         if self.log is not None:

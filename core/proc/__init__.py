@@ -13,7 +13,8 @@ detokenizer, compiler), ``files`` (weight/cache/lock files and read positions), 
 (the system call and kernel wait of a quiet process) and ``peers`` (ranks connected to the
 distributed-init address); ``pyspy`` (``dump(pid)`` → ``StackDump``, never raises),
 ``stuckpoints`` (the catalogue) and ``stacks`` (``classify``, ``fold``); ``orphans``
-(``find_orphans`` → leftover SGLang processes and the command that stops them).
+(``find_orphans`` → leftover SGLang processes and the command that stops them;
+``stop_orphans`` stops them).
 
 psutil is untyped; it stays inside these files.
 """

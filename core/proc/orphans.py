@@ -16,6 +16,7 @@ shell line a person (or the dashboard, later) runs.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Collection, Mapping
@@ -246,3 +247,31 @@ def _rss(pid: int) -> int | None:
         return int(psutil.Process(pid).memory_info().rss)
     except (psutil.Error, OSError):
         return None
+
+
+def stop_orphans(report: OrphanReport, grace_s: float = 15.0) -> list[str]:
+    """Stop every orphan of ``report``: SIGTERM (and SIGCONT to a stopped one, so it can act
+    on it), then SIGKILL what is left after ``grace_s``. A PID whose process is no longer the
+    one reported (gone, or reused by another program) is left alone. One line per process."""
+    said: list[str] = []
+    targets = []
+    for orphan in report.orphans:
+        try:
+            proc = psutil.Process(orphan.pid)
+            if title_of(proc.cmdline(), proc.name()) != orphan.title:
+                said.append(f"PID {orphan.pid}: no longer {orphan.title}; left alone")
+                continue
+            proc.terminate()
+            proc.resume()
+            targets.append(proc)
+        except psutil.NoSuchProcess:
+            said.append(f"PID {orphan.pid}: already gone")
+        except psutil.AccessDenied:
+            said.append(f"PID {orphan.pid}: not ours to stop (run as its user or root)")
+    _, alive = psutil.wait_procs(targets, timeout=grace_s)
+    for proc in alive:
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+    said += [f"PID {p.pid}: stopped" for p in targets if p not in alive]
+    said += [f"PID {p.pid}: killed (SIGKILL after {grace_s:g} s)" for p in alive]
+    return said

@@ -15,11 +15,15 @@ reading weights (safetensors) model-00012-of-00064.safetensors``.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from eagle_tui.core.proc import pyspy
+from eagle_tui.core.proc.evidence import State, TreeEvidence
 from eagle_tui.core.proc.pyspy import DumpStatus, Frame, StackDump, ThreadStack
 from eagle_tui.core.proc.stuckpoints import IMPORTING, Entry, Point, phase_of, point_of
+from eagle_tui.core.proc.titles import Kind
 
 # locals that name the file a stuck frame works on: SGLang's weight iterators (st_file),
 # filelock (lock_filename, canonical_path), torch.load (f), hub downloads (repo_id)
@@ -128,7 +132,7 @@ def place_of_thread(thread: ThreadStack) -> Place:
     frames = thread.frames
     for index, frame in enumerate(frames):
         entry = point_of(frame.function, frame.filename)
-        if frame.function == "<module>" and index < len(frames) - 1:
+        if frame.function == "<module>" and _imported(frames[index + 1 :]):
             entry = IMPORTING  # a module body below the script: an import is running it
         if entry is None:
             continue
@@ -156,6 +160,12 @@ def place_of_thread(thread: ThreadStack) -> Place:
         innermost,
         thread=thread.name or "",
     )
+
+
+def _imported(outer: Sequence[Frame]) -> bool:
+    """A module body with frames outside it runs as an import, unless runpy runs it as the
+    program (``python -m sglang.launch_server``: ``_run_code`` calls it)."""
+    return bool(outer) and not (outer[0].function == "_run_code" and "runpy" in outer[0].filename)
 
 
 def _outer_point(frames: Sequence[Frame]) -> Entry | None:
@@ -230,3 +240,61 @@ def compress_labels(labels: Sequence[str]) -> str:
             runs.append((prefix, number, number))
     texts = [f"{p}{a}" if a == b else f"{p}{a}-{b}" for p, a, b in runs]
     return ", ".join(texts + others)
+
+
+@dataclass(frozen=True)
+class StackReport:
+    """Every rank's stack at one moment (``at``: the caller's clock), folded.
+
+    ``failures`` says once why some stacks could not be taken (no ptrace permission, with
+    the fix), so a verdict carries on with the rest of the evidence.
+    """
+
+    at: float
+    folds: tuple[Fold, ...]
+    failures: tuple[str, ...] = ()
+    elapsed_s: float = 0.0
+
+    def describe(self) -> str:
+        """``TP0-6 in barrier(); TP7 in …`` (and why some are missing)."""
+        text = describe_folds([f for f in self.folds if f.place is not None])
+        if self.failures:
+            text += ("; " if text else "") + "; ".join(self.failures)
+        return text or "no stack"
+
+
+StackDumper = Callable[[int], StackDump]
+
+
+def take_stacks(
+    targets: Sequence[tuple[str, int, str | None]], at: float, dumper: StackDumper | None = None
+) -> StackReport:
+    """Dump and classify each ``(label, pid, wait_syscall)``; one failure line per kind of
+    failure (a permission problem is said once, with its fix). It can take seconds: call it
+    off the event loop."""
+    dump = dumper or _default_dumper
+    places: list[RankPlace] = []
+    failures: dict[str, str] = {}
+    started = time.monotonic()
+    for label, pid, syscall in targets:
+        result = dump(pid)
+        if result.ok:
+            places.append(RankPlace(label, pid, classify(result, syscall)))
+            continue
+        reason = f"{result.status.value}" + (f": {result.fix}" if result.fix else "")
+        failures.setdefault(reason, f"no stack for {label} (PID {pid}): {reason}")
+    return StackReport(at, fold(places), tuple(failures.values()), time.monotonic() - started)
+
+
+def _default_dumper(pid: int) -> StackDump:
+    return pyspy.dump(pid)
+
+
+def stack_targets(tree: TreeEvidence) -> list[tuple[str, int, str | None]]:
+    """Whose stacks say where a start-up is: every rank; without ranks (a single-process
+    server), every Python process of the tree but compilers."""
+    chosen = tree.ranks or tuple(
+        p for p in tree.processes
+        if p.role.kind is not Kind.COMPILER and p.state is not State.ZOMBIE
+    )
+    return [(p.label, p.pid, p.blocked.syscall if p.blocked else None) for p in chosen]

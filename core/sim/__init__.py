@@ -19,7 +19,9 @@ Map of the package (top down: a module imports only those below it, checked by t
   separate process (tests, demos, benchmarks);
 - ``serve``: start-up, then uvicorn;
 - ``http/``: the Starlette app and routes, response bodies, SSE, connection tricks;
-- ``lifecycle/``: start-up phases and their faults, warm-up, the SIGTERM drain;
+- ``lifecycle/``: start-up phases and their faults, rank processes that really hang
+  (``hangs``: a named pipe, SIGSTOP, a rendezvous nobody joins, a compiler child, a
+  leftover child), warm-up, the SIGTERM drain;
 - ``context``: the running server (what routes and the lifecycle share);
 - ``engine/``: the scheduler, the server's state (phase, requests in flight), faults while
   serving, prefix cache, counters; ``validation/``: SGLang's three layers of 400s;

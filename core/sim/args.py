@@ -9,6 +9,7 @@ start-up timing, generation speed and faults.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from eagle_tui.core.argtypes import (
@@ -22,7 +23,14 @@ from eagle_tui.core.argtypes import (
     seconds,
     shown,
 )
-from eagle_tui.core.sim.config import FATAL_KINDS, LOG_DIALECTS, PHASES, FaultRates, SimConfig
+from eagle_tui.core.sim.config import (
+    FATAL_KINDS,
+    LOG_DIALECTS,
+    PHASES,
+    RANK_HANGS,
+    FaultRates,
+    SimConfig,
+)
 
 MAX_INT32 = (1 << 31) - 1
 MAX_FACTOR = 1000.0  # --time-scale, --slow-phase: 1000x is hours for any phase
@@ -44,7 +52,23 @@ def run(args: argparse.Namespace) -> int:
     """Run the server described by ``args``; returns the process exit code."""
     from eagle_tui.core.sim.serve import serve  # deferred: --help stays instant
 
+    problem = _hang_problem(args)
+    if problem is not None:
+        print(f"eagle-tui sim: {problem}", file=sys.stderr)
+        return 2
     return serve(config_from_args(args))
+
+
+def _hang_problem(args: argparse.Namespace) -> str | None:
+    if args.rank_hang != "peers":
+        return None
+    address = args.dist_init_addr or ""
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        return "--rank-hang peers needs --dist-init-addr HOST:PORT (e.g. 127.0.0.1:5000)"
+    if args.nnodes < 2:
+        return "--rank-hang peers needs --nnodes 2 or more (node 0 waits for the others)"
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -85,6 +109,12 @@ def config_from_args(args: argparse.Namespace) -> SimConfig:
         faults=FaultRates(args.error_rate, args.reset_rate, args.garbage_rate),
         fault_seed=args.fault_seed,
         log_dialect=args.log_dialect,
+        rank_hang=args.rank_hang,
+        jit_compile_s=args.jit_compile,
+        leave_orphan_s=args.leave_orphan,
+        dist_init_addr=args.dist_init_addr,
+        nnodes=args.nnodes,
+        node_rank=args.node_rank,
     )
 
 
@@ -160,6 +190,23 @@ def _add_fault_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--garbage-rate", type=Number(0, 1), default=0.0,
                         help="share of /generate answered 200 with a body that is not JSON")
     parser.add_argument("--fault-seed", type=Whole(0, (1 << 63) - 1), default=None)
+    parser.add_argument("--rank-hang", choices=RANK_HANGS, default=None,
+                        help="a rank process hangs for ever: fifo (opens a named pipe as its "
+                        "weight shard), stop (SIGSTOPs itself after Load weight begin), peers "
+                        "(node 0's store waits for nodes that never come; needs "
+                        "--dist-init-addr and --nnodes 2 or more)")
+    parser.add_argument("--jit-compile", type=seconds(zero=True), default=None, metavar="S",
+                        help="at graph capture, a rank's compiler child (cc1plus) burns a core "
+                        "for S seconds, printing nothing")
+    parser.add_argument("--leave-orphan", type=seconds(zero=True), default=None, metavar="S",
+                        help="start a child that outlives the sim and then holds its port for "
+                        "S seconds (a leftover scheduler of an earlier run)")
+    parser.add_argument("--dist-init-addr", type=Line("HOST:PORT"), default=None,
+                        metavar="HOST:PORT",
+                        help="the distributed-init rendezvous (as SGLang; used by "
+                        "--rank-hang peers)")
+    parser.add_argument("--nnodes", type=Whole(1, 4096), default=1)
+    parser.add_argument("--node-rank", type=Whole(0, 4095), default=0)
 
 
 def _model_dir(text: str) -> str:

@@ -31,6 +31,10 @@ LOG_DIALECTS: Final = ("0.5", "0.4")
 DEFAULT_CONTEXT_LENGTH: Final = 131072
 
 
+RANK_HANGS: Final = ("fifo", "stop", "peers")
+"""``--rank-hang``: how a rank process hangs (``lifecycle.hangs``)."""
+
+
 @dataclass(frozen=True)
 class FaultRates:
     """Fractions of ``/generate`` requests that fail on purpose (each in [0, 1])."""
@@ -69,6 +73,12 @@ class SimConfig:
     faults: FaultRates = FaultRates()
     fault_seed: int | None = None
     log_dialect: str = LOG_DIALECTS[0]
+    rank_hang: str | None = None
+    jit_compile_s: float | None = None
+    leave_orphan_s: float | None = None
+    dist_init_addr: str | None = None
+    nnodes: int = 1
+    node_rank: int = 0
 
     def phase_seconds(self, phase: str) -> float:
         """How long ``phase`` takes in this run: base x time scale x its slow factor."""

@@ -10,6 +10,7 @@ from eagle_tui.core.health.poller import HealthOutcome, HealthProbe
 from eagle_tui.core.health.settings import WatchSettings
 from eagle_tui.core.health.snapshot import HealthSnapshot
 from eagle_tui.core.health.state import WatchState
+from eagle_tui.core.proc.evidence import TreeEvidence
 from eagle_tui.core.proc.report import ChildInfo, GpuReport, PortStatus, ProbeReport, ProcessReport
 from eagle_tui.core.serverlog.follower import LogChunk
 
@@ -132,6 +133,7 @@ class Driver:
         probe: ProbeReport | None = None,
         gpu: GpuReport | None = None,
         problems: tuple[str, ...] = (),
+        evidence: TreeEvidence | None = None,
     ) -> HealthSnapshot:
         obs = Observation(
             now=self.now,
@@ -141,6 +143,7 @@ class Driver:
             health=self.health,
             gpu=gpu,
             problems=problems,
+            evidence=evidence,
         )
         snapshot = self.state.update(obs)
         self.snapshots.append(snapshot)

@@ -121,8 +121,10 @@ def test_stall_exits_4_naming_the_phase(
     sim.wait_for_line("Load weight begin", timeout=30)  # past the interpreter's start-up
     code, lines = watch(capsys, *attach(sim), "--stall", "1")
     assert code == 4
-    assert lines[-1].startswith("STALLED (exit 4): stalled: no log progress for")
-    assert "in capturing_graphs" in lines[-1]
+    # the sim's process is alive and quiet: the processes make the stall a hang
+    assert lines[-1].startswith("STALLED (exit 4): hung: every process quiet (no CPU, no I/O")
+    assert "no log progress for" in lines[-1] and "in capturing_graphs" in lines[-1]
+    assert f"(PID {sim.pid}) sleeping" in lines[-1] and "stacks 0s ago:" in lines[-1]
 
 
 def test_launch_refuses_while_another_process_holds_the_port(

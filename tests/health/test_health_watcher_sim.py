@@ -178,7 +178,9 @@ async def test_stall_in_cuda_graph_capture_with_the_process_alive(
         # Since issue 10 a moving capture bar sets the limit: 3x its slowest step, >= 55 s.
         assert "in capturing_graphs (limit 55s, 3 x the slowest capture step" in stalled.evidence
         assert "Capturing batches" in stalled.evidence
-        assert f"process {sim.pid} alive" in stalled.evidence
+        assert stalled.cause == "hung" and snapshot.verdict.cause == "hung"
+        assert f"(PID {sim.pid}) sleeping" in stalled.evidence
+        assert "stacks 0s ago:" in stalled.evidence
         assert sim.returncode is None
     finally:
         await watcher.aclose()

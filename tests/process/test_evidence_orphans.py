@@ -69,7 +69,8 @@ def test_an_orphaned_rank_holding_the_port_is_found_with_what_it_holds(
     assert orphan.reasons[0].startswith("its launcher is gone (parent PID ")
     assert orphan.reasons[1] == f"holds the watched server's port {port}"
     assert orphan.state == "sleeping" and orphan.rss_bytes
-    assert f"kill {pid}" in report.stop_command
+    # other engineers' leftovers may be on the host too: ours is one of the PIDs killed
+    assert str(pid) in report.stop_command.removeprefix("kill ").split(" && ")[0].split()
     os.kill(pid, signal.SIGSTOP)
     wait_until(lambda: _state(pid) == "T", 10, "the rank stopped")
     stopped = next(o for o in find_orphans().orphans if o.pid == pid)

@@ -389,12 +389,15 @@ def watch_like_the_verb(
     path: Path, clock: FakeClock, server: FakeServerProcess, port: int
 ) -> Watcher:
     """The watcher ``eagle-tui watch --url … --log … --pid …`` builds (default settings,
-    no history), on the fake clock; we are the stand-in's parent, so its exit code is known."""
+    no history), on the fake clock; we are the stand-in's parent, so its exit code is known.
+    Without process evidence: the stand-in only writes the log, its quiet CPU says nothing
+    of the server that wrote it (the corpus measures what the log alone tells)."""
     from eagle_tui.core.health.assemble import WatchOptions, build_watcher
     from eagle_tui.core.urls import ServerURL
 
     options = WatchOptions(url=ServerURL("http", "127.0.0.1", port), log_path=path,
-                           pid=server.pid, use_history=False, gpu=False)
+                           pid=server.pid, use_history=False, gpu=False,
+                           evidence=False)
     watcher = build_watcher(options, clock=clock)
     assert watcher.probe is not None
     watcher.probe._exit_code = server.exit_code

@@ -46,6 +46,7 @@ def demo_args() -> argparse.Namespace:
         keep=False,
         log_level="INFO",
         refresh=None,
+        rank_hang=None,
     )
 
 
@@ -224,3 +225,4 @@ def test_a_demo_killed_at_any_moment_leaves_nothing(
             process.kill()
         process.wait()
         os.close(primary)
+

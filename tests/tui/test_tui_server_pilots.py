@@ -225,3 +225,28 @@ async def test_with_no_arguments_the_dashboard_finds_servers_and_their_logs(
                 )
             except AssertionError as timeout:  # say where each card stood (seen once in CI)
                 raise AssertionError(f"{timeout}; cards: {card_states(app)}") from None
+
+
+async def test_a_stopped_rank_is_named_on_the_card_and_s_takes_the_stacks(tmp_path: Path) -> None:
+    log = tmp_path / "sim.log"
+    with SimProcess(["--time-scale", "0.05", "--rank-hang", "stop"], log_path=log) as sim:
+        target = ServerTarget(ServerURL.parse(sim.url), name="sim", log_file=log, pid=sim.pid)
+        feed = ServerFeed(target, settings=WatchSettings(poll_interval_s=0.2, health_timeout_s=1.0,
+                                                         stopped_after_s=1.0), use_history=False)
+        app = app_for(feed)
+        async with app.run_test(size=(140, 50)) as pilot:
+            def flagged() -> bool:
+                snapshot = latest(app)
+                return snapshot is not None and snapshot.flag("stalled") is not None
+
+            await wait_for(pilot, flagged, LIVE_WAIT, "the stopped rank")
+            await pilot.pause(0.3)
+            flags = str(card(app).query_one(".card-flags").render())
+            assert "stalled (stopped)" in flags and "kill -CONT" in flags
+            evidence = str(card(app).query_one(".card-evidence").render())
+            assert "TP0 (PID" in evidence and "stopped for" in evidence
+            assert "stacks: TP0 in" in evidence
+            app.clear_notifications()
+            await pilot.press("s")
+            await wait_for(pilot, lambda: any(n.title == "sim: stacks" and "TP0" in n.message
+                                              for n in app._notifications), LIVE_WAIT, "stacks")

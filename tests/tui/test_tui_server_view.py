@@ -247,3 +247,28 @@ async def test_no_servers_says_how_to_add_one() -> None:
         await pilot.pause()
         placeholder = app.screen.query_one(".placeholder")
         assert "--url" in str(placeholder.render())
+
+
+async def test_leftovers_named_by_a_flag_can_be_stopped_after_asking_not_when_readonly() -> None:
+    from eagle_tui.core.proc.orphans import Orphan, OrphanReport
+
+    leftover = Orphan(4242, 1, "sglang::scheduler_TP0", "sleeping", 300.0, "root",
+                      ("its launcher is gone (parent PID 1)",), ports=(30000,))
+    conflict = Flag("port_conflict", "port 30000 is held by PID 4242", next_step="kill 4242")
+    snapshot = health(flags=[conflict], orphans=OrphanReport((leftover,)))
+    app = app_with(FakeServerFeed(TARGET, [snapshot]))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.screen.check_action("stop_orphans", ()) is True,
+                       what="the offer")
+        await pilot.press("o")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the question")
+        await pilot.press("n")
+        await wait_for(pilot, lambda: isinstance(app.screen, ServerScreen), what="answered no")
+    app = app_with(FakeServerFeed(TARGET, [health()]))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        assert app.screen.check_action("stop_orphans", ()) is False  # nothing to stop
+    app = app_with(FakeServerFeed(TARGET, [snapshot]), readonly=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause(0.3)
+        assert app.screen.check_action("stop_orphans", ()) is False

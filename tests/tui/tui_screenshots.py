@@ -60,6 +60,7 @@ async def shoot(out: Path, size: tuple[int, int], theme: str) -> None:
         keep=False,
         log_level="INFO",
         refresh=None,
+        rank_hang=None,
     )
     demo = prepare_demo(args)
     try:

@@ -35,6 +35,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_refresh_argument(parser)
     parser.add_argument("--keep", action="store_true", help="keep the demo's batch and logs")
     parser.add_argument(
+        "--rank-hang", choices=("fifo", "stop"), default=None,
+        help="the server's rank hangs for real (fifo: blocked opening its weight shard, a "
+        "named pipe; stop: SIGSTOPped): the Server card says so from the processes",
+    )
+    parser.add_argument(
         "--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR")
     )
 

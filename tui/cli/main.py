@@ -31,6 +31,7 @@ VERBS: dict[str, str] = {
     "stats": "counts per flag and finish reason, length percentiles",
     "export": "write batches as a speculators / SpecForge / parquet training file, ids exact",
     "watch": "watch a server start up; exit 0 when ready, non-zero with a diagnosis",
+    "diagnose": "one look at a server: processes, stacks, peers, GPUs, orphans (for an issue)",
 }
 
 

@@ -6,7 +6,9 @@ JSON; so does the verdict's. With ``--all`` every line names its server.
 JSON lines: an event is ``{"event", "elapsed_s", …its data…, "server"}`` (the data of each
 kind of ``core.health.changes.Change``); the verdict is a ``VerdictLine``. Unset fields are
 left out: ``server`` without ``--all``, ``exit_code`` of one server's verdict under
-``--all``, ``next_step`` when there is none, the snapshot's fields when there is none.
+``--all``, ``next_step`` when there is none, the snapshot's fields when there is none; the
+verdict's ``cause`` (what the processes say of a stall), one line per process and the
+ranks' stacks when the watch saw the server's processes.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ class FlagLine(msgspec.Struct, frozen=True, kw_only=True):
     """A flag raised when the verdict came."""
 
     flag: str
+    cause: str | None = None
     evidence: str
     next_step: str
 
@@ -49,6 +52,9 @@ class VerdictLine(msgspec.Struct, frozen=True, kw_only=True):
     lagging_ranks: tuple[str, ...] | UnsetType = UNSET
     unknown_lines: int | UnsetType = UNSET
     flags: tuple[FlagLine, ...] | UnsetType = UNSET
+    cause: str | UnsetType | None = UNSET
+    processes: tuple[str, ...] | UnsetType = UNSET
+    stacks: str | UnsetType = UNSET
 
     def seen(self, snapshot: HealthSnapshot | None) -> VerdictLine:
         """This line with where ``snapshot`` says the server got to (unchanged for None)."""
@@ -60,8 +66,11 @@ class VerdictLine(msgspec.Struct, frozen=True, kw_only=True):
             pid=process.pid if process is not None else None,
             elapsed_s=_round(snapshot.elapsed_s), ready_after_s=_round(snapshot.ready_after_s),
             lagging_ranks=snapshot.lagging_ranks, unknown_lines=snapshot.unknown_lines,
-            flags=tuple(FlagLine(flag=f.name, evidence=f.evidence, next_step=f.next_step)
-                        for f in snapshot.flags))
+            flags=tuple(FlagLine(flag=f.name, cause=f.cause or None, evidence=f.evidence,
+                                 next_step=f.next_step) for f in snapshot.flags),
+            cause=snapshot.verdict.cause or None if snapshot.verdict is not None else UNSET,
+            processes=tuple(snapshot.evidence.describe()) if snapshot.evidence else UNSET,
+            stacks=snapshot.stacks.describe() if snapshot.stacks is not None else UNSET)
 
 
 class Output:

@@ -87,4 +87,7 @@ class IncidentDesk:
         others = len(incident.flags) - 1
         more = f" (+{others} more on the card)" if others else ""
         severity = "error" if rank == _RANK["error"] else "warning"
-        return Toast(f"{self.label}: {root.name}{more}", root.evidence, severity)
+        name = root.name
+        if root.cause and root.cause != root.name:
+            name += f" ({root.cause})"
+        return Toast(f"{self.label}: {name}{more}", root.evidence, severity)

@@ -181,11 +181,34 @@ def notes_text(s: HealthSnapshot) -> str:
 
 
 def flag_pairs(flags: Sequence[Flag]) -> tuple[tuple[str, str], ...]:
-    """``(name, evidence)`` per flag, the evidence followed by its next step."""
+    """``(name, evidence)`` per flag (``stalled (hung)`` when the processes said why), the
+    evidence followed by its next step."""
     return tuple(
-        (f.name, f"{f.evidence}\n    next: {f.next_step}" if f.next_step else f.evidence)
+        (
+            f"{f.name} ({f.cause})" if f.cause and f.cause != f.name else f.name,
+            f"{f.evidence}\n    next: {f.next_step}" if f.next_step else f.evidence,
+        )
         for f in flags
     )
+
+
+EVIDENCE_LINES = 6
+
+
+def evidence_text(s: HealthSnapshot) -> str:
+    """The processes and stacks behind a stall or busy flag (or stacks asked for with the
+    Server view's key): one line per process, at most ``EVIDENCE_LINES``, then the stacks."""
+    incident = s.busy is not None or s.flag("stalled") is not None
+    if s.evidence is None or not (incident or s.stacks is not None):
+        return ""
+    lines = [clip(line, 300) for line in s.evidence.describe()]
+    if s.busy is not None:
+        lines.insert(0, f"busy (no stall): {clip(s.busy.evidence, 300)}")
+    if len(lines) > EVIDENCE_LINES:
+        lines = [*lines[: EVIDENCE_LINES - 1], f"… {len(lines) - EVIDENCE_LINES + 1} more"]
+    if s.stacks is not None:
+        lines.append(f"stacks: {clip(s.stacks.describe(), 400)}")
+    return "\n".join(lines)
 
 
 class ServerHistory:

@@ -38,6 +38,7 @@ from eagle_tui.tui.widgets.server_card import ServerCard
 
 if TYPE_CHECKING:
     from eagle_tui.core.health.snapshot import HealthSnapshot
+    from eagle_tui.core.proc.orphans import OrphanReport
     from eagle_tui.core.sglang.router import RouterView
     from eagle_tui.tui.sources.server import FeedItem, ServerFeed
 
@@ -59,10 +60,17 @@ the lines quiet mode hides (our own `/health` polls and progress-bar redraws, wh
 never the card's "last log" either). `Esc` leaves the search box.
 
 With several servers, `]` and `[` (or a click on its card, or the palette's "next
-server") select the one whose log and GPUs are shown.
+server") select the one whose log and GPUs are shown. `s` takes every rank's
+Python stack of the selected server with py-spy (its own server process, on this host) and
+shows them on its card, folded (`TP0-6 in barrier(); TP7 in load_weights → …`); a stall
+takes them by itself. A stalled card says why from the processes: **hung**, **waiting for
+peers**, **blocked on I/O**, **stopped**, or **busy** (working without printing: no stall).
 A server that is SGLang's router lists its workers on its card (state, the router's load,
 running and queued requests); each worker gets a card of its own, watched like any server.
-Managed servers (started by eagle-tui) can be restarted (`r`) or stopped (`x`).
+Managed servers (started by eagle-tui) can be restarted (`r`) or stopped (`x`). When a
+port conflict or an out-of-memory start is caused by **leftover SGLang processes** of an
+earlier run, the flag names them and `o` offers to stop them (SIGTERM, SIGKILL after 15 s;
+not with `--readonly`).
 Started with no `--url`, the view finds the SGLang servers on this host (and those started
 later) in the process table, with the log files their output goes to.
 
@@ -105,7 +113,7 @@ class ServerScreen(ViewScreen):
     VIEW = "server"
     HELP_TEXT = HELP
     AUTO_FOCUS = "ServerLog"
-    MUTATING_ACTIONS = frozenset({"restart_server", "stop_server"})
+    MUTATING_ACTIONS = frozenset({"restart_server", "stop_server", "stop_orphans"})
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("right_square_bracket", "select_server(1)", "Next server", key_display="]",
                 id="server.next"),
@@ -114,6 +122,8 @@ class ServerScreen(ViewScreen):
         Binding("r", "restart_server", "Restart", id="server.restart"),
         Binding("x", "stop_server", "Stop server", id="server.stop"),
         Binding("p", "toggle_gpus", "GPUs", show=False, id="server.gpus"),
+        Binding("s", "dump_stacks", "Stacks", id="server.stacks"),
+        Binding("o", "stop_orphans", "Stop leftovers", id="server.orphans"),
     ]
 
     def __init__(self) -> None:
@@ -355,11 +365,58 @@ class ServerScreen(ViewScreen):
     def action_state(self, action: str) -> bool | None:
         if action == "select_server":
             return len(self.feeds) > 1
+        if action == "stop_orphans":
+            return self._selected_orphans() is not None
         if action in ("restart_server", "stop_server"):
             if not self.feeds or not self.feeds[self.selected].can_control:
                 return False
             return None if self.selected in self._busy else True
         return True
+
+    @work(group="server-stacks", exclusive=True, exit_on_error=False)
+    async def action_dump_stacks(self) -> None:
+        """Every rank's Python stack of the selected server (py-spy), on its card and in a
+        toast."""
+        if not self.feeds:
+            return
+        feed = self.feeds[self.selected]
+        label = feed.target.label
+        try:
+            result = await asyncio.wrap_future(feed.request_stacks())
+        except Exception as exc:
+            self.notify(literal.shown(str(exc)), title=literal.shown(f"{label}: no stacks"),
+                        severity="warning", markup=False)
+            return
+        self.notify(literal.shown(result), title=literal.shown(f"{label}: stacks"),
+                    markup=False, timeout=15)
+
+    def _selected_orphans(self) -> OrphanReport | None:
+        latest = self.histories[self.selected].latest if self.histories else None
+        report = latest.orphans if latest is not None else None
+        return report if report is not None and report.orphans else None
+
+    def action_stop_orphans(self) -> None:
+        """Offer to stop the leftover SGLang processes the selected server's flags name."""
+        report = self._selected_orphans()
+        if report is None:
+            return
+        listed = "\n".join(o.describe() for o in report.orphans[:5])
+        question = (f"Stop {len(report.orphans)} leftover SGLang process(es) of an earlier "
+                    f"run?\n{listed}\n({report.stop_command}; SIGKILL after 15 s)")
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._stop_orphans(report)
+
+        self.app.push_screen(ConfirmScreen(question, confirm_label="Stop"), answered)
+
+    @work(thread=True, group="server-orphans", exit_on_error=False)
+    def _stop_orphans(self, report: OrphanReport) -> None:
+        from eagle_tui.core.proc.orphans import stop_orphans
+
+        said = "; ".join(stop_orphans(report))
+        self.app.call_from_thread(self.notify, literal.shown(said), title="Leftover processes",
+                                  markup=False, timeout=10)
 
     def action_restart_server(self) -> None:
         self._confirm("restart")

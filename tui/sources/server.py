@@ -101,6 +101,24 @@ class ServerFeed:
             return future
         return asyncio.run_coroutine_threadsafe(self._control(action), loop)
 
+    def request_stacks(self) -> Future[str]:
+        """Ask the feed's thread to take every rank's Python stack now (py-spy); the future's
+        result is the stacks in words (they show on the card with the next snapshot)."""
+        loop = self._loop
+        if loop is None:
+            future: Future[str] = Future()
+            future.set_exception(RuntimeError("this server is not being watched yet"))
+            return future
+        return asyncio.run_coroutine_threadsafe(self._take_stacks(), loop)
+
+    async def _take_stacks(self) -> str:
+        watcher = self._watcher
+        if watcher is None or not watcher.request_stacks():
+            raise RuntimeError("no process to look at (a remote server, or not found yet)")
+        await watcher.wait_stacks()
+        stacks = watcher.stacks
+        return stacks.describe() if stacks is not None else "no stack"
+
     # -- the loop ----------------------------------------------------------------------------
 
     async def _main(self, stop: threading.Event, emit: Emit) -> None:

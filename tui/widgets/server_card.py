@@ -59,6 +59,7 @@ class ServerCard(Vertical):
         flags.display = False
         yield flags
         yield Static("", classes="card-proc", markup=False)
+        yield Static("", classes="card-evidence", markup=False)
         with Horizontal(classes="card-health"):
             yield Sparkline([], summary_function=max, classes="card-latency")
             yield Static("", classes="card-health-text", markup=False)
@@ -86,6 +87,9 @@ class ServerCard(Vertical):
             )
         )
         self._set("card-proc", literal.content(proc))
+        evidence = text.evidence_text(snapshot)
+        self._set("card-evidence", literal.content(evidence))
+        self.query_one(".card-evidence").display = bool(evidence)
         self.query_one(".card-latency", Sparkline).data = list(history.latencies_ms)
         health = " · ".join(p for p in (text.health_text(snapshot), text.load_text(snapshot)) if p)
         self._set("card-health-text", literal.content(health))

@@ -16,7 +16,7 @@ from typing import Final
 
 from eagle_tui.core.sim.config import SimConfig
 from eagle_tui.core.sim.engine.state import ServerState
-from eagle_tui.core.sim.lifecycle import startup_faults
+from eagle_tui.core.sim.lifecycle import hangs, startup_faults
 from eagle_tui.core.sim.log.progress import shard_bar
 from eagle_tui.core.sim.log.sink import SimLog
 from eagle_tui.core.sim.model.capacity import (
@@ -47,6 +47,9 @@ class Startup:
 
     async def until_bind(self) -> None:
         """Launch, load weights, allocate the KV cache and capture CUDA graphs."""
+        if self._config.leave_orphan_s is not None:
+            pid = hangs.leave_orphan(self._config.port, self._config.leave_orphan_s)
+            self._log.main(f"[sim] started a child that will outlive this server: PID {pid}")
         await self._phase("launching", self._launching)
         await self._phase("loading_weights", self._loading_weights)
         await self._phase("allocating_kv", self._allocating_kv)
@@ -72,6 +75,9 @@ class Startup:
         await asyncio.sleep(seconds * 0.4)
         for line in begin:
             log.every_rank(line)
+        if self._config.rank_hang == "peers" and self._config.dist_init_addr:
+            world = self._config.tp_size
+            await hangs.store_rank(self._config.dist_init_addr, world)
         await self._checkpoint("launching", 0.5)
         await asyncio.sleep(seconds * 0.4)
         await self._checkpoint("launching", 1.0)
@@ -82,6 +88,10 @@ class Startup:
     async def _loading_weights(self, seconds: float) -> None:
         dialect = self._log.dialect
         self._log.every_rank(dialect.weight_begin(AVAIL_BEFORE_WEIGHTS))
+        if self._config.rank_hang == "fifo":
+            await hangs.fifo_rank()
+        if self._config.rank_hang == "stop":
+            await hangs.stopped_rank()
         started = time.monotonic()
         desc = dialect.shard_desc
         self._log.raw("\r" + shard_bar(desc, 0, SHARDS, 0.0))
@@ -107,6 +117,8 @@ class Startup:
         dialect = self._log.dialect
         avail = self._avail_after_kv()
         self._log.every_rank(dialect.graph_begin(avail))
+        if self._config.jit_compile_s is not None:
+            await hangs.compile_rank(self._config.jit_compile_s)
         batch_sizes = list(reversed(self._capacity.capture_bs))  # captured largest first
         total = len(batch_sizes)
         started = time.monotonic()
