@@ -116,9 +116,25 @@ class RouterRecord(msgspec.Struct, frozen=True):
     workers: list[WorkerRecord] = []
 
 
+class SchedulerRun(msgspec.Struct, frozen=True, omit_defaults=True):
+    """One start of the batch by a scheduler (``capture --shard auto``): which scheduler,
+    its job and task ids, the restart count it gave, the node, the variables that decided
+    (``from``), and when it started. Unknown values are left out."""
+
+    shard: str
+    scheduler: str
+    task_id: str
+    node: str
+    job_id: str | None = None
+    restart_count: int | None = None
+    evidence: str = msgspec.field(default="", name="from")
+    started_at: str = ""
+
+
 class ManifestExtra(msgspec.Struct, omit_defaults=True):
     """What the engine adds: how the last run ended, its servers and presets, the routers
-    among them with their workers, the ``--shard`` slice it captured, and the config changes
+    among them with their workers, the ``--shard`` slice it captured, each start by a
+    scheduler (``--shard auto``; oldest first, a requeue adds one) and the config changes
     a ``--force`` resume went past (only the keys that were set are written)."""
 
     state: BatchState | None = None
@@ -126,6 +142,7 @@ class ManifestExtra(msgspec.Struct, omit_defaults=True):
     presets: list[str] = []
     routers: list[RouterRecord] = []
     partition: str | None = None
+    scheduler_runs: list[SchedulerRun] = []
     forced_changes: list[str] = []
 
 

@@ -44,6 +44,12 @@ from eagle_tui.core.capture.conversation import MultiTurn
 from eagle_tui.core.capture.engine import CaptureEngine, CaptureSummary
 from eagle_tui.core.capture.partition import Partition
 from eagle_tui.core.capture.report import summary_text
+from eagle_tui.core.capture.scheduler_env import (
+    AutoShard,
+    SchedulerSlice,
+    parse_shard,
+    slice_from_environment,
+)
 from eagle_tui.core.errors import ConfigError, EagleError
 from eagle_tui.core.fsio import describe_os_error
 from eagle_tui.core.sampling import SamplingPreset
@@ -139,12 +145,19 @@ def _run_arguments(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--health-interval", type=float, default=10.0)
     group.add_argument("--server-down-limit", type=float, default=1800.0,
                        help="give up when no server has been healthy this many seconds")
-    group.add_argument("--shard", metavar="I/N", type=Partition.parse,
+    group.add_argument("--shard", metavar="I/N|auto[/N]", type=shard_option,
                        help="capture only slice I (0-based) of N of the prompts, by sample id: "
-                            "N batches (on N nodes) with 0/N..N-1/N split one job")
-    group.add_argument("--resume", action="store_true",
+                            "N batches (on N nodes) with 0/N..N-1/N split one job; auto: the "
+                            "slice from the scheduler that started this process (Slurm array "
+                            "task, Kubernetes Indexed Job, torchrun, mpirun), auto/N with N "
+                            "slices; a restarted task resumes its --out")
+    group.add_argument("--resume", nargs="?", choices=("auto", "no"), const="auto",
+                       metavar="auto|no",
                        help="continue the batch in --out (skip done rows, retry failures "
-                            "except prompts too long for the context)")
+                            "except prompts too long for the context); an empty --out starts "
+                            "it. Default: no, except under --shard auto (a requeued task "
+                            "continues its slice); --resume no refuses an --out that holds "
+                            "a batch")
     group.add_argument("--retry-failed", action="store_true",
                        help="with --resume: also resend the rows that failed as too long "
                             "for the context (after raising the server's context length)")
@@ -158,6 +171,19 @@ def _run_arguments(group: argparse._ArgumentGroup) -> None:
                        help="seconds between plain progress lines")
 
 
+def shard_option(text: str) -> Partition | SchedulerSlice:
+    """``--shard``'s argparse type: ``I/N``, or ``auto``/``auto/N`` resolved from this
+    process's environment. A bad value or an environment that names no slice (or two)
+    is an argparse error: one line, exit status 2, nothing started."""
+    try:
+        shard = parse_shard(text)
+        if isinstance(shard, AutoShard):
+            return slice_from_environment(shard, os.environ)
+        return shard
+    except ConfigError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix("--shard ")) from None
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the batch described by ``args``; the exit status (see the module docstring)."""
     try:
@@ -165,6 +191,10 @@ def run(args: argparse.Namespace) -> int:
     except (EagleError, ValueError, OSError) as e:
         return _say(e, EXIT_START_FAILED)
     if args.detach:
+        if isinstance(args.shard, SchedulerSlice):
+            return _say("--shard auto runs in the foreground: the scheduler ends a task's "
+                        "processes when its script exits, and restarts the task itself; "
+                        "drop --detach", EXIT_START_FAILED)
         return run_detached(config, name=args.name)
     try:
         lock = OutputLock(config.out_dir).acquire()
@@ -221,10 +251,22 @@ def config_from_args(args: argparse.Namespace) -> CaptureConfig:
         concurrency=args.concurrency, request_timeout_s=args.timeout,
         retry=RetryPolicy(max_attempts=args.retries), health_interval_s=args.health_interval,
         server_down_limit_s=args.server_down_limit, stop_grace_s=args.grace,
-        shard_rows=args.shard_rows, resume=args.resume, force=args.force,
-        retry_failed=args.retry_failed, partition=args.shard, turns=_turns(args),
+        shard_rows=args.shard_rows, resume=resume_wanted(args), force=args.force,
+        retry_failed=args.retry_failed, partition=_partition(args.shard), turns=_turns(args),
         api_key=_api_key(args.api_key_file),
     )
+
+
+def resume_wanted(args: argparse.Namespace) -> bool:
+    """``--resume`` (``auto``) continues the batch in --out; without it, only a slice from
+    a scheduler does, because a requeued task runs the same command again."""
+    if args.resume is None:
+        return isinstance(args.shard, SchedulerSlice)
+    return bool(args.resume == "auto")
+
+
+def _partition(shard: Partition | SchedulerSlice | None) -> Partition | None:
+    return shard.partition if isinstance(shard, SchedulerSlice) else shard
 
 
 def _turns(args: argparse.Namespace) -> MultiTurn | UnsetType:
@@ -325,7 +367,10 @@ class _StderrHandler(logging.StreamHandler[TextIO]):
 
 
 async def _capture(config: CaptureConfig, args: argparse.Namespace) -> CaptureSummary:
-    engine = CaptureEngine(config)
+    scheduler = args.shard if isinstance(args.shard, SchedulerSlice) else None
+    if scheduler is not None:
+        print(f"eagle-tui capture: {terminal_safe(scheduler.describe())}", file=sys.stderr)
+    engine = CaptureEngine(config, scheduler=scheduler)
     _install_signal_handlers(engine, config.stop_grace_s)
     display = asyncio.ensure_future(_display(engine, args))
     try:
