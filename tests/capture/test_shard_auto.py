@@ -16,11 +16,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from support.slurm import recorded
 from support.waiting import exited, wait_until
 from test_e2e_support import ROOT, assert_only_valid_shards, rows_stored
 from test_engine_fakes import write_prompts
 from test_scheduler_env import runs_of
 
+from eagle_tui.core.batches.slurmjob import follow
 from eagle_tui.core.capture.partition import Partition
 from eagle_tui.core.capture.scheduler_env import SchedulerSlice
 from eagle_tui.core.export.options import ExportOptions
@@ -268,3 +270,16 @@ def test_a_directory_of_another_slice_or_a_fresh_start_is_refused(
     assert assert_only_valid_shards(out) == before and sum(before.values()) > 0
     assert Counter(run.restart_count for run in Manifest.load(out).extra.scheduler_runs) == {
         0: 1, 1: 1}
+
+    # Followed from a head node: the queue a real squeue printed while tasks 0 and 1 ran,
+    # joined with this slice's manifest (tests/batches/test_slurm_job.py: the queue alone).
+    view = follow("1", [tmp_path], lambda argv: recorded("squeue-running-format.txt"))
+    assert [(t.index, t.state, t.slice, t.rows, t.restarts, t.directory) for t in view.tasks] == [
+        (0, "RUNNING", "", 0, 0, None), (1, "RUNNING", "1/4", sum(before.values()), 1, out),
+        (2, "PENDING", "", 0, 0, None), (3, "PENDING", "", 0, 0, None)]
+    assert (view.slices, view.count("running"), view.count("pending"), view.requeues) == (
+        4, 2, 2, 1)
+    gone = follow("1", [out], lambda argv: recorded("squeue-unknown-job.txt"))
+    assert [(t.index, t.state, t.category, t.node) for t in gone.tasks] == [
+        (1, "finished", "done", "vm")]
+    assert not gone.queue_known

@@ -22,6 +22,7 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -129,6 +130,9 @@ def test_the_documented_array_requeued_mid_run_exports_like_one_batch(tmp_path: 
         wait_until(rows_stored(slices[1], 10), 180, "array task 1 to store 10 rows")
         slurm.run("scontrol", "requeue", f"{job}_1")
         wait_until(lambda: slurm.state(f"{job}_1") == "PENDING", 60, what="task 1 requeued")
+        requeued = followed(slurm, job, runs)["tasks"][1]
+        assert (requeued["state"], requeued["reason"], requeued["slice"]) == (
+            "PENDING", "BeginTime", "1/4") and requeued["rows"] >= 10
         slurm.run("scontrol", "update", f"jobid={job}_1", "StartTime=now")
         wait_until(lambda: slurm.state(job) == "GONE", 600, what=f"array {job} to finish")
     finally:
@@ -156,6 +160,20 @@ def test_the_documented_array_requeued_mid_run_exports_like_one_batch(tmp_path: 
     assert "DUE TO JOB REQUEUE" in task_1 and "SIGTERM: stopping" in task_1
     assert f"slice 1/4 from slurm job {job} task 1 on node {node}, restart 1" in task_1
     assert "capture stopped" in task_1
+
+    ended = followed(slurm, job, runs)      # squeue still holds the ended tasks (MinJobAge)
+    assert (ended["slices"], ended["done"], ended["failed"], ended["requeues"]) == (4, 4, 0, 1)
+    assert ended["rows"] == sum(sum(counts.values()) for counts in stored)
+    assert [task["state"] for task in ended["tasks"]] == ["COMPLETED"] * 4
+
+
+def followed(slurm: RealSlurm, job: str, runs: Path) -> dict[str, Any]:
+    """``eagle-tui batches --slurm-job JOB --runs RUNS --json``, as a head node runs it."""
+    done = subprocess.run([str(EAGLE_TUI), "batches", "--slurm-job", job, "--runs", str(runs),
+                           "--json"], capture_output=True, text=True, env=slurm.env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    document: dict[str, Any] = json.loads(done.stdout)
+    return document
 
 
 def test_the_documented_indexed_job_captures_its_index_and_resumes(tmp_path: Path,

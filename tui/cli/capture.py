@@ -20,6 +20,11 @@ Errors are one line on stderr; an internal error's traceback goes to ``<out>/cap
 With ``--detach``: 0 started, 2 refused, 3 the worker could not start, 4 another worker
 holds ``--out`` (``batch_verbs.run_detached``).
 
+``--shard auto`` (``auto/N``) takes the slice from the scheduler that started the process
+(``core.capture.scheduler_env``) while the arguments are parsed, so an environment that names
+no slice, or two, is an argparse error (one line, exit 2); under it ``--resume`` defaults to
+``auto`` (a requeued task continues its directory) and ``--detach`` is refused.
+
 The API key comes from ``$EAGLE_TUI_API_KEY`` or ``--api-key-file`` (never a flag: flags
 show up in ``ps``); it is sent to the servers and written nowhere.
 """
