@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eagle_tui.core.errors import ConfigError
+from eagle_tui.core.fsio import describe_os_error
 from eagle_tui.core.shards.manifest import Manifest
 
 SQUEUE_FORMAT = "%i|%A|%F|%K|%T|%r|%N|%M|%S"
@@ -139,7 +140,12 @@ def job_slices(job_id: str, runs: Sequence[Path]) -> dict[int, tuple[Path, Manif
     newest start was a task of Slurm job ``job_id``, by array index."""
     found: dict[int, tuple[Path, Manifest]] = {}
     for root in runs:
-        for directory in (root, *sorted(p for p in root.iterdir() if p.is_dir())):
+        try:
+            children = sorted(p for p in root.iterdir() if p.is_dir())
+        except OSError as e:
+            raise ConfigError(f"cannot list {root}: {describe_os_error(e)}; give --runs a "
+                              "directory this user can read") from e
+        for directory in (root, *children):
             manifest = Manifest.load_optional(directory)
             if manifest is None or not manifest.extra.scheduler_runs:
                 continue
@@ -167,7 +173,8 @@ def _task(index: int, queued: QueuedTask | None,
     return SliceTask(
         index=index,
         state=queued.state if queued else str(ended),
-        node=(queued.node if queued and queued.node else runs[-1].node if runs else ""),
+        # A queued task is where squeue says (nowhere while pending); else where it last ran.
+        node=queued.node if queued else runs[-1].node if runs else "",
         reason=queued.reason if queued and queued.reason != "None" else "",
         slice=manifest.extra.partition or "" if manifest else "",
         rows=manifest.counts.done if manifest else 0,

@@ -78,3 +78,12 @@ def test_runs_without_a_job_is_refused_in_one_line(capsys: pytest.CaptureFixture
                                                    tmp_path: Path) -> None:
     assert main(["batches", "--runs", str(tmp_path)]) == 2
     assert capsys.readouterr().err == "eagle-tui: --runs goes with --slurm-job ID\n"
+
+
+def test_a_host_without_squeue_is_told_where_to_run(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert main(["batches", "--slurm-job", "812", "--runs", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("eagle-tui: squeue is not installed here")
