@@ -51,7 +51,7 @@ def prepare_batch(config: CaptureConfig, tokenizer: LoadedTokenizer | None = Non
     (``--shard auto``) is recorded in the manifest as one more start of the batch.
     """
     source = open_prompts(config.prompts)
-    if config.partition is not None:
+    if config.partition:
         source = PartitionedSource(source, config.partition)
     if tokenizer is None:
         tokenizer = load_tokenizer(config.tokenizer, trust_remote_code=config.trust_remote_code)
@@ -65,7 +65,7 @@ def prepare_batch(config: CaptureConfig, tokenizer: LoadedTokenizer | None = Non
     batch_config = make_batch_config(config, source, tokenizer, boundaries, vocab_size)
     opened = open_batch_dir(
         config.out_dir, batch_config, schema_version=shard_schema_version(config),
-        partition=None if config.partition is None else str(config.partition),
+        partition=str(config.partition) if config.partition else None,
         resume=config.resume, force=config.force)
     if scheduler is not None:
         record_scheduler_run(opened.manifest, scheduler)

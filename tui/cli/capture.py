@@ -258,7 +258,7 @@ def config_from_args(args: argparse.Namespace) -> CaptureConfig:
         server_down_limit_s=args.server_down_limit, stop_grace_s=args.grace,
         shard_rows=args.shard_rows, resume=resume_wanted(args), force=args.force,
         retry_failed=args.retry_failed, partition=_partition(args.shard), turns=_turns(args),
-        api_key=_api_key(args.api_key_file),
+        api_key=_api_key(args.api_key_file) or UNSET,
     )
 
 
@@ -270,7 +270,10 @@ def resume_wanted(args: argparse.Namespace) -> bool:
     return bool(args.resume == "auto")
 
 
-def _partition(shard: Partition | SchedulerSlice | None) -> Partition | None:
+def _partition(shard: Partition | SchedulerSlice | None) -> Partition | UnsetType:
+    """The config's slice: unset for the whole prompt set."""
+    if shard is None:
+        return UNSET
     return shard.partition if isinstance(shard, SchedulerSlice) else shard
 
 

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
-import enum
 import json
 import sys
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from eagle_tui.core.batches.registry import Registry
 from eagle_tui.core.batches.survey import BatchView, survey_all
@@ -33,15 +33,36 @@ from eagle_tui.core.paths import state_dir
 from eagle_tui.core.sglang.router import look_at
 from eagle_tui.core.text import terminal_safe
 from eagle_tui.core.urls import ServerURL
+from eagle_tui.core.wire import ENCODER
 from eagle_tui.tui.cli.batch_table import counts_json
 from eagle_tui.tui.options import server_url
-from eagle_tui.tui.render.router import router_json, router_lines
+from eagle_tui.tui.render.router import RouterDoc, router_lines
 
 EXIT_OK = 0
 EXIT_USAGE = 2
 EXIT_SERVER_UNHEALTHY = 3
 EXIT_BATCH_BROKEN = 4
 BROKEN_BATCH_STATES = frozenset({BatchState.FAILED, BatchState.INTERRUPTED})
+
+
+class BatchLine(msgspec.Struct, frozen=True, kw_only=True):
+    """One batch of the report."""
+
+    id: str
+    name: str
+    state: BatchState
+    out_dir: str
+    counts: dict[str, object]  # ``batches --json``'s counts (core.capture.progress.Progress)
+    detail: str | None
+
+
+class StatusReport(msgspec.Struct, frozen=True, kw_only=True):
+    """The ``--json`` document. Each server entry is its URL, then the fields of the
+    watcher's ``HealthSnapshot`` as they are, and for a router its ``router`` (RouterDoc)."""
+
+    servers: list[dict[str, Any]]
+    batches: list[BatchLine]
+    exit_code: int
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -73,26 +94,24 @@ def run(args: argparse.Namespace) -> int:
     except UntrustedState as e:  # another user could have planted what we would read
         print(f"eagle-tui status: {terminal_safe(str(e))}", file=sys.stderr)
         return EXIT_USAGE
-    print(json.dumps(report, default=str) if args.json
+    print(ENCODER.encode(report).decode() if args.json
           else terminal_safe(render_text(report), multiline=True))
-    return int(report["exit_code"])
+    return report.exit_code
 
 
 async def collect(urls: list[ServerURL], logs: list[Path],
-                  router_metrics: list[ServerURL] | None = None) -> dict[str, Any]:
-    """Every known server and batch, as one JSON-ready object; a router's entry also lists
-    its workers (``router``)."""
+                  router_metrics: list[ServerURL] | None = None) -> StatusReport:
+    """Every known server and batch; a router's entry also lists its workers (``router``)."""
     records = Registry().all()
     views = [view for view in await survey_all(records) if not demo_leftover(view)]
     servers = _known_servers(urls, views)
     log_of = dict(zip(urls, logs, strict=False))
     snapshots = await asyncio.gather(*(server_snapshot(u, log_of.get(u)) for u in servers))
     routers = await asyncio.gather(*(router_entry(u, router_metrics or []) for u in servers))
-    server_json = [{"url": url.public, **to_jsonable(snap), **router}
+    server_json = [{"url": url.public, **snapshot_json(snap), **router}
                    for url, snap, router in zip(servers, snapshots, routers, strict=True)]
-    batch_json = [_batch_json(view) for view in views]
-    return {"servers": server_json, "batches": batch_json,
-            "exit_code": _exit_code(list(snapshots), views)}
+    return StatusReport(servers=server_json, batches=[batch_line(view) for view in views],
+                        exit_code=_exit_code(list(snapshots), views))
 
 
 async def server_snapshot(url: ServerURL, log: Path | None) -> HealthSnapshot:
@@ -105,13 +124,13 @@ async def server_snapshot(url: ServerURL, log: Path | None) -> HealthSnapshot:
         await watcher.aclose()
 
 
-async def router_entry(url: ServerURL, metrics_urls: list[ServerURL]) -> dict[str, Any]:
+async def router_entry(url: ServerURL, metrics_urls: list[ServerURL]) -> dict[str, RouterDoc]:
     """``{"router": …}`` for a router URL (its metrics from the ``metrics_urls`` entry on the
     same host), ``{}`` for anything else."""
     metrics = next((m for m in metrics_urls if m.host == url.host), None)
     view = await look_at(url.for_requests,
                          metrics_url=None if metrics is None else metrics.for_requests)
-    return {} if view is None else {"router": router_json(view)}
+    return {} if view is None else {"router": RouterDoc.of(view)}
 
 
 def demo_leftover(view: BatchView) -> bool:
@@ -130,9 +149,10 @@ def _known_servers(urls: list[ServerURL], views: list[BatchView]) -> list[Server
     return known
 
 
-def _batch_json(view: BatchView) -> dict[str, Any]:
-    return {"id": view.record.id, "name": view.record.name, "state": view.state,
-            "out_dir": view.record.out_dir, "counts": counts_json(view), "detail": view.detail}
+def batch_line(view: BatchView) -> BatchLine:
+    """The report's entry of one batch."""
+    return BatchLine(id=view.record.id, name=view.record.name, state=view.state,
+                     out_dir=view.record.out_dir, counts=counts_json(view), detail=view.detail)
 
 
 def _exit_code(snapshots: list[HealthSnapshot], views: list[BatchView]) -> int:
@@ -143,32 +163,23 @@ def _exit_code(snapshots: list[HealthSnapshot], views: list[BatchView]) -> int:
     return EXIT_OK
 
 
-def render_text(report: dict[str, Any]) -> str:
+def render_text(report: StatusReport) -> str:
     """A few human lines: one per server (and per worker of a router), one per batch."""
     lines = []
-    for server in report["servers"]:
+    for server in report.servers:
         flags = ", ".join(f["name"] for f in server.get("flags", [])) or "no flags"
         lines.append(f"server {server['url']}: {server['phase']} ({flags})")
         if "router" in server:
             lines.extend(router_lines(server["router"]))
-    for batch in report["batches"]:
-        lines.append(f"batch {batch['id']} {batch['name'] or ''}: {batch['state']} "
-                     f"{json.dumps(batch['counts'])}")
+    for batch in report.batches:
+        lines.append(f"batch {batch.id} {batch.name or ''}: {batch.state} "
+                     f"{json.dumps(batch.counts)}")
     if not lines:
         lines.append("no servers or batches known (pass --url, or start a batch)")
     return "\n".join(lines)
 
 
-def to_jsonable(value: Any) -> Any:
-    """Dataclasses, enums, tuples and paths as plain JSON values."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, enum.Enum):
-        return value.value
-    if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [to_jsonable(v) for v in value]
-    if isinstance(value, Path):
-        return str(value)
-    return value
+def snapshot_json(snapshot: HealthSnapshot) -> dict[str, Any]:
+    """The fields of a server's snapshot as JSON values (its dataclasses declare them)."""
+    fields: dict[str, Any] = msgspec.to_builtins(snapshot, enc_hook=str)
+    return fields
