@@ -11,7 +11,9 @@
 - ``secretenv``: the API key and raw server URLs a worker gets through its environment
   (a record keeps its ``CaptureConfig`` ``without_secrets``);
 - ``ready`` / ``runstate``: the start-up report a worker sends its launcher, and how its
-  run ended in the registry's terms.
+  run ended in the registry's terms;
+- ``slurmjob``: a Slurm array of ``capture --shard auto`` tasks followed from a head node
+  (``squeue`` joined with each slice's manifest; ``batches --slurm-job``).
 
 The ``batches``, ``pause``, ``resume`` and ``stop`` verbs are in ``tui/cli``; one controller
 per output directory is ``core.shards.batchdir.lock``.

@@ -12,6 +12,7 @@ drive it. Map of the package:
   state; one controller per batch directory is ``core.shards.batchdir.lock``);
 - ``prompts`` / ``records``: prompt files streamed record by record, and a record's
   messages and tools; ``partition`` / ``partsource``: one ``--shard I/N`` slice of them;
+  ``scheduler_env``: the slice ``--shard auto`` takes from a scheduler's environment;
 - ``render``: prompt records to prompt ids off the event loop, into a bounded job queue;
 - ``conversation`` / ``turns``: multi-turn planning and driving (``--turns all``);
 - ``servers``: clients, the pool and what the servers say they serve;

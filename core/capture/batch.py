@@ -11,17 +11,21 @@ repaired away; the rules are there).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from msgspec import UNSET, UnsetType
 
 from eagle_tui.core.capture.config import CaptureConfig, sampling_identity
 from eagle_tui.core.capture.partsource import PartitionedSource
 from eagle_tui.core.capture.prompts import PromptSource, open_prompts
+from eagle_tui.core.capture.scheduler_env import SchedulerSlice
 from eagle_tui.core.errors import ConfigError
 from eagle_tui.core.shards.batchdir.opening import open_batch_dir
 from eagle_tui.core.shards.manifest import BatchConfig, IdentityExtra, Manifest, TurnsIdentity
 from eagle_tui.core.shards.schema import MULTI_TURN_SCHEMA_VERSION, SCHEMA_VERSION
 from eagle_tui.core.tokenizer import BoundaryIds, LoadedTokenizer, load_tokenizer
+
+MAX_SCHEDULER_RUNS = 100
 
 
 @dataclass(frozen=True)
@@ -39,12 +43,12 @@ class PreparedBatch:
     notes: tuple[str, ...]
 
 
-def prepare_batch(config: CaptureConfig, tokenizer: LoadedTokenizer | None = None) -> (
-    PreparedBatch
-):
+def prepare_batch(config: CaptureConfig, tokenizer: LoadedTokenizer | None = None, *,
+                  scheduler: SchedulerSlice | None = None) -> PreparedBatch:
     """Open prompts, tokenizer and output directory; ConfigError/TokenizerError when unusable.
 
-    ``tokenizer`` skips loading (tests and callers that already hold one).
+    ``tokenizer`` skips loading (tests and callers that already hold one); ``scheduler``
+    (``--shard auto``) is recorded in the manifest as one more start of the batch.
     """
     source = open_prompts(config.prompts)
     if config.partition:
@@ -63,6 +67,8 @@ def prepare_batch(config: CaptureConfig, tokenizer: LoadedTokenizer | None = Non
         config.out_dir, batch_config, schema_version=shard_schema_version(config),
         partition=str(config.partition) if config.partition else None,
         resume=config.resume, force=config.force)
+    if scheduler is not None:
+        record_scheduler_run(opened.manifest, scheduler)
     return PreparedBatch(
         source=source,
         tokenizer=tokenizer,
@@ -74,6 +80,15 @@ def prepare_batch(config: CaptureConfig, tokenizer: LoadedTokenizer | None = Non
         resumed=opened.scan is not None,
         notes=opened.notes,
     )
+
+
+def record_scheduler_run(manifest: Manifest, scheduler: SchedulerSlice) -> None:
+    """Add this start to ``extra.scheduler_runs`` (the newest ``MAX_SCHEDULER_RUNS``: a task
+    that crash-loops must not grow the manifest without end) and save the manifest."""
+    runs = [*manifest.extra.scheduler_runs, scheduler.run_record(
+        datetime.now(UTC).isoformat(timespec="seconds"))]
+    manifest.extra.scheduler_runs = runs[-MAX_SCHEDULER_RUNS:]
+    manifest.save_atomic()
 
 
 def make_batch_config(

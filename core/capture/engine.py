@@ -49,6 +49,7 @@ from eagle_tui.core.capture.routed import (
     router_records,
 )
 from eagle_tui.core.capture.rows import RowBuilder
+from eagle_tui.core.capture.scheduler_env import SchedulerSlice
 from eagle_tui.core.capture.sender import Sender, sampling_params
 from eagle_tui.core.capture.servers import open_pool, shard_metadata
 from eagle_tui.core.capture.settle import Settler
@@ -130,8 +131,13 @@ class CaptureEngine:
         client_factory: ClientFactory | None = None,
         rng: random.Random | None = None,
         on_row: Callable[[ShardRow], None] | None = None,
+        scheduler: SchedulerSlice | None = None,
     ) -> None:
+        if scheduler is not None and scheduler.partition != config.partition:
+            raise ValueError(f"the scheduler's slice {scheduler.partition} is not the "
+                             f"config's {config.partition}")
         self.config = config
+        self._scheduler = scheduler
         self._clock: Clock = clock or SystemClock()
         self._events = event_sink
         self._on_row = on_row
@@ -216,7 +222,8 @@ class CaptureEngine:
         """The batch directory, resume scan and prompt source (OutputWriteError when the
         directory cannot be written: nothing has been sent yet)."""
         try:
-            batch = await asyncio.to_thread(prepare_batch, self.config, self._tokenizer)
+            batch = await asyncio.to_thread(prepare_batch, self.config, self._tokenizer,
+                                            scheduler=self._scheduler)
         except OSError as e:  # the output directory cannot be written (disk full, ...)
             raise OutputWriteError(
                 f"cannot prepare {self.config.out_dir}: {describe_os_error(e)}"
@@ -225,6 +232,9 @@ class CaptureEngine:
                 "command again", path=self.config.out_dir) from e
         for note in batch.notes:
             log.warning("%s", note)
+        if self._scheduler is not None:
+            log.info("%s (%s)", self._scheduler.describe(),
+                     "resumed" if batch.resumed else "a fresh batch")
         return batch
 
     async def _assemble(

@@ -40,6 +40,7 @@ from itertools import combinations
 
 from eagle_tui.core.capture.partition import Partition
 from eagle_tui.core.errors import ConfigError
+from eagle_tui.core.shards.manifest import SchedulerRun
 
 _AUTO = re.compile(r"^\s*auto\s*(?:/\s*(\S+?)\s*)?$")
 _WHOLE = re.compile(r"^\d+$")
@@ -119,6 +120,13 @@ class SchedulerSlice:
             "restart_count": self.restart_count, "node": self.node,
             "from": " ".join(self.evidence)}
         return {key: value for key, value in fields.items() if value is not None}
+
+    def run_record(self, started_at: str) -> SchedulerRun:
+        """This start, as the manifest's ``extra.scheduler_runs`` keeps it."""
+        return SchedulerRun(shard=str(self.partition), scheduler=str(self.scheduler),
+                            task_id=self.task_id, node=self.node, job_id=self.job_id,
+                            restart_count=self.restart_count, evidence=" ".join(self.evidence),
+                            started_at=started_at)
 
     def describe(self) -> str:
         """One line for the log, e.g. ``slice 3/4 from slurm job 812 task 3 on node gpu07``."""

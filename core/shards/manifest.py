@@ -120,10 +120,26 @@ class RouterRecord(msgspec.Struct, frozen=True):
     workers: list[WorkerRecord] = []
 
 
+class SchedulerRun(msgspec.Struct, frozen=True, omit_defaults=True):
+    """One start of the batch by a scheduler (``capture --shard auto``): which scheduler,
+    its job and task ids, the restart count it gave, the node, the variables that decided
+    (``from``), and when it started. Unknown values are left out."""
+
+    shard: str
+    scheduler: str
+    task_id: str
+    node: str
+    job_id: str | None = None
+    restart_count: int | None = None
+    evidence: str = msgspec.field(default="", name="from")
+    started_at: str = ""
+
+
 class ManifestExtra(msgspec.Struct, omit_defaults=True):
     """What the engine adds: how the last run ended, its servers and presets, the routers
-    among them with their workers, the ``--shard`` slice it captured, the config changes
-    a ``--force`` resume went past, and (multi-turn) the turns never generated per reason
+    among them with their workers, the ``--shard`` slice it captured, each start by a
+    scheduler (``--shard auto``; oldest first, a requeue adds one), the config changes a
+    ``--force`` resume went past, and (multi-turn) the turns never generated per reason
     (only the keys that were set are written)."""
 
     state: BatchState | None = None
@@ -131,6 +147,7 @@ class ManifestExtra(msgspec.Struct, omit_defaults=True):
     presets: list[str] = []
     routers: list[RouterRecord] = []
     partition: str | None = None
+    scheduler_runs: list[SchedulerRun] = []
     forced_changes: list[str] = []
     # multi-turn: turns never generated because their conversation ended early, per reason
     turns_not_generated: dict[str, int] = {}

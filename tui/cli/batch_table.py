@@ -7,6 +7,7 @@ import time
 import msgspec
 
 from eagle_tui.core.batches.api import StatusDoc
+from eagle_tui.core.batches.slurmjob import SliceTask, SlurmJobView
 from eagle_tui.core.batches.survey import BatchView
 from eagle_tui.core.capture.progress import Progress
 from eagle_tui.core.text import duration, terminal_safe
@@ -101,3 +102,42 @@ def _when(stamp: float | None) -> str:
     if not stamp:
         return "-"
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(stamp))
+
+
+SLURM_HEADER = ("TASK", "STATE", "NODE", "SLICE", "ROWS", "FAILED", "REQUEUES", "DIRECTORY")
+
+
+def slurm_table(view: SlurmJobView) -> str:
+    """``batches --slurm-job``: a line for the job, then one row per task."""
+    slices = view.slices
+    queue = "" if view.queue_known else " (no longer in squeue: states from the manifests)"
+    head = (f"slurm job {view.job_id}: {len(view.tasks)} tasks"
+            f"{f' for {slices} slices' if slices else ''}; {view.count('done')} done, "
+            f"{view.count('running')} running, {view.count('pending')} pending, "
+            f"{view.count('failed')} failed; {view.rows:,} rows; {view.requeues} "
+            f"requeue{'s' if view.requeues != 1 else ''}{queue}")
+    rows = [SLURM_HEADER, *(_slurm_row(task) for task in view.tasks)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(SLURM_HEADER))]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+             .rstrip() for row in rows]
+    return terminal_safe(head) + "\n" + "\n".join(terminal_safe(line) for line in lines)
+
+
+def _slurm_row(task: SliceTask) -> tuple[str, ...]:
+    state = f"{task.state} ({task.reason})" if task.reason else task.state
+    return (str(task.index), state, task.node or "-", task.slice or "-", f"{task.rows:,}",
+            str(task.failed), str(task.restarts),
+            str(task.directory) if task.directory else "(not started)")
+
+
+def slurm_json(view: SlurmJobView) -> dict[str, object]:
+    """``batches --slurm-job --json``: the job's totals and its tasks."""
+    return {"job_id": view.job_id, "queue_known": view.queue_known, "slices": view.slices,
+            "done": view.count("done"), "running": view.count("running"),
+            "pending": view.count("pending"), "failed": view.count("failed"),
+            "rows": view.rows, "requeues": view.requeues,
+            "tasks": [{"task": t.index, "state": t.state, "reason": t.reason, "node": t.node,
+                       "slice": t.slice, "rows": t.rows, "failed": t.failed,
+                       "requeues": t.restarts,
+                       "directory": None if t.directory is None else str(t.directory)}
+                      for t in view.tasks]}

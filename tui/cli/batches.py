@@ -5,22 +5,35 @@ done, stopped, failed, interrupted, ...), rows, failures, rates and ETA. With BA
 batch in detail (servers, recent errors by kind, shards). ``--json`` prints the same as
 JSON; ``--forget`` removes a finished batch's record (its directory stays). Exit status:
 see ``tui.cli.batch_verbs``.
+
+``--slurm-job ID [--runs DIR]``: the tasks of a Slurm array of ``capture --shard auto``
+instead (``core.batches.slurmjob``): state, node and reason from ``squeue``, each slice's
+rows and requeues from its manifest under DIR (default: the current directory).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 import msgspec
 
 from eagle_tui.core.batches.api import StatusDoc
 from eagle_tui.core.batches.registry import Registry
+from eagle_tui.core.batches.slurmjob import follow
 from eagle_tui.core.batches.survey import BatchView, survey, survey_all
 from eagle_tui.core.batchstate import BatchState
-from eagle_tui.core.errors import WrongState
+from eagle_tui.core.errors import ConfigError, WrongState
 from eagle_tui.core.wire import ENCODER
-from eagle_tui.tui.cli.batch_table import counts_json, details, record_json, table
+from eagle_tui.tui.cli.batch_table import (
+    counts_json,
+    details,
+    record_json,
+    slurm_json,
+    slurm_table,
+    table,
+)
 from eagle_tui.tui.cli.batch_verbs import EXIT_OK, run_verb
 
 
@@ -51,6 +64,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--forget", action="store_true",
                         help="remove BATCH's record (not while it runs; its files stay)")
+    parser.add_argument("--slurm-job", metavar="ID", type=slurm_job_id,
+                        help="show the tasks of this Slurm array of capture --shard auto "
+                             "(squeue, and the slice directories under --runs)")
+    parser.add_argument("--runs", metavar="DIR", type=existing_dir, action="append",
+                        help="with --slurm-job: a slice directory, or the directory holding "
+                             "them (repeat; default: the current directory)")
+
+
+def slurm_job_id(text: str) -> str:
+    """``--slurm-job``'s type: an array's job id (digits; ``812`` of ``812_3``)."""
+    job = text.strip()
+    if not job.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r}: want the array's job id, e.g. 812 "
+                                         "(sbatch --parsable prints it)")
+    return job
+
+
+def existing_dir(text: str) -> Path:
+    """``--runs``'s type: a directory that exists."""
+    path = Path(text)
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a directory: give the slice "
+                                         "directories' parent (the --out of each task, "
+                                         "without slice-N)")
+    return path
 
 
 def run(args: argparse.Namespace) -> int:
@@ -59,6 +97,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _run(args: argparse.Namespace) -> int:
+    if args.slurm_job is not None:
+        return _slurm(args)
+    if args.runs:
+        raise ConfigError("--runs goes with --slurm-job ID")
     registry = Registry()
     if args.batch is None:
         views = await survey_all(registry.all())
@@ -74,6 +116,15 @@ async def _run(args: argparse.Namespace) -> int:
     if args.forget:
         return _forget(registry, view)
     print(_indented(BatchDoc.of(view)) if args.json else details(view))
+    return EXIT_OK
+
+
+def _slurm(args: argparse.Namespace) -> int:
+    if args.batch is not None or args.forget:
+        raise ConfigError("--slurm-job shows a Slurm job; give no BATCH and no --forget with it")
+    view = follow(args.slurm_job, args.runs or [Path.cwd()])
+    print(msgspec.json.format(ENCODER.encode(slurm_json(view)), indent=1).decode()
+          if args.json else slurm_table(view))
     return EXIT_OK
 
 

@@ -23,6 +23,11 @@ Errors are one line on stderr; an internal error's traceback goes to ``<out>/cap
 With ``--detach``: 0 started, 2 refused, 3 the worker could not start, 4 another worker
 holds ``--out`` (``batch_verbs.run_detached``).
 
+``--shard auto`` (``auto/N``) takes the slice from the scheduler that started the process
+(``core.capture.scheduler_env``) while the arguments are parsed, so an environment that names
+no slice, or two, is an argparse error (one line, exit 2); under it ``--resume`` defaults to
+``auto`` (a requeued task continues its directory) and ``--detach`` is refused.
+
 The API key comes from ``$EAGLE_TUI_API_KEY`` or ``--api-key-file`` (never a flag: flags
 show up in ``ps``); it is sent to the servers and written nowhere.
 """
@@ -65,9 +70,14 @@ from eagle_tui.core.capture.conversation import MultiTurn
 from eagle_tui.core.capture.engine import CaptureEngine, CaptureSummary
 from eagle_tui.core.capture.partition import Partition
 from eagle_tui.core.capture.report import summary_text
+from eagle_tui.core.capture.scheduler_env import (
+    AutoShard,
+    SchedulerSlice,
+    parse_shard,
+    slice_from_environment,
+)
 from eagle_tui.core.errors import ConfigError, EagleError
 from eagle_tui.core.fsio import describe_os_error
-from eagle_tui.core.sample_ids import parse_slice
 from eagle_tui.core.sampling import SamplingPreset
 from eagle_tui.core.sglang import API_KEY_ENV
 from eagle_tui.core.sglang.apikey import read_api_key
@@ -181,12 +191,19 @@ def _run_arguments(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--health-interval", type=seconds(), default=10.0)
     group.add_argument("--server-down-limit", type=seconds(), default=1800.0,
                        help="give up when no server has been healthy this many seconds")
-    group.add_argument("--shard", metavar="I/N", type=Checked(_partition),
+    group.add_argument("--shard", metavar="I/N|auto[/N]", type=shard_option,
                        help="capture only slice I (0-based) of N of the prompts, by sample id: "
-                            "N batches (on N nodes) with 0/N..N-1/N split one job")
-    group.add_argument("--resume", action="store_true",
+                            "N batches (on N nodes) with 0/N..N-1/N split one job; auto: the "
+                            "slice from the scheduler that started this process (Slurm array "
+                            "task, Kubernetes Indexed Job, torchrun, mpirun), auto/N with N "
+                            "slices; a restarted task resumes its --out")
+    group.add_argument("--resume", nargs="?", choices=("auto", "no"), const="auto",
+                       metavar="auto|no",
                        help="continue the batch in --out (skip done rows, retry failures "
-                            "except prompts too long for the context)")
+                            "except prompts too long for the context); an empty --out starts "
+                            "it. Default: no, except under --shard auto (a requeued task "
+                            "continues its slice); --resume no refuses an --out that holds "
+                            "a batch")
     group.add_argument("--retry-failed", action="store_true",
                        help="with --resume: also resend the rows that failed as too long "
                             "for the context (after raising the server's context length)")
@@ -204,6 +221,19 @@ def _run_arguments(group: argparse._ArgumentGroup) -> None:
                        help="seconds between plain progress lines")
 
 
+def shard_option(text: str) -> Partition | SchedulerSlice:
+    """``--shard``'s argparse type: ``I/N``, or ``auto``/``auto/N`` resolved from this
+    process's environment. A bad value or an environment that names no slice (or two)
+    is an argparse error: one line, exit status 2, nothing started."""
+    try:
+        shard = parse_shard(text)
+        if isinstance(shard, AutoShard):
+            return slice_from_environment(shard, os.environ)
+        return shard
+    except ConfigError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix("--shard ")) from None
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the batch described by ``args``; the exit status (see the module docstring)."""
     try:
@@ -211,6 +241,10 @@ def run(args: argparse.Namespace) -> int:
     except (EagleError, ValueError, OSError) as e:
         return _say(e, EXIT_START_FAILED)
     if args.detach:
+        if isinstance(args.shard, SchedulerSlice):
+            return _say("--shard auto runs in the foreground: the scheduler ends a task's "
+                        "processes when its script exits, and restarts the task itself; "
+                        "drop --detach", EXIT_START_FAILED)
         return run_detached(config, name=args.name)
     try:
         lock = OutputLock(config.out_dir).acquire()
@@ -285,11 +319,26 @@ def config_from_args(args: argparse.Namespace) -> CaptureConfig:
         concurrency=args.concurrency, request_timeout_s=args.timeout,
         retry=RetryPolicy(max_attempts=args.retries), health_interval_s=args.health_interval,
         server_down_limit_s=args.server_down_limit, stop_grace_s=args.grace,
-        shard_rows=args.shard_rows, resume=args.resume, force=args.force,
+        shard_rows=args.shard_rows, resume=resume_wanted(args), force=args.force,
         trust_router_workers=args.trust_router_workers or UNSET,
-        retry_failed=args.retry_failed, partition=args.shard or UNSET, turns=_turns(args),
+        retry_failed=args.retry_failed, partition=_partition(args.shard), turns=_turns(args),
         api_key=_api_key(args.api_key_file) or UNSET,
     )
+
+
+def resume_wanted(args: argparse.Namespace) -> bool:
+    """``--resume`` (``auto``) continues the batch in --out; without it, only a slice from
+    a scheduler does, because a requeued task runs the same command again."""
+    if args.resume is None:
+        return isinstance(args.shard, SchedulerSlice)
+    return bool(args.resume == "auto")
+
+
+def _partition(shard: Partition | SchedulerSlice | None) -> Partition | UnsetType:
+    """The config's slice: unset for the whole prompt set."""
+    if shard is None:
+        return UNSET
+    return shard.partition if isinstance(shard, SchedulerSlice) else shard
 
 
 def _turns(args: argparse.Namespace) -> MultiTurn | UnsetType:
@@ -332,10 +381,6 @@ def _boundary(item: str) -> tuple[str, int]:
     token_id = Whole(0, MAX_TOKEN_ID, "a token id")(raw)
     normalize_overrides({name: token_id})
     return name, token_id
-
-
-def _partition(text: str) -> Partition:
-    return Partition(*parse_slice(text))
 
 
 def _top_k(text: str) -> int:
@@ -419,7 +464,10 @@ class _StderrHandler(logging.StreamHandler[TextIO]):
 
 
 async def _capture(config: CaptureConfig, args: argparse.Namespace) -> _Ended:
-    engine = CaptureEngine(config)
+    scheduler = args.shard if isinstance(args.shard, SchedulerSlice) else None
+    if scheduler is not None:
+        print(f"eagle-tui capture: {terminal_safe(scheduler.describe())}", file=sys.stderr)
+    engine = CaptureEngine(config, scheduler=scheduler)
     signals = _install_signal_handlers(engine, config.stop_grace_s)
     display = asyncio.ensure_future(_display(engine, args))
     try:
