@@ -11,7 +11,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from eagle_tui.core.sim.config import FATAL_KINDS, LOG_DIALECTS, PHASES, FaultRates, SimConfig
+from eagle_tui.core.sim.config import (
+    DEFAULT_DECODE_LOG_INTERVAL,
+    FATAL_KINDS,
+    LOG_DIALECTS,
+    PHASES,
+    SPEC_ALGORITHMS,
+    FaultRates,
+    SimConfig,
+    SpecSettings,
+)
 
 BUNDLED_MODEL_DIR = (
     Path(__file__).resolve().parent.parent / "tokenizer" / "assets" / "kimi-k2.5-tiny"
@@ -23,6 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _add_server_flags(parser)
     _add_timing_flags(parser)
     _add_generation_flags(parser)
+    _add_spec_flags(parser)
     _add_fault_flags(parser)
 
 
@@ -71,6 +81,15 @@ def config_from_args(args: argparse.Namespace) -> SimConfig:
         faults=FaultRates(args.error_rate, args.reset_rate, args.garbage_rate),
         fault_seed=args.fault_seed,
         log_dialect=args.log_dialect,
+        spec=SpecSettings(
+            algorithm=args.speculative_algorithm,
+            num_steps=args.speculative_num_steps,
+            eagle_topk=args.speculative_eagle_topk,
+            num_draft_tokens=args.speculative_num_draft_tokens,
+            draft_model_path=args.speculative_draft_model_path,
+            draft_acceptance=args.sim_draft_acceptance,
+        ),
+        decode_log_interval=args.decode_log_interval,
     )
 
 
@@ -127,6 +146,31 @@ def _add_generation_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--incremental-streaming-output", action="store_true")
 
 
+def _add_spec_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--speculative-algorithm", type=_algorithm, choices=SPEC_ALGORITHMS, default=None,
+        help="speculative decoding as SGLang runs it: spec_* meta_info, avg_spec_accept_length, "
+        "sglang:spec_* metrics, accept len in the decode log",
+    )
+    parser.add_argument("--speculative-num-steps", type=_positive_int, default=3)
+    parser.add_argument("--speculative-eagle-topk", type=_positive_int, default=1)
+    parser.add_argument("--speculative-num-draft-tokens", type=_at_least_two, default=4)
+    parser.add_argument(
+        "--speculative-draft-model-path", default=None,
+        help="the drafter; a path naming EAGLE3 under --speculative-algorithm EAGLE accepts "
+        "no draft (1.00 per step), as real SGLang does",
+    )
+    parser.add_argument(
+        "--sim-draft-acceptance", type=_fraction, default=0.75,
+        help="chance the first draft of a verify step is accepted (later positions decay; "
+        "thinking prompts lower, tool calls higher, repeated text always accepted)",
+    )
+    parser.add_argument(
+        "--decode-log-interval", type=_positive_int, default=DEFAULT_DECODE_LOG_INTERVAL,
+        help="decode steps between two 'Decode batch' log lines (SGLang's flag)",
+    )
+
+
 def _add_fault_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--crash-at", choices=PHASES, default=None,
                         help="print that phase's typical failure and exit non-zero")
@@ -151,6 +195,18 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
     return value
+
+
+def _at_least_two(text: str) -> int:
+    value = int(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(
+            f"must be at least 2 (one draft and the bonus slot), got {text}")
+    return value
+
+
+def _algorithm(text: str) -> str:
+    return text.upper()
 
 
 def _non_negative_float(text: str) -> float:
