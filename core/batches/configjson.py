@@ -58,6 +58,8 @@ class StoredConfig(msgspec.Struct, frozen=True, kw_only=True):
     partition: str | msgspec.UnsetType = msgspec.UNSET
     # Absent for single-turn batches, so their records read and write as before.
     turns: MultiTurn | UnsetType = UNSET
+    # The held-out split's fraction; absent when the batch declares none.
+    held_out: float | UnsetType = UNSET
 
     @classmethod
     def of(cls, config: CaptureConfig) -> StoredConfig:
@@ -78,6 +80,7 @@ class StoredConfig(msgspec.Struct, frozen=True, kw_only=True):
             resume=config.resume, force=config.force, render_chunk=config.render_chunk,
             partition=msgspec.UNSET if config.partition is None else str(config.partition),
             turns=config.turns,
+            held_out=UNSET if config.held_out is None else config.held_out,
         )
 
     def to_config(self, *, api_key: str | None = None, servers: tuple[str, ...] | None = None,
@@ -103,6 +106,7 @@ class StoredConfig(msgspec.Struct, frozen=True, kw_only=True):
                 partition=(None if isinstance(self.partition, msgspec.UnsetType)
                            else Partition.parse(self.partition)),
                 turns=self.turns,
+                held_out=None if isinstance(self.held_out, UnsetType) else self.held_out,
             )
         except (TypeError, ValueError) as e:
             raise ConfigError(f"stored batch config cannot be used ({e}); start a new batch") from e

@@ -101,6 +101,8 @@ class CaptureConfig:
     partition: Partition | None = None
     # Unset: single-turn, the last assistant turn only (stored configs then stay as before).
     turns: MultiTurn | UnsetType = UNSET
+    # The held-out split's fraction (docs/acceptance.md): captured, left out of export.
+    held_out: float | None = None
     api_key: str | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -123,6 +125,9 @@ class CaptureConfig:
                 raise ConfigError(f"capture setting {name} must be > 0, got {value!r}")
         if self.stop_grace_s < 0:
             raise ConfigError("stop grace period must be >= 0 seconds")
+        if self.held_out is not None and not 0 < self.held_out < 1:
+            raise ConfigError(f"--held-out must be a fraction between 0 and 1 (e.g. 0.05), "
+                              f"got {self.held_out:g}")
 
     def _check_servers(self) -> None:
         if not self.servers:

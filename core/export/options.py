@@ -107,6 +107,7 @@ class ExportOptions:
     filter: RowFilter = RowFilter()
     max_length: int | None = None
     force: bool = False
+    include_held_out: bool = False  # rows of a batch's held-out split (left out by default)
 
     def __post_init__(self) -> None:
         if self.format not in FORMATS:

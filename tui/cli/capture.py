@@ -87,6 +87,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     need.add_argument("--model-dir", type=Path,
                       help="model directory whose config.json gives the vocabulary size "
                            "(default: the tokenizer directory, else the largest token id)")
+    need.add_argument("--held-out", type=float, default=None, metavar="FRACTION",
+                      help="declare a held-out split: this share of prompts (chosen by "
+                      "sample id) is captured but left out of export, for accept --from-batch")
     need.add_argument("--trust-remote-code", action="store_true",
                       help="allow the tokenizer's own code (Kimi's real tokenizer needs it)")
     _turn_arguments(parser.add_argument_group("multi-turn conversations"))
@@ -223,7 +226,7 @@ def config_from_args(args: argparse.Namespace) -> CaptureConfig:
         server_down_limit_s=args.server_down_limit, stop_grace_s=args.grace,
         shard_rows=args.shard_rows, resume=args.resume, force=args.force,
         retry_failed=args.retry_failed, partition=args.shard, turns=_turns(args),
-        api_key=_api_key(args.api_key_file),
+        api_key=_api_key(args.api_key_file), held_out=args.held_out,
     )
 
 

@@ -48,13 +48,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"where loss_mask turns to 1 (default per format: {defaults})")
     add_filter_arguments(parser)
     parser.add_argument("--force", action="store_true", help="replace an existing FILE")
+    parser.add_argument("--include-held-out", action="store_true",
+                        help="also write the rows of a batch's held-out split (capture "
+                        "--held-out), which are left out by default")
 
 
 def options_from(args: argparse.Namespace) -> ExportOptions:
     """ExportOptions from the parsed arguments (ConfigError for a bad flag or reason)."""
     mask: MaskStart | None = args.mask_start
     fmt: ExportFormat = args.format
-    return ExportOptions(fmt, mask, row_filter_from(args), args.max_length, args.force)
+    return ExportOptions(fmt, mask, row_filter_from(args), args.max_length, args.force,
+                         include_held_out=args.include_held_out)
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
