@@ -22,10 +22,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from eagle_tui.core.batches.registry import Registry
 from eagle_tui.core.batches.survey import BatchView, survey_all
 from eagle_tui.core.batchstate import LIVE_STATES, BatchState
 from eagle_tui.core.errors import UntrustedState
+from eagle_tui.core.health.acceptance import read_acceptance
 from eagle_tui.core.health.assemble import WatchOptions, build_watcher
 from eagle_tui.core.health.phase import Phase
 from eagle_tui.core.health.snapshot import HealthSnapshot
@@ -42,6 +45,7 @@ EXIT_USAGE = 2
 EXIT_SERVER_UNHEALTHY = 3
 EXIT_BATCH_BROKEN = 4
 BROKEN_BATCH_STATES = frozenset({BatchState.FAILED, BatchState.INTERRUPTED})
+LOG_TAIL_BYTES = 1 << 20  # enough decode lines for the acceptance window
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -88,8 +92,11 @@ async def collect(urls: list[ServerURL], logs: list[Path],
     log_of = dict(zip(urls, logs, strict=False))
     snapshots = await asyncio.gather(*(server_snapshot(u, log_of.get(u)) for u in servers))
     routers = await asyncio.gather(*(router_entry(u, router_metrics or []) for u in servers))
-    server_json = [{"url": url.public, **to_jsonable(snap), **router}
-                   for url, snap, router in zip(servers, snapshots, routers, strict=True)]
+    accepts = await asyncio.gather(*(acceptance_entry(u.for_requests, log_of.get(u))
+                                     for u in servers))
+    server_json = [{"url": url.public, **to_jsonable(snap), **router, **accept}
+                   for url, snap, router, accept
+                   in zip(servers, snapshots, routers, accepts, strict=True)]
     batch_json = [_batch_json(view) for view in views]
     return {"servers": server_json, "batches": batch_json,
             "exit_code": _exit_code(list(snapshots), views)}
@@ -111,7 +118,35 @@ async def router_entry(url: ServerURL, metrics_urls: list[ServerURL]) -> dict[st
     metrics = next((m for m in metrics_urls if m.host == url.host), None)
     view = await look_at(url.for_requests,
                          metrics_url=None if metrics is None else metrics.for_requests)
-    return {} if view is None else {"router": router_json(view)}
+    if view is None:
+        return {}
+    entry = router_json(view)
+    accepts = await asyncio.gather(*(acceptance_entry(w["url"], None) for w in entry["workers"]))
+    for worker, accept in zip(entry["workers"], accepts, strict=True):
+        worker.update(accept)
+    return {"router": entry}
+
+
+async def acceptance_entry(url: str, log: Path | None) -> dict[str, Any]:
+    """``{"acceptance": …}`` of a server that speculates: its config, the figure from the
+    best source with its source and window, the 1.00 alarm (docs/acceptance.md); ``{}``
+    when it does not answer ``/server_info``."""
+    live = await read_acceptance(url, log_lines=log_tail(log) if log is not None else ())
+    if live is None:
+        return {}
+    entry: dict[str, Any] = msgspec.to_builtins(live)
+    entry["label"] = None if live.figure is None else live.figure.label
+    return {"acceptance": entry}
+
+
+def log_tail(path: Path, limit: int = LOG_TAIL_BYTES) -> list[str]:
+    """The last lines of a server log (its recent decode lines), [] when unreadable."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(max(0, handle.seek(0, 2) - limit))
+            return handle.read().decode("utf-8", errors="replace").splitlines()[1:]
+    except OSError:
+        return []
 
 
 def demo_leftover(view: BatchView) -> bool:
@@ -149,14 +184,29 @@ def render_text(report: dict[str, Any]) -> str:
     for server in report["servers"]:
         flags = ", ".join(f["name"] for f in server.get("flags", [])) or "no flags"
         lines.append(f"server {server['url']}: {server['phase']} ({flags})")
+        lines.extend(acceptance_lines(server.get("acceptance")))
         if "router" in server:
             lines.extend(router_lines(server["router"]))
+            for worker in server["router"]["workers"]:
+                lines.extend(acceptance_lines(worker.get("acceptance"), f"{worker['url']} "))
     for batch in report["batches"]:
         lines.append(f"batch {batch['id']} {batch['name'] or ''}: {batch['state']} "
                      f"{json.dumps(batch['counts'])}")
     if not lines:
         lines.append("no servers or batches known (pass --url, or start a batch)")
     return "\n".join(lines)
+
+
+def acceptance_lines(entry: dict[str, Any] | None, lead: str = "") -> list[str]:
+    """``  accept 2.71 (metrics, since start) with NGRAM, …`` and its alarm, for a server
+    that speculates."""
+    if not entry or entry["config"]["algorithm"] is None:
+        return []
+    label = entry["label"] or "no figure yet"
+    lines = [f"  {lead}accept {label} with {entry['config']['algorithm']}"]
+    if entry.get("alarm"):
+        lines.append(f"  ALARM {entry['alarm']['message']}; next: {entry['alarm']['next_step']}")
+    return lines
 
 
 def to_jsonable(value: Any) -> Any:
