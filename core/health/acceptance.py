@@ -110,6 +110,10 @@ class AcceptanceTracker:
         for point in points_from_log(lines):
             self.log.add(point)
 
+    async def aclose(self) -> None:
+        """Close the client."""
+        await self._client.aclose()
+
     async def sample(self) -> LiveAcceptance | None:
         """Scrape once and return the figure from the best source (None: no answer)."""
         found = await fetch(self._client)
@@ -128,4 +132,5 @@ class AcceptanceTracker:
         return live
 
 
-__all__ = ["AcceptanceTracker", "fetch", "log_figure_of", "read_acceptance", "since_start"]
+__all__ = ["TIMEOUTS", "AcceptanceTracker", "fetch", "log_figure_of", "read_acceptance",
+           "since_start"]

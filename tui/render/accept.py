@@ -1,0 +1,40 @@
+"""A server's live acceptance as the Server view shows it (pure; no Textual).
+
+``AcceptanceReading`` is what a server feed emits after a look at a speculating server: the
+live figure (with its source and window, docs/acceptance.md) and the figures before it, for
+the card's sparkline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from eagle_tui.core.accept.live import LiveAcceptance
+
+
+@dataclass(frozen=True)
+class AcceptanceReading:
+    """One look at a server's acceptance and the history of figures (oldest first)."""
+
+    live: LiveAcceptance
+    history: tuple[float, ...] = ()
+
+
+def acceptance_text(reading: AcceptanceReading) -> str:
+    """``accept 2.71 (metrics, last 60 s) · rate 0.57 · EAGLE3, 4 draft tokens, …``."""
+    live = reading.live
+    figure = live.figure
+    head = "accept: no figure yet" if figure is None else f"accept {figure.label}"
+    parts = [head]
+    if figure is not None and figure.accept_rate is not None:
+        parts.append(f"rate {figure.accept_rate:.2f}")
+    parts.append(live.config.summary)
+    return " · ".join(parts)
+
+
+def alarm_text(reading: AcceptanceReading) -> str:
+    """The 1.00 alarm and its next step, or nothing."""
+    alarm = reading.live.alarm
+    return "" if alarm is None else f"{alarm.message}; next: {alarm.next_step}"
