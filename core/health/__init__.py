@@ -12,7 +12,9 @@ with evidence and next steps (``flags``, ``stall``, ``nextstep``), judges (``ver
 (``snapshot_build``). Expectations come from ``history`` keyed by ``signature`` and are read
 and recorded by ``recorder``; limits from ``settings`` and ``steps``. ``assemble`` builds a
 watcher from user options, ``changes`` turns snapshot pairs into one-line events, ``follow``
-runs watchers and yields those events (``eagle-tui watch`` prints them).
+runs watchers and yields those events (``eagle-tui watch`` prints them). Beside the watch,
+``acceptance`` reads a speculating server's live accept length (``status``, the Server view;
+docs/acceptance.md).
 docs/startup-diagnosis.md explains the judgement and where its limits come from.
 
 This package imports nothing itself, so loading the CLI verb stays cheap.
