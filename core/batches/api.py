@@ -24,6 +24,7 @@ from typing import Annotated, ClassVar, Literal
 
 import msgspec
 
+from eagle_tui.core.accept.requests import RequestAcceptance
 from eagle_tui.core.batchstate import BatchState, public_state
 from eagle_tui.core.capture.dispatch import ServerStatus
 from eagle_tui.core.capture.events import CaptureEvent
@@ -282,6 +283,7 @@ class RequestEvent(Wire, frozen=True):
     flags: tuple[str, ...] = ()
     error_kind: str | None = None
     detail: str | None = None
+    acceptance: RequestAcceptance | None = None  # a speculative server's finished answer
 
     @classmethod
     def of(cls, event: CaptureEvent) -> RequestEvent:
@@ -290,14 +292,14 @@ class RequestEvent(Wire, frozen=True):
         return cls(kind=event.kind, sample_id=event.sample_id, at=event.at, rid=event.rid,
                    endpoint=event.endpoint, attempt=event.attempt, watched=event.watched,
                    total=event.total, flags=event.flags, error_kind=event.error_kind,
-                   detail=event.detail)
+                   detail=event.detail, acceptance=event.acceptance)
 
     def to_capture(self) -> CaptureEvent:
         """Back to the engine's event."""
         return CaptureEvent(self.kind, self.sample_id, self.at, rid=self.rid,
                             endpoint=self.endpoint, attempt=self.attempt, watched=self.watched,
                             total=self.total, flags=self.flags, error_kind=self.error_kind,
-                            detail=self.detail)
+                            detail=self.detail, acceptance=self.acceptance)
 
 
 class DeltaEvent(Wire, frozen=True):

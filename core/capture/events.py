@@ -8,7 +8,8 @@ cheap and must not block (queue the event and return). ``delta`` events exist on
     sent       an attempt goes out                         rid, endpoint, attempt, watched
     delta      new output ids of a watched request         rid, new_ids, total
     retry      an attempt failed transiently               rid, endpoint, error_kind, detail
-    finished   the row is generated and validated          rid, endpoint, total, flags
+    finished   the row is generated and validated          rid, endpoint, total, flags,
+                                                           acceptance (speculative servers)
     failed     the row failed permanently                  rid, endpoint, error_kind, detail
     rejected   the prompt was refused before sending       error_kind, detail
 """
@@ -18,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
+
+from eagle_tui.core.accept.requests import RequestAcceptance
 
 EventKind = Literal["sent", "delta", "retry", "finished", "failed", "rejected"]
 
@@ -38,6 +41,7 @@ class CaptureEvent:
     flags: tuple[str, ...] = ()
     error_kind: str | None = None
     detail: str | None = None
+    acceptance: RequestAcceptance | None = None  # from a speculative server's meta_info
 
 
 EventSink = Callable[[CaptureEvent], None]

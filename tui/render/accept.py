@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from eagle_tui.core.accept.live import LiveAcceptance
+    from eagle_tui.core.accept.requests import RequestAcceptance
 
 
 @dataclass(frozen=True)
@@ -38,3 +39,19 @@ def alarm_text(reading: AcceptanceReading) -> str:
     """The 1.00 alarm and its next step, or nothing."""
     alarm = reading.live.alarm
     return "" if alarm is None else f"{alarm.message}; next: {alarm.next_step}"
+
+
+def request_acceptance_text(acceptance: RequestAcceptance) -> str:
+    """One request's acceptance: ``accept 3.20 · rate 0.73 · 12 verify steps · P(>=j) 0.92
+    0.75 0.40`` (``spec_accept_length``, ``spec_accept_rate``, ``spec_verify_ct`` and the
+    per-position figures from ``spec_correct_drafts_histogram``)."""
+    if acceptance.accept_length is None:
+        return "no verify step"
+    parts = [f"accept {acceptance.accept_length:.2f}"]
+    if acceptance.accept_rate is not None:
+        parts.append(f"rate {acceptance.accept_rate:.2f}")
+    steps = acceptance.verify_steps
+    parts.append(f"{steps} verify step{'s' if steps != 1 else ''}")
+    if acceptance.per_position:
+        parts.append("P(>=j) " + " ".join(f"{p:.2f}" for p in acceptance.per_position))
+    return " · ".join(parts)
