@@ -200,6 +200,9 @@ def test_the_held_out_split_is_captured_kept_out_of_export_and_replayed(
     assert cli("export", str(batch), "--format", "parquet", "--out", str(everything),
                "--include-held-out").returncode == 0
     assert pq.read_metadata(everything).num_rows == 30
+    stats = cli("stats", str(batch), "--json")
+    assert stats.returncode == 0, stats.stderr + stats.stdout[:2000]
+    assert json.loads(stats.stdout)["export"]["dropped"].get("held_out") == len(held)
     code, replayed = accept("--from-batch", str(batch), "--server", a.url)
     assert code == 0 and replayed["held_out"] is True
     assert replayed["overall"]["n"] == len(held)

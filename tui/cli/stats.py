@@ -16,11 +16,13 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from eagle_tui.core.accept.heldout import HeldOutSplit
 from eagle_tui.core.errors import EagleError
 from eagle_tui.core.export.options import MASK_STARTS
-from eagle_tui.core.export.tally import KeepTally
+from eagle_tui.core.export.tally import KeepTally, batch_split
 from eagle_tui.core.samples.job import open_job
 from eagle_tui.core.shards.conversations import ConversationStats
+from eagle_tui.core.shards.manifest import Manifest
 from eagle_tui.core.shards.stats import BatchStats, Distribution, compute_stats_over
 from eagle_tui.tui.cli.export_filters import add_filter_arguments, row_filter_from
 from eagle_tui.tui.cli.inspect import make_console
@@ -44,6 +46,7 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
     try:
         tally = KeepTally(row_filter_from(args), args.mask_start, args.max_length)
         opened = open_job(args.path)
+        tally.held_out = held_out_split(args.path[0])
         stats = compute_stats_over(opened.readers, observers=[tally.add])
     except EagleError as e:
         print(f"eagle-tui stats: {e}", file=sys.stderr)
@@ -62,6 +65,16 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
     for ignored in stats.ignored:
         out.print(Literal(f"ignored: {ignored}"), style="yellow")
     return 0
+
+
+def held_out_split(path: Path) -> HeldOutSplit | None:
+    """The held-out split of the batch at ``path`` (export leaves it out), if it has one."""
+    directory = path if path.is_dir() else path.parent
+    for candidate in (directory, directory.parent):  # a batch, or its shards/ directory
+        manifest = Manifest.load_optional(candidate)
+        if manifest is not None:
+            return batch_split(manifest)
+    return None
 
 
 def summary_tables(stats: BatchStats) -> list[Table]:
