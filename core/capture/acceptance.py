@@ -38,7 +38,7 @@ from eagle_tui.core.accept.stored import (
 )
 from eagle_tui.core.accept.summary import AcceptReport, CategorySummary, report
 from eagle_tui.core.capture.prompts import PromptRecord, open_prompts
-from eagle_tui.core.capture.replay import ReplayRun, ReplaySettings, replay
+from eagle_tui.core.capture.replay import ReplayRun, ReplaySettings, check_reachable, replay
 from eagle_tui.core.errors import ConfigError
 from eagle_tui.core.shards.manifest import Manifest
 from eagle_tui.core.urls import public_url
@@ -120,7 +120,11 @@ def _records(prompts: Path) -> list[PromptRecord]:
 
 
 async def measure(settings: AcceptSettings) -> AcceptOutcome:
-    """Replay, report, compare, store (see the module docstring)."""
+    """Replay, report, compare, store (see the module docstring); ConfigError before
+    anything is sent when a server does not answer."""
+    for url in (settings.replay.server, settings.against):
+        if url is not None:
+            await check_reachable(url, settings.replay.api_key)
     first = await replay(settings.replay)
     side = _side(first, settings.replay.server)
     other: ReplayRun | None = None

@@ -34,10 +34,13 @@ from eagle_tui.core.capture.servers import open_pool
 from eagle_tui.core.clock import Clock, SystemClock
 from eagle_tui.core.errors import ConfigError
 from eagle_tui.core.sampling import SamplingPreset
+from eagle_tui.core.sglang import ClientTimeouts, SGLangClient
 from eagle_tui.core.tokenizer import LoadedTokenizer, load_tokenizer
+from eagle_tui.core.urls import public_url
 
 log = logging.getLogger(__name__)
 
+REACH_TIMEOUTS = ClientTimeouts(connect=5.0, health=10.0, info=10.0)
 UNCATEGORISED = "uncategorised"
 """The category of a prompt record without a ``category`` field."""
 
@@ -133,11 +136,11 @@ async def replay(
     config = _capture_config(settings)
     started = clock.monotonic()
     async with open_pool(config, clock, client_factory) as pool:
+        sender = _sender(pool, settings, prepared, clock)
         monitor = asyncio.create_task(HealthMonitor(
             pool, clock, interval_s=config.health_interval_s,
             paused_interval_s=config.health_retry_s).run())
         try:
-            sender = _sender(pool, settings, prepared, clock)
             answers = await _send_all(sender, prepared, settings.concurrency, clock)
             info = await _server_info(pool)
         finally:
@@ -147,6 +150,17 @@ async def replay(
     requests = tuple(a for a in answers if isinstance(a, ReplayedRequest))
     failures = prepared.rejects + tuple(a for a in answers if isinstance(a, ReplayFailure))
     return ReplayRun(requests, failures, info, clock.monotonic() - started)
+
+
+async def check_reachable(url: str, api_key: str | None = None) -> None:
+    """ConfigError unless ``url`` answers ``/server_info`` (a replay would otherwise wait for
+    a server that is not there)."""
+    async with SGLangClient(url, api_key=api_key, timeouts=REACH_TIMEOUTS) as client:
+        try:
+            await client.server_info()
+        except Exception as error:
+            raise ConfigError(f"{public_url(url)} does not answer /server_info ({error}); start "
+                              "the server or check the URL") from error
 
 
 def _capture_config(settings: ReplaySettings) -> CaptureConfig:
@@ -220,6 +234,7 @@ __all__ = [
     "ReplayFailure",
     "ReplayRun",
     "ReplaySettings",
+    "check_reachable",
     "prepare_jobs",
     "replay",
 ]

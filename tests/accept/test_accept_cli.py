@@ -239,3 +239,11 @@ def test_a_batch_without_a_split_and_a_bad_fraction_are_refused(tmp_path: Path) 
     assert "Traceback" not in done.stderr
     done = cli("accept", "--from-batch", str(tmp_path), "--server", "http://127.0.0.1:9")
     assert done.returncode == 2 and "Traceback" not in done.stderr
+
+
+def test_a_server_that_does_not_answer_is_refused_before_anything_is_sent(
+        tmp_path: Path) -> None:
+    done = cli("accept", "--prompts", str(write_prompts(tmp_path / "p.jsonl", 3)),
+               "--server", "http://127.0.0.1:9", "--tokenizer", TOKENIZER)
+    assert done.returncode == 2 and "does not answer /server_info" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
