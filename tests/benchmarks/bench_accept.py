@@ -13,7 +13,7 @@ EAGLE3``):
 
 Each measurement runs in a fresh child process, so CPU is its own.
 
-    python tests/benchmarks/bench_accept.py [--requests 2000] [--skip-capacity]
+    python tests/benchmarks/bench_accept.py [--requests 2000] [--skip-capacity | --skip-cost]
 """
 
 from __future__ import annotations
@@ -108,6 +108,9 @@ async def child_capacity(args: argparse.Namespace) -> dict[str, Any]:
             state = (await client.get(f"{args.url}/sim/state")).json()
         return time.perf_counter(), int(state["generation_tokens"])
 
+    deadline = time.perf_counter() + 300
+    while (await generated())[1] == 0 and time.perf_counter() < deadline:
+        await asyncio.sleep(0.2)  # rendering and admission first: the window starts after
     await asyncio.sleep(args.warmup)
     t0, g0 = await generated()
     await asyncio.sleep(args.window)
@@ -204,9 +207,11 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--max-new-tokens", type=int, default=256)
     parser.add_argument("--skip-capacity", action="store_true")
+    parser.add_argument("--skip-cost", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-accept-") as tmp:
-        client_cost(Path(tmp), args.requests, args.max_new_tokens)
+        if not args.skip_cost:
+            client_cost(Path(tmp), args.requests, args.max_new_tokens)
         if not args.skip_capacity:
             capacity(Path(tmp))
 
