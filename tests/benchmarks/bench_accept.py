@@ -109,7 +109,8 @@ async def child_capacity(args: argparse.Namespace) -> dict[str, Any]:
         return time.perf_counter(), int(state["generation_tokens"])
 
     deadline = time.perf_counter() + 300
-    while (await generated())[1] == 0 and time.perf_counter() < deadline:
+    _, before = await generated()  # the start-up warm-up request's tokens
+    while (await generated())[1] == before and time.perf_counter() < deadline:
         await asyncio.sleep(0.2)  # rendering and admission first: the window starts after
     await asyncio.sleep(args.warmup)
     t0, g0 = await generated()
