@@ -104,7 +104,7 @@ async def child_capacity(args: argparse.Namespace) -> dict[str, Any]:
     run = asyncio.ensure_future(child_bare(args) if args.bare else child_replay(args))
 
     async def generated() -> tuple[float, int]:
-        async with httpx.AsyncClient() as client:
+        async with httpx.AsyncClient(timeout=120) as client:  # the sim is saturated
             state = (await client.get(f"{args.url}/sim/state")).json()
         return time.perf_counter(), int(state["generation_tokens"])
 
