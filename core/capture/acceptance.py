@@ -121,7 +121,8 @@ def _records(prompts: Path) -> list[PromptRecord]:
 
 async def measure(settings: AcceptSettings) -> AcceptOutcome:
     """Replay, report, compare, store (see the module docstring); ConfigError before
-    anything is sent when a server does not answer."""
+    anything is sent when the prompt file is unusable or a server does not answer."""
+    open_prompts(settings.replay.prompts)  # checked first: a bad file is the first thing to fix
     for url in (settings.replay.server, settings.against):
         if url is not None:
             await check_reachable(url, settings.replay.api_key)
