@@ -10,7 +10,11 @@ failing somewhere downstream.
 - ``Wire``: base of the control API's shapes (immutable, keyword-built, unknown fields
   ignored so an older reader accepts a newer writer);
 - ``where_what(error)`` / ``explain(error)``: msgspec's error as ``field.path: problem``;
-- ``ENCODER``: one shared compact encoder (structs, dataclasses, enums, builtins).
+- ``ENCODER``: one shared compact encoder (structs, dataclasses, enums, builtins, paths and
+  ``TextValue``s);
+- ``TextValue``: base of value types a document holds as text (``--shard``'s ``"2/5"``);
+  ``enc_hook``/``dec_hook`` write and read them, and paths, for any encoder or decoder
+  (``decoder(Shape)`` is a JSON decoder with them).
 
 Open-ended values that eagle-tui only passes through (sampling parameters and template
 arguments given on the command line) are ``dict[str, object]``: any JSON value, which a
@@ -20,11 +24,64 @@ reader has to narrow before use.
 from __future__ import annotations
 
 import re
+from pathlib import PurePath
+from typing import Self, TypeVar
 
 import msgspec
 
-ENCODER = msgspec.json.Encoder()
-"""Compact JSON of any struct, dataclass, enum or builtin (thread-safe, reusable)."""
+
+class TextValue:
+    """Base of value types a JSON document holds as text: written as ``str(value)``, read
+    back with ``cls.parse(text)``; a text ``parse`` refuses is a decode error naming the field.
+    """
+
+    __slots__ = ()
+
+    @classmethod
+    def parse(cls, text: str) -> Self:
+        """The value ``text`` spells (any exception: not one)."""
+        raise NotImplementedError
+
+
+def enc_hook(value: object) -> object:
+    """What msgspec writes for the types it does not know: paths and ``TextValue``s as text."""
+    if isinstance(value, PurePath | TextValue):
+        return str(value)
+    raise NotImplementedError(f"no JSON form for {type(value).__name__}")
+
+
+def dec_hook(kind: type, value: object) -> object:
+    """The value of type ``kind`` that ``enc_hook`` wrote as ``value``."""
+    if kind is object:  # msgspec asks about ``object`` (any JSON value) too once hooked
+        return value
+    if not (isinstance(kind, type) and issubclass(kind, PurePath | TextValue)):
+        raise NotImplementedError(f"no JSON form for {kind!r}")
+    if not isinstance(value, str):
+        raise TypeError(f"Expected `str`, got `{_json_type(value)}`")
+    if issubclass(kind, PurePath):
+        return kind(value)
+    try:
+        return kind.parse(value)
+    except Exception as e:  # msgspec adds the field's path to a ValueError
+        raise ValueError(str(e)) from e
+
+
+T = TypeVar("T")
+
+
+def decoder(shape: type[T]) -> msgspec.json.Decoder[T]:
+    """A JSON decoder of ``shape`` that reads paths and ``TextValue``s."""
+    return msgspec.json.Decoder(shape, dec_hook=dec_hook)
+
+
+def _json_type(value: object) -> str:
+    names = {bool: "bool", int: "int", float: "float", list: "array", dict: "object"}
+    return "null" if value is None else names.get(type(value), type(value).__name__)
+
+
+ENCODER = msgspec.json.Encoder(enc_hook=enc_hook)
+"""Compact JSON of any struct, dataclass, enum, builtin, path or ``TextValue`` (thread-safe,
+reusable)."""
 
 _AT = re.compile(r" - at `\$(?P<path>[^`]*)`$")
 
@@ -54,4 +111,5 @@ class Wire(msgspec.Struct, frozen=True, kw_only=True):
     """Base of the control API's shapes: immutable, built by keyword, unknown fields ignored."""
 
 
-__all__ = ["ENCODER", "Wire", "explain", "where_what"]
+__all__ = ["ENCODER", "TextValue", "Wire", "dec_hook", "decoder", "enc_hook", "explain",
+           "where_what"]

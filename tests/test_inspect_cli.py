@@ -16,7 +16,7 @@ from rich.console import Console
 from eagle_tui.core import kimi
 from eagle_tui.core.sampling import SamplingIdentity, SamplingPreset
 from eagle_tui.core.shards.manifest import BatchConfig, Manifest
-from eagle_tui.core.shards.schema import ShardMetadata, ShardRow
+from eagle_tui.core.shards.schema import FooterTokenizer, ShardMetadata, ShardRow
 from eagle_tui.core.shards.writer import ShardWriter
 from eagle_tui.core.tokenizer import LoadedTokenizer, bundled_tokenizer_path, load_tokenizer
 from eagle_tui.core.validate import validate_sample
@@ -54,8 +54,10 @@ def batch(tokenizer: LoadedTokenizer, tmp_path_factory: pytest.TempPathFactory) 
     config = BatchConfig("p.jsonl", "00", str(tokenizer.path), tokenizer.fingerprint(),
                          tokenizer.template_hash(), SamplingIdentity(4096, (SamplingPreset(),)))
     manifest = Manifest(directory, config)
-    meta = ShardMetadata(tokenizer.name, str(tokenizer.path), tokenizer.fingerprint(),
-                         tokenizer.template_hash(), {}, None, None, boundary.as_dict(), 163840)
+    meta = ShardMetadata(
+        tokenizer=FooterTokenizer(name=tokenizer.name, path=str(tokenizer.path),
+                                  fingerprint=tokenizer.fingerprint(), vocab_size=163840),
+        template_hash=tokenizer.template_hash(), boundary_ids=boundary.as_dict())
     prompt = tokenizer.render([{"role": "user", "content": USER_TEXT}])
     with ShardWriter(directory, metadata=meta, manifest=manifest) as writer:
         for i, (out, finish) in enumerate(outputs(tokenizer)):
@@ -170,7 +172,9 @@ def test_other_tokenizer_triggers_a_warning(
 ) -> None:
     manifest = Manifest.load(batch)
     copy = tmp_path / "batch"
-    meta = ShardMetadata(**{**_meta_fields(batch), "tokenizer_fingerprint": "other"})
+    meta = _meta(batch)
+    meta = msgspec.structs.replace(
+        meta, tokenizer=msgspec.structs.replace(meta.tokenizer, fingerprint="other"))
     writer_manifest = Manifest(copy, msgspec.structs.replace(manifest.config))
     with ShardWriter(copy, metadata=meta, manifest=writer_manifest) as writer:
         writer.add(ShardRow("x", [1, 2, kimi.IM_END], 2, "stop", kimi.IM_END, -1, [], "e", "r",
@@ -179,12 +183,12 @@ def test_other_tokenizer_triggers_a_warning(
     assert status == 0 and "differs from the one the shards were captured with" in err
 
 
-def _meta_fields(batch: Path) -> dict[str, object]:
+def _meta(batch: Path) -> ShardMetadata:
     from eagle_tui.core.shards.reader import ShardReader
 
     meta = ShardReader(batch).metadata
     assert meta is not None
-    return {f: getattr(meta, f) for f in meta.__dataclass_fields__}
+    return meta
 
 
 def test_stats_counts_flags_finish_reasons_and_lengths(

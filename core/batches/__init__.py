@@ -8,8 +8,8 @@
 - ``events`` / ``status`` / ``hub``: the event stream, the status document and the bounded
   event fan-out;
 - ``registry`` / ``survey``: the records under the state dir and the derived live state;
-- ``configjson``: ``StoredConfig``, the capture config a record keeps (no secrets);
-  ``secretenv``: the secrets it does not keep, handed to a worker in its environment;
+- ``secretenv``: the API key and raw server URLs a worker gets through its environment
+  (a record keeps its ``CaptureConfig`` ``without_secrets``);
 - ``ready`` / ``runstate``: the start-up report a worker sends its launcher, and how its
   run ended in the registry's terms.
 

@@ -11,24 +11,23 @@ field has the wrong type, naming the field.
     events     Hello, ProgressEvent, RequestEvent, DeltaEvent, Lost, End (``GET /events``,
                see ``core.batches.events``); Disconnected is made by the client
 
-``Progress`` (counters, rates and ETA of a ``CaptureProgress``) is also what the registry
-keeps as a batch's last known progress. Readers ignore fields they do not know, so an older
-dashboard can follow a newer worker. ``Wire`` gives every shape ``shape["field"]`` reads
-for code written against the JSON dicts.
+Three shapes belong to the engine and are declared where it makes them: ``Progress``
+(counters, rates and ETA: ``core.capture.progress``, also what the registry keeps as a
+batch's last known progress), ``RequestEvent`` and ``DeltaEvent`` (the engine's own events,
+``core.capture.events``). Readers ignore fields they do not know, so an older dashboard can
+follow a newer worker.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, ClassVar
 
 import msgspec
 
-from eagle_tui.core.accept.requests import RequestAcceptance
 from eagle_tui.core.batchstate import BatchState, public_state
 from eagle_tui.core.capture.dispatch import ServerStatus
-from eagle_tui.core.capture.events import CaptureEvent
-from eagle_tui.core.capture.progress import CaptureProgress
+from eagle_tui.core.capture.events import DeltaEvent, RequestEvent
+from eagle_tui.core.capture.progress import CaptureProgress, Progress
 from eagle_tui.core.shards.manifest import Counts
 from eagle_tui.core.wire import Wire
 
@@ -104,61 +103,6 @@ class BatchInfo(Wire, frozen=True):
     log: str = ""
     started_at: float | None = None
     runs: int = 0
-
-
-class Progress(Wire, frozen=True):
-    """Counters, rates and ETA of a ``CaptureProgress`` (no servers, no per-kind tables).
-
-    Every field has a default: the registry's records from before a worker saved any
-    progress hold ``{}``.
-    """
-
-    total: int | None = None
-    already_done: int = 0
-    done: int = 0
-    written: int = 0
-    failed: int = 0
-    flagged: int = 0
-    rejected: int = 0
-    retrying: int = 0
-    interrupted: int = 0
-    in_flight: int = 0
-    output_tokens: int = 0
-    settled: int = 0
-    remaining: int | None = None
-    elapsed_s: float = 0.0
-    samples_per_s: float = 0.0
-    tokens_per_s: float = 0.0
-    eta_s: float | None = None
-
-    @classmethod
-    def of(cls, progress: CaptureProgress) -> Progress:
-        """The counters of an engine snapshot (rates rounded for display)."""
-        p = progress
-        return cls(
-            total=p.total, already_done=p.already_done, done=p.done, written=p.written,
-            failed=p.failed, flagged=p.flagged, rejected=p.rejected, retrying=p.retrying,
-            interrupted=p.interrupted, in_flight=p.in_flight, output_tokens=p.output_tokens,
-            settled=p.settled, remaining=p.remaining, elapsed_s=round(p.elapsed_s, 3),
-            samples_per_s=round(p.samples_per_s, 3), tokens_per_s=round(p.tokens_per_s, 1),
-            eta_s=None if p.eta_s is None else round(p.eta_s, 1),
-        )
-
-    def to_capture(
-        self, state: BatchState, *, servers: tuple[ServerStatus, ...] = (),
-        errors: Mapping[str, int] | None = None, failures: Mapping[str, int] | None = None,
-        flags: Mapping[str, int] | None = None,
-    ) -> CaptureProgress:
-        """Back to an engine snapshot (what the dashboard's views read)."""
-        return CaptureProgress(
-            state=state, total=self.total, already_done=self.already_done, done=self.done,
-            written=self.written, failed=self.failed, flagged=self.flagged,
-            rejected=self.rejected, retrying=self.retrying, interrupted=self.interrupted,
-            in_flight=self.in_flight, output_tokens=self.output_tokens,
-            elapsed_s=self.elapsed_s, samples_per_s=self.samples_per_s,
-            tokens_per_s=self.tokens_per_s, eta_s=self.eta_s, servers=servers,
-            errors=dict(errors or {}), failures=dict(failures or {}), flags=dict(flags or {}),
-        )
 
 
 class RecentError(Wire, frozen=True):
@@ -242,9 +186,6 @@ class StatusDoc(Wire, frozen=True):
 
 # -- events ---------------------------------------------------------------------------------
 
-RequestKind = Literal["sent", "retry", "finished", "failed", "rejected"]
-
-
 class Hello(Wire, frozen=True):
     """First event of every connection."""
 
@@ -265,62 +206,8 @@ class ProgressEvent(Wire, frozen=True):
     @classmethod
     def of(cls, progress: CaptureProgress, at: float) -> ProgressEvent:
         """The snapshot event of an engine snapshot taken at ``at``."""
-        return cls(at=at, state=public_state(progress.state), progress=Progress.of(progress),
+        return cls(at=at, state=public_state(progress.state), progress=progress.counts,
                    servers=progress.servers)
-
-
-class RequestEvent(Wire, frozen=True):
-    """One lifecycle step of one row (any ``CaptureEvent`` but ``delta``)."""
-
-    kind: RequestKind
-    sample_id: str
-    at: float
-    rid: str | None = None
-    endpoint: str | None = None
-    attempt: int = 0
-    watched: bool = False
-    total: int = 0
-    flags: tuple[str, ...] = ()
-    error_kind: str | None = None
-    detail: str | None = None
-    acceptance: RequestAcceptance | None = None  # a speculative server's finished answer
-
-    @classmethod
-    def of(cls, event: CaptureEvent) -> RequestEvent:
-        """The event body of an engine event."""
-        assert event.kind != "delta"
-        return cls(kind=event.kind, sample_id=event.sample_id, at=event.at, rid=event.rid,
-                   endpoint=event.endpoint, attempt=event.attempt, watched=event.watched,
-                   total=event.total, flags=event.flags, error_kind=event.error_kind,
-                   detail=event.detail, acceptance=event.acceptance)
-
-    def to_capture(self) -> CaptureEvent:
-        """Back to the engine's event."""
-        return CaptureEvent(self.kind, self.sample_id, self.at, rid=self.rid,
-                            endpoint=self.endpoint, attempt=self.attempt, watched=self.watched,
-                            total=self.total, flags=self.flags, error_kind=self.error_kind,
-                            detail=self.detail, acceptance=self.acceptance)
-
-
-class DeltaEvent(Wire, frozen=True):
-    """New output ids of a watched request; a rid's ``new_ids`` concatenated are its output."""
-
-    sample_id: str
-    rid: str | None
-    new_ids: tuple[int, ...]
-    total: int
-    at: float
-
-    @classmethod
-    def of(cls, event: CaptureEvent) -> DeltaEvent:
-        """The event body of an engine ``delta`` event."""
-        return cls(sample_id=event.sample_id, rid=event.rid, new_ids=event.new_ids,
-                   total=event.total, at=event.at)
-
-    def to_capture(self) -> CaptureEvent:
-        """Back to the engine's event (always ``watched``)."""
-        return CaptureEvent("delta", self.sample_id, self.at, rid=self.rid, watched=True,
-                            new_ids=self.new_ids, total=self.total)
 
 
 class Lost(Wire, frozen=True):
@@ -360,7 +247,6 @@ __all__ = [
     "STATUS_SCHEMA",
     "BatchInfo",
     "ClientStats",
-    "DeltaEvent",
     "Disconnected",
     "End",
     "ErrorReply",
@@ -369,13 +255,11 @@ __all__ = [
     "Hello",
     "Lost",
     "NoFields",
-    "Progress",
     "ProgressEvent",
     "RecentError",
     "RecentSample",
     "RecentSamples",
     "Request",
-    "RequestEvent",
     "ShardSummary",
     "StateReply",
     "StatusDoc",

@@ -11,7 +11,6 @@ reason), or dies (raised, with the log's tail). A worker still loading its token
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import select
 import subprocess
@@ -22,7 +21,6 @@ from pathlib import Path
 
 import msgspec
 
-from eagle_tui.core.batches.configjson import StoredConfig
 from eagle_tui.core.batches.ready import FAILED, READY_DECODER, STARTED, ReadyMessage
 from eagle_tui.core.batches.registry import BatchRecord, Registry, new_batch_id
 from eagle_tui.core.batches.secretenv import has_secrets, worker_env
@@ -80,8 +78,9 @@ def relaunch(record: BatchRecord, registry: Registry, *,
     ``retry_failed`` resends rows that failed as too long for the context.
     """
     api_key = api_key or os.environ.get(API_KEY_ENV) or None
-    config = record.config.to_config(api_key=api_key, servers=servers, resume=True,
-                                     retry_failed=retry_failed)
+    config = msgspec.structs.replace(record.config.with_secrets(api_key=api_key,
+                                                                servers=servers),
+                                     resume=True, retry_failed=retry_failed)
     return launch_detached(config, name=record.name, registry=registry,
                            ready_timeout_s=ready_timeout_s)
 
@@ -90,7 +89,7 @@ def _absolute(config: CaptureConfig) -> CaptureConfig:
     """Paths made absolute: the worker runs in another directory."""
     tokenizer = config.tokenizer.resolve() if config.tokenizer.exists() else config.tokenizer
     model_dir = config.model_dir.resolve() if config.model_dir else None
-    return dataclasses.replace(config, prompts=config.prompts.resolve(),
+    return msgspec.structs.replace(config, prompts=config.prompts.resolve(),
                                out_dir=config.out_dir.resolve(), tokenizer=tokenizer,
                                model_dir=model_dir)
 
@@ -100,7 +99,7 @@ def _register(registry: Registry, config: CaptureConfig, name: str | None) -> Ba
     now = time.time()
     existing = registry.for_out_dir(out_dir)
     batch_id = existing.id if existing else new_batch_id()
-    stored = StoredConfig.of(config)
+    stored = config.without_secrets()
     base = existing or BatchRecord(
         id=batch_id, name=name or out_dir.name, out_dir=str(out_dir),
         socket=str(control_socket_path(out_dir, batch_id)), log=str(BatchDir(out_dir).worker_log),

@@ -20,7 +20,8 @@ structs of ``core.batches.api``)::
               progress}; the worker closes the stream after it
 
 Lines starting with ``:`` are keep-alives. ``progress`` (here and in ``/status``) is
-``api.Progress``: counters, rates and ETA of ``CaptureProgress``. The client decodes each
+``core.capture.progress.Progress``: counters, rates and ETA; ``request`` and ``delta`` bodies
+are the engine's own events (``core.capture.events``). The client decodes each
 body with the struct of its type; one that does not fit is a ``BatchError`` naming the
 field, an event type it does not know arrives as ``Unrecognized``.
 """
@@ -32,18 +33,14 @@ from dataclasses import dataclass
 import msgspec
 
 from eagle_tui.core.batches.api import (
-    DeltaEvent,
     End,
     EventBody,
     Hello,
     Lost,
-    Progress,
     ProgressEvent,
-    RequestEvent,
     Unrecognized,
 )
-from eagle_tui.core.batchstate import public_state
-from eagle_tui.core.capture.events import CaptureEvent
+from eagle_tui.core.capture.events import CaptureEvent, DeltaEvent, RequestEvent
 from eagle_tui.core.errors import BatchError
 from eagle_tui.core.wire import ENCODER, explain
 
@@ -64,10 +61,8 @@ _DECODERS: dict[str, msgspec.json.Decoder[EventBody]] = {
 
 
 def capture_event_frame(event: CaptureEvent) -> tuple[str, EventBody]:
-    """(SSE type, body) of an engine event."""
-    if event.kind == "delta":
-        return DELTA, DeltaEvent.of(event)
-    return REQUEST, RequestEvent.of(event)
+    """(SSE type, body) of an engine event: the event itself."""
+    return (DELTA if isinstance(event, DeltaEvent) else REQUEST), event
 
 
 def sse_frame(kind: str, seq: int, data: EventBody) -> bytes:
@@ -139,9 +134,7 @@ __all__ = [
     "PROGRESS_HZ",
     "REQUEST",
     "BatchEvent",
-    "Progress",
     "SSEDecoder",
     "capture_event_frame",
-    "public_state",
     "sse_frame",
 ]

@@ -38,13 +38,13 @@ from typing import Any
 import msgspec
 
 from eagle_tui.core import trust
-from eagle_tui.core.batches.api import Progress
-from eagle_tui.core.batches.configjson import StoredConfig
 from eagle_tui.core.batchstate import FINAL_STATES, BatchState
+from eagle_tui.core.capture.config import CaptureConfig
+from eagle_tui.core.capture.progress import Progress
 from eagle_tui.core.errors import BatchError, BatchNotFound, ConfigError, UntrustedState
 from eagle_tui.core.fsio import fsync_dir, write_atomic
 from eagle_tui.core.paths import state_dir
-from eagle_tui.core.wire import explain
+from eagle_tui.core.wire import decoder, enc_hook, explain
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ class BatchRecord(msgspec.Struct, frozen=True, kw_only=True):
     out_dir: str
     socket: str
     log: str
-    config: StoredConfig
+    config: CaptureConfig  # always ``without_secrets``
     created_at: float
     launched_at: float | None = None
     pid: int | None = None
@@ -88,14 +88,14 @@ class BatchRecord(msgspec.Struct, frozen=True, kw_only=True):
         record = msgspec.structs.replace(self, **changes)
         try:
             return _DECODER.decode(_ENCODER.encode(record))
-        except (msgspec.DecodeError, TypeError) as e:
+        except (msgspec.DecodeError, TypeError, ConfigError) as e:
             detail = explain(e) if isinstance(e, msgspec.DecodeError) else str(e)
             raise BatchError(f"cannot update batch {self.id}: {detail}") from e
 
 
 _NO_PROGRESS = Progress()
-_ENCODER = msgspec.json.Encoder(order="sorted")
-_DECODER = msgspec.json.Decoder(BatchRecord)
+_ENCODER = msgspec.json.Encoder(order="sorted", enc_hook=enc_hook)
+_DECODER = decoder(BatchRecord)
 
 
 def new_batch_id() -> str:

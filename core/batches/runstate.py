@@ -6,9 +6,10 @@ import asyncio
 import logging
 from dataclasses import dataclass
 
-from eagle_tui.core.batches.api import End, Progress
+from eagle_tui.core.batches.api import End
 from eagle_tui.core.batchstate import BatchState, public_state
 from eagle_tui.core.capture.engine import CaptureEngine, CaptureSummary
+from eagle_tui.core.capture.progress import Progress
 from eagle_tui.core.errors import EagleError
 
 log = logging.getLogger(__name__)
@@ -38,10 +39,10 @@ async def outcome_of(run: asyncio.Task[CaptureSummary], engine: CaptureEngine) -
         summary = await run
     except EagleError as e:  # could not start: config, tokenizer, output directory
         return RunOutcome(BatchState.FAILED, str(e), EXIT_CANNOT_START,
-                          Progress.of(engine.progress()))
+                          engine.progress().counts)
     except Exception as e:
         log.exception("the capture engine failed")
         reason = f"internal error: {type(e).__name__}: {e}; see the batch log"
-        return RunOutcome(BatchState.FAILED, reason, EXIT_INTERNAL, Progress.of(engine.progress()))
+        return RunOutcome(BatchState.FAILED, reason, EXIT_INTERNAL, engine.progress().counts)
     return RunOutcome(public_state(summary.state), summary.reason, summary.exit_code,
-                      Progress.of(summary.progress))
+                      summary.progress.counts)

@@ -31,7 +31,6 @@ from eagle_tui.core.batches.api import (
     STATUS_SCHEMA,
     BatchInfo,
     EventClients,
-    Progress,
     RecentError,
     ShardSummary,
     StatusDoc,
@@ -39,7 +38,7 @@ from eagle_tui.core.batches.api import (
 )
 from eagle_tui.core.batches.hub import EventHub
 from eagle_tui.core.batchstate import public_state
-from eagle_tui.core.capture.events import CaptureEvent
+from eagle_tui.core.capture.events import CaptureEvent, RequestEvent
 from eagle_tui.core.capture.progress import CaptureProgress
 from eagle_tui.core.errors import ConfigError
 from eagle_tui.core.shards.batchdir.layout import BatchDir
@@ -58,7 +57,8 @@ class RecentErrors:
 
     def note(self, event: CaptureEvent) -> None:
         """Keep ``event`` if it reports an error."""
-        if event.kind not in ("retry", "failed", "rejected"):
+        if not isinstance(event, RequestEvent) or event.kind not in ("retry", "failed",
+                                                                       "rejected"):
             return
         kind = event.error_kind or event.kind
         recent = self._by_kind.pop(kind, None) or deque(maxlen=self._per_kind)
@@ -83,7 +83,7 @@ class WatchTally:
 
     def note(self, event: CaptureEvent) -> None:
         """Count watched attempts as they go out."""
-        if event.kind == "sent" and event.watched:
+        if isinstance(event, RequestEvent) and event.kind == "sent" and event.watched:
             self.started += 1
 
 
@@ -135,11 +135,11 @@ class StatusBuilder:
             at=time.time(),
             batch=self.batch,
             state=public_state(progress.state),
-            progress=Progress.of(progress),
+            progress=progress.counts,
             servers=progress.servers,
-            errors=dict(progress.errors),
-            failures=dict(progress.failures),
-            flags=dict(progress.flags),
+            errors=progress.errors,
+            failures=progress.failures,
+            flags=progress.flags,
             recent_errors=self._recent.to_json(),
             watch=WatchReply(requested=self._watch.requested, started=self._watch.started),
             shards=shards,

@@ -23,10 +23,11 @@ from pathlib import Path
 
 import msgspec
 
-from eagle_tui.core.batches.api import Progress, StatusDoc
+from eagle_tui.core.batches.api import StatusDoc
 from eagle_tui.core.batches.control_client import BatchClient
 from eagle_tui.core.batches.registry import BatchRecord
 from eagle_tui.core.batchstate import LIVE_STATES, RESUMABLE_STATES, BatchState
+from eagle_tui.core.capture.progress import Progress
 from eagle_tui.core.errors import BatchError, ConfigError
 from eagle_tui.core.shards.batchdir.lock import is_held
 from eagle_tui.core.shards.manifest import Manifest

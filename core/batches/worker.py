@@ -38,7 +38,6 @@ import psutil
 from eagle_tui.core.batches.api import (
     BatchInfo,
     Hello,
-    Progress,
     RecentSample,
     RecentSamples,
 )
@@ -154,7 +153,7 @@ class Worker:
         def hello() -> Hello:
             progress = engine.progress()
             return Hello(batch=batch, state=public_state(progress.state),
-                         progress=Progress.of(progress), servers=progress.servers)
+                         progress=progress.counts, servers=progress.servers)
 
         return ControlApi(engine, status, self._hub, self._watch, hello,
                           recent=lambda: RecentSamples(samples=tuple(self._rows)))
@@ -179,7 +178,7 @@ class Worker:
         """Keep the last known counts in the record, for when the worker dies."""
         while True:
             await asyncio.sleep(PROGRESS_SAVE_S)
-            data = Progress.of(engine.progress())
+            data = engine.progress().counts
             try:
                 await asyncio.to_thread(self._registry.update, batch_id, last_progress=data)
             except (OSError, BatchError) as e:
@@ -226,7 +225,7 @@ class Worker:
 def _make_engine(record: BatchRecord, sink: EventSink,
                  on_row: Callable[[ShardRow], None] | None = None) -> CaptureEngine:
     api_key, servers = secrets_from_env()
-    config = record.config.to_config(api_key=api_key, servers=servers)
+    config = record.config.with_secrets(api_key=api_key, servers=servers)
     return CaptureEngine(config, event_sink=sink, on_row=on_row)
 
 

@@ -9,7 +9,7 @@ drive it. Map of the package:
 - ``config``: ``CaptureConfig`` (what a batch is, checked on construction), the retry
   policy, the redaction of secrets;
 - ``batch``: opening a batch (prompts, tokenizer, boundary ids, the output directory's
-  state); ``outlock``: one controller per batch directory;
+  state; one controller per batch directory is ``core.shards.batchdir.lock``);
 - ``prompts`` / ``records``: prompt files streamed record by record, and a record's
   messages and tools; ``partition`` / ``partsource``: one ``--shard I/N`` slice of them;
 - ``render``: prompt records to prompt ids off the event loop, into a bounded job queue;

@@ -47,7 +47,7 @@ def prepare_batch(config: CaptureConfig, tokenizer: LoadedTokenizer | None = Non
     ``tokenizer`` skips loading (tests and callers that already hold one).
     """
     source = open_prompts(config.prompts)
-    if config.partition is not None:
+    if config.partition:
         source = PartitionedSource(source, config.partition)
     if tokenizer is None:
         tokenizer = load_tokenizer(config.tokenizer, trust_remote_code=config.trust_remote_code)
@@ -61,7 +61,7 @@ def prepare_batch(config: CaptureConfig, tokenizer: LoadedTokenizer | None = Non
     batch_config = make_batch_config(config, source, tokenizer, boundaries, vocab_size)
     opened = open_batch_dir(
         config.out_dir, batch_config, schema_version=shard_schema_version(config),
-        partition=None if config.partition is None else str(config.partition),
+        partition=str(config.partition) if config.partition else None,
         resume=config.resume, force=config.force)
     return PreparedBatch(
         source=source,
@@ -95,7 +95,7 @@ def make_batch_config(
             template_kwargs=dict(sorted(config.template_kwargs.items())),
             boundary_ids=boundaries.as_dict(),
             vocab_size=vocab_size,
-            held_out=UNSET if config.held_out is None else config.held_out,
+            held_out=config.held_out,
         ),
         turns=turns_identity(config),
     )

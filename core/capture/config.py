@@ -1,23 +1,28 @@
 """What a capture batch is: prompts, servers, tokenizer, sampling presets and limits.
 
-``CaptureConfig`` is frozen and validated on construction, so a running engine never meets
-a nonsensical value. ``sampling_identity`` is the sampling part of what decides whether two
-runs produce the same data (the manifest's ``BatchConfig`` holds it with the prompt and
-tokenizer hashes; resume refuses when it changes); everything else (servers, concurrency,
-timeouts) may change between a run and its resume.
+``CaptureConfig`` is a frozen msgspec struct, validated on construction and on decoding, so
+a running engine never meets a nonsensical value. It is also what a registry record keeps to
+restart its batch (``config_to_json``/``config_from_json``; the record embeds it): a value of
+the wrong type is refused naming the field, keys written by a newer eagle-tui are ignored.
+``sampling_identity`` is the sampling part of what decides whether two runs produce the same
+data (the manifest's ``BatchConfig`` holds it with the prompt and tokenizer hashes; resume
+refuses when it changes); everything else (servers, concurrency, timeouts) may change
+between a run and its resume.
 
-The API key is a field only so the engine can hand it to its clients: it is excluded from
-``repr``, from the batch identity and from everything the tool writes.
+Secrets are never written: ``without_secrets`` (what every record holds) drops the API key
+and makes server URLs public (``public_url``); unset fields are left out of the JSON, which
+is how the key and ``--retry-failed`` (each run's own choice) stay out. A worker gets the
+real ones through its environment (``core.batches.secretenv``); ``with_secrets`` puts them
+back. ``repr`` shows server URLs without credentials and never the API key.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from msgspec import UNSET, UnsetType
 
 from eagle_tui.core.capture.conversation import DivergencePolicy, HistoryMode, MultiTurn
@@ -25,6 +30,7 @@ from eagle_tui.core.capture.partition import Partition
 from eagle_tui.core.errors import ConfigError
 from eagle_tui.core.sampling import SamplingIdentity, SamplingPreset
 from eagle_tui.core.urls import public_url, url_error
+from eagle_tui.core.wire import ENCODER, decoder, explain
 
 
 def temperature_presets(temperatures: tuple[float, ...], **common: Any) -> tuple[
@@ -38,8 +44,7 @@ def temperature_presets(temperatures: tuple[float, ...], **common: Any) -> tuple
     return tuple(SamplingPreset(f"t{t:g}", temperature=t, **common) for t in temperatures)
 
 
-@dataclass(frozen=True)
-class RetryPolicy:
+class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True):
     """How often and how patiently a sample is retried after transient errors.
 
     ``max_attempts`` is the per-sample budget: attempts that reached a server and failed
@@ -67,8 +72,7 @@ class RetryPolicy:
         return step / 2 + rng.uniform(0, step / 2)
 
 
-@dataclass(frozen=True, repr=False)
-class CaptureConfig:
+class CaptureConfig(msgspec.Struct, frozen=True, kw_only=True):
     """Everything one capture batch needs. Validated on construction (ConfigError).
 
     ``repr`` shows server URLs without credentials and never the API key.
@@ -82,12 +86,12 @@ class CaptureConfig:
     trust_remote_code: bool = False
     max_new_tokens: int = 4096
     presets: tuple[SamplingPreset, ...] = (SamplingPreset(),)
-    extra_sampling: Mapping[str, object] = field(default_factory=dict)  # any JSON values
-    template_kwargs: Mapping[str, object] = field(default_factory=dict)
-    boundary_overrides: Mapping[str, int] = field(default_factory=dict)
+    extra_sampling: dict[str, object] = {}  # any JSON values
+    template_kwargs: dict[str, object] = {}
+    boundary_overrides: dict[str, int] = {}
     concurrency: int = 64
     request_timeout_s: float = 1800.0
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    retry: RetryPolicy = RetryPolicy()
     health_interval_s: float = 10.0
     health_retry_s: float = 1.0
     server_down_limit_s: float = 1800.0
@@ -96,14 +100,17 @@ class CaptureConfig:
     shard_max_age_s: float = 120.0
     resume: bool = False
     force: bool = False
-    retry_failed: bool = False
+    # This run's own choice (``--retry-failed``): unset in every record, never carried on.
+    retry_failed: bool | UnsetType = UNSET
     render_chunk: int = 32
-    partition: Partition | None = None
+    # Unset: the whole prompt set; else ``--shard I/N``, written as "I/N".
+    partition: Partition | UnsetType = UNSET
     # Unset: single-turn, the last assistant turn only (stored configs then stay as before).
     turns: MultiTurn | UnsetType = UNSET
     # The held-out split's fraction (docs/acceptance.md): captured, left out of export.
-    held_out: float | None = None
-    api_key: str | None = field(default=None, repr=False, compare=False)
+    held_out: float | UnsetType = UNSET
+    # Given to the engine's clients only; unset in every record (``without_secrets``).
+    api_key: str | UnsetType = UNSET
 
     def __post_init__(self) -> None:
         self._check_servers()
@@ -125,7 +132,7 @@ class CaptureConfig:
                 raise ConfigError(f"capture setting {name} must be > 0, got {value!r}")
         if self.stop_grace_s < 0:
             raise ConfigError("stop grace period must be >= 0 seconds")
-        if self.held_out is not None and not 0 < self.held_out < 1:
+        if not isinstance(self.held_out, UnsetType) and not 0 < self.held_out < 1:
             raise ConfigError(f"--held-out must be a fraction between 0 and 1 (e.g. 0.05), "
                               f"got {self.held_out:g}")
 
@@ -169,21 +176,59 @@ class CaptureConfig:
         """What a diverged tool call does to the conversation (``--on-divergence``)."""
         return "end" if isinstance(self.turns, UnsetType) else self.turns.on_divergence
 
+    def without_secrets(self) -> CaptureConfig:
+        """What a record keeps: server URLs public, no API key, no ``--retry-failed``."""
+        return msgspec.structs.replace(
+            self, servers=tuple(public_url(url) for url in self.servers), api_key=UNSET,
+            retry_failed=UNSET)
+
+    def with_secrets(self, *, api_key: str | None = None,
+                     servers: tuple[str, ...] | None = None) -> CaptureConfig:
+        """This config with what a record does not keep: the API key, and the server URLs
+        as given (with their credentials) when ``servers`` is set."""
+        return msgspec.structs.replace(self, api_key=api_key or UNSET,
+                                       servers=servers or self.servers)
+
     def __repr__(self) -> str:
         shown = []
-        for item in fields(self):
-            if item.name == "api_key":
+        for name in self.__struct_fields__:
+            value = getattr(self, name)
+            if name == "api_key":
                 continue
-            value = getattr(self, item.name)
-            if item.name == "servers":
+            if name == "servers":
                 value = tuple(public_url(url) for url in value)
-            shown.append(f"{item.name}={value!r}")
+            shown.append(f"{name}={value!r}")
         return f"CaptureConfig({', '.join(shown)})"
 
     @property
     def total_concurrency(self) -> int:
         """Requests in flight at most, over all servers."""
         return self.concurrency * len(self.servers)
+
+
+_DECODER = decoder(CaptureConfig)
+
+
+def config_to_json(config: CaptureConfig) -> bytes:
+    """The JSON of ``config`` without secrets (``without_secrets``)."""
+    return ENCODER.encode(config.without_secrets())
+
+
+def config_from_json(
+    data: bytes | str, *, api_key: str | None = None, servers: tuple[str, ...] | None = None,
+    resume: bool | None = None,
+) -> CaptureConfig:
+    """A ``CaptureConfig`` from stored JSON; ``servers``/``api_key`` restore what was kept
+    secret, ``resume`` replaces the stored flag. ConfigError when the JSON does not fit
+    (naming the field) or a value no longer makes sense."""
+    try:
+        stored = _DECODER.decode(data)
+    except (msgspec.DecodeError, ConfigError) as e:
+        detail = explain(e) if isinstance(e, msgspec.DecodeError) else str(e)
+        raise ConfigError(f"stored batch config is unreadable ({detail}); start a new "
+                          "batch") from e
+    config = stored.with_secrets(api_key=api_key, servers=servers)
+    return config if resume is None else msgspec.structs.replace(config, resume=resume)
 
 
 def sampling_identity(config: CaptureConfig) -> SamplingIdentity:
@@ -203,7 +248,7 @@ class Redactor:
     def __init__(self, config: CaptureConfig) -> None:
         self._pairs = [(url.rstrip("/"), public_url(url)) for url in config.servers]
         self._pairs = [(raw, clean) for raw, clean in self._pairs if raw != clean]
-        self._key = config.api_key
+        self._key = config.api_key or None
 
     def clean(self, text: str) -> str:
         """``text`` with every raw server URL made public and the API key masked."""

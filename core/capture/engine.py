@@ -90,7 +90,7 @@ class CaptureSummary:
         """0 clean; 1 some rows failed or prompts were rejected; 3 the run itself failed."""
         if self.state == BatchState.FAILED:
             return 3
-        if self.progress.failed or self.progress.rejected:
+        if self.progress.counts.failed or self.progress.counts.rejected:
             return 1
         return 0
 

@@ -12,36 +12,52 @@ cheap and must not block (queue the event and return). ``delta`` events exist on
                                                            acceptance (speculative servers)
     failed     the row failed permanently                  rid, endpoint, error_kind, detail
     rejected   the prompt was refused before sending       error_kind, detail
+
+The two structs are also the bodies of a worker's ``request`` and ``delta`` events
+(``core.batches.events``): the engine's event is what goes on the wire, declared once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 from eagle_tui.core.accept.requests import RequestAcceptance
+from eagle_tui.core.wire import Wire
 
-EventKind = Literal["sent", "delta", "retry", "finished", "failed", "rejected"]
+RequestKind = Literal["sent", "retry", "finished", "failed", "rejected"]
+EventKind = Literal[RequestKind, "delta"]
 
 
-@dataclass(frozen=True, slots=True)
-class CaptureEvent:
-    """One lifecycle event of one row (``sample_id``) of a batch."""
+class RequestEvent(Wire, frozen=True):
+    """One lifecycle step of one row (``sample_id``) of a batch: any kind but ``delta``."""
 
-    kind: EventKind
+    kind: RequestKind
     sample_id: str
     at: float
     rid: str | None = None
     endpoint: str | None = None
     attempt: int = 0
     watched: bool = False
-    new_ids: tuple[int, ...] = ()
     total: int = 0
     flags: tuple[str, ...] = ()
     error_kind: str | None = None
     detail: str | None = None
-    acceptance: RequestAcceptance | None = None  # from a speculative server's meta_info
+    acceptance: RequestAcceptance | None = None  # a speculative server's finished answer
 
 
+class DeltaEvent(Wire, frozen=True):
+    """New output ids of a watched request; a rid's ``new_ids`` concatenated are its output,
+    ``total`` counts every output id so far."""
+
+    kind: ClassVar[Literal["delta"]] = "delta"
+
+    sample_id: str
+    rid: str | None
+    new_ids: tuple[int, ...]
+    total: int
+    at: float
+
+
+CaptureEvent = RequestEvent | DeltaEvent
 EventSink = Callable[[CaptureEvent], None]

@@ -12,7 +12,8 @@ them from the previous run's file before rotating it (``carried``), and the engi
 them into the new file again, so they stay counted as failed. ``--retry-failed`` sends them
 anyway (after raising the server's context length, say).
 
-Messages come from the error tree, which never carries credentials.
+Messages come from the error tree, which never carries credentials. Each line is a
+``Failure`` struct; one that does not fit it (a torn line, another shape) is skipped.
 """
 
 from __future__ import annotations
@@ -21,19 +22,20 @@ import contextlib
 import json
 import os
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO
 
+import msgspec
+
 from eagle_tui.core.errors import ConfigError
 from eagle_tui.core.shards.batchdir.layout import BatchDir
+from eagle_tui.core.wire import ENCODER
 
 NOT_RETRIED_ON_RESUME = frozenset({"context_too_long"})
 """Failure kinds a resume leaves failed unless asked (``--retry-failed``)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Failure:
+class Failure(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """One row that could not be captured: which, where from, what went wrong, where."""
 
     sample_id: str
@@ -74,7 +76,7 @@ class FailureLog:
 
     def write(self, failure: Failure) -> None:
         """Append ``failure`` and flush it."""
-        self._handle.write(json.dumps(asdict(failure), ensure_ascii=False) + "\n")
+        self._handle.write(_line(failure) + "\n")
         self._handle.flush()
         self.count += 1
 
@@ -91,6 +93,17 @@ def read_failures(path: Path) -> Iterator[Failure]:
     with open(path, encoding="utf-8", errors="replace") as handle:
         for text in handle:
             try:
-                yield Failure(**json.loads(text))
-            except (ValueError, TypeError, RecursionError):
+                # json first: a line may escape a lone surrogate, which msgspec refuses
+                yield msgspec.convert(json.loads(text), Failure)
+            except (ValueError, RecursionError, msgspec.ValidationError):
                 continue
+
+
+def _line(failure: Failure) -> str:
+    """One JSON line. A server's message may hold a lone surrogate (a JSON ``\\udXXX``
+    escape decodes to one): msgspec cannot write it, so that line is written escaped, as
+    JSON allows and ``read_failures`` reads it back."""
+    try:
+        return ENCODER.encode(failure).decode()
+    except UnicodeEncodeError:
+        return json.dumps(msgspec.to_builtins(failure))

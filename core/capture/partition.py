@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
 from typing import Protocol
 
 from eagle_tui.core.errors import ConfigError
+from eagle_tui.core.wire import TextValue
 
 _SPEC = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 
@@ -33,17 +33,33 @@ class Placed(Protocol):
     def line(self) -> int: ...
 
 
-@dataclass(frozen=True)
-class Partition:
-    """Slice ``index`` (0-based) of ``count``."""
+class Partition(TextValue):
+    """Slice ``index`` (0-based) of ``count``, immutable. JSON holds it as its text,
+    ``"I/N"`` (not a dataclass: msgspec would write those as objects)."""
 
+    __slots__ = ("count", "index")
     index: int
     count: int
 
-    def __post_init__(self) -> None:
-        if self.count < 1 or not 0 <= self.index < self.count:
-            raise ConfigError(f"--shard {self.index}/{self.count}: want I/N with 0 <= I < N "
+    def __init__(self, index: int, count: int) -> None:
+        if count < 1 or not 0 <= index < count:
+            raise ConfigError(f"--shard {index}/{count}: want I/N with 0 <= I < N "
                               "(e.g. 0/4 1/4 2/4 3/4 on four nodes)")
+        object.__setattr__(self, "index", index)
+        object.__setattr__(self, "count", count)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"a Partition does not change ({name})")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Partition) and (self.index, self.count) == (other.index,
+                                                                              other.count)
+
+    def __hash__(self) -> int:
+        return hash((self.index, self.count))
+
+    def __repr__(self) -> str:
+        return f"Partition(index={self.index}, count={self.count})"
 
     @classmethod
     def parse(cls, text: str) -> Partition:

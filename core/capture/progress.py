@@ -5,6 +5,11 @@ it into a frozen ``CaptureProgress`` that a display, a control API or another th
 keep as long as it likes. Rates are measured over a sliding window so they follow the
 batch's current speed rather than its average since start.
 
+Both are msgspec structs, declared once: ``Progress`` is the counters, rates and ETA, the
+``progress`` object of the control API's documents and what a registry record keeps as a
+batch's last known progress; ``CaptureProgress`` is the whole snapshot: the state, those
+counts, the servers and the per-kind tables, which the documents carry beside ``progress``.
+
 Counting unit: a *row* is one (prompt, sampling preset) pair. A prompt rejected before
 sending counts as one rejected row per preset.
 """
@@ -12,53 +17,58 @@ sending counts as one rejected row per preset.
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
-from types import MappingProxyType
+
+import msgspec
 
 from eagle_tui.core.batchstate import BatchState
 from eagle_tui.core.capture.dispatch import ServerStatus
 from eagle_tui.core.clock import Clock
+from eagle_tui.core.wire import Wire
 
 RATE_WINDOW_S = 30.0
 
 
-@dataclass(frozen=True)
-class CaptureProgress:
-    """A point-in-time view of a batch. ``total`` is None until the prompts are counted."""
+class Progress(Wire, frozen=True):
+    """Counters, rates (rounded for display) and ETA of a batch. ``total`` is None until the
+    prompts are counted; ``settled`` rows need no more work this run (done, failed, rejected,
+    done before, or turns of conversations that ended before them); ``remaining`` is None
+    while the total is unknown.
+
+    Every field has a default: the registry's records from before a worker saved any
+    progress hold ``{}``.
+    """
+
+    total: int | None = None
+    already_done: int = 0
+    done: int = 0
+    written: int = 0
+    failed: int = 0
+    flagged: int = 0
+    rejected: int = 0
+    retrying: int = 0
+    interrupted: int = 0
+    in_flight: int = 0
+    output_tokens: int = 0
+    settled: int = 0
+    remaining: int | None = None
+    elapsed_s: float = 0.0
+    samples_per_s: float = 0.0
+    tokens_per_s: float = 0.0
+    eta_s: float | None = None
+
+
+class CaptureProgress(msgspec.Struct, frozen=True, kw_only=True):
+    """A point-in-time view of a batch: its state, its ``counts``, its servers, attempt
+    errors, permanent failures and flags by kind, and (multi-turn) the turns that conversations
+    ending early will not reach (already in ``counts.settled``)."""
 
     state: BatchState
-    total: int | None
-    already_done: int
-    done: int
-    written: int
-    failed: int
-    flagged: int
-    rejected: int
-    retrying: int
-    interrupted: int
-    in_flight: int
-    output_tokens: int
-    elapsed_s: float
-    samples_per_s: float
-    tokens_per_s: float
-    eta_s: float | None
+    counts: Progress = Progress()
     servers: tuple[ServerStatus, ...] = ()
-    errors: Mapping[str, int] = field(default_factory=dict)
-    failures: Mapping[str, int] = field(default_factory=dict)
-    flags: Mapping[str, int] = field(default_factory=dict)
+    errors: dict[str, int] = {}
+    failures: dict[str, int] = {}
+    flags: dict[str, int] = {}
     ended_early: int = 0
-
-    @property
-    def settled(self) -> int:
-        """Rows that need no more work this run (done, failed, rejected, done before, or
-        turns of conversations that ended before them)."""
-        return self.already_done + self.done + self.failed + self.rejected + self.ended_early
-
-    @property
-    def remaining(self) -> int | None:
-        """Rows still to do, when the total is known."""
-        return None if self.total is None else max(0, self.total - self.settled)
 
 
 class ProgressTracker:
@@ -110,31 +120,28 @@ class ProgressTracker:
         self, *, in_flight: int = 0, servers: tuple[ServerStatus, ...] = ()
     ) -> CaptureProgress:
         """A frozen copy of the counters, with rates and ETA computed now."""
+        return CaptureProgress(
+            state=self.state, counts=self._counts(in_flight), servers=servers,
+            errors=dict(self.errors), failures=dict(self.failures), flags=dict(self.flags),
+            ended_early=self.ended_early)
+
+    def _counts(self, in_flight: int) -> Progress:
         samples_per_s, tokens_per_s = self._rates()
-        progress = CaptureProgress(
-            state=self.state,
-            total=self.total,
-            already_done=self.already_done,
-            done=self.done,
-            written=self.written,
-            failed=self.failed,
-            flagged=self.flagged,
-            rejected=self.rejected,
-            retrying=self.retrying,
-            interrupted=self.interrupted,
-            in_flight=in_flight,
-            output_tokens=self.output_tokens,
-            elapsed_s=self._clock.monotonic() - self._started,
-            samples_per_s=samples_per_s,
-            tokens_per_s=tokens_per_s,
-            eta_s=None,
-            servers=servers,
-            errors=MappingProxyType(dict(self.errors)),
-            failures=MappingProxyType(dict(self.failures)),
-            flags=MappingProxyType(dict(self.flags)),
-            ended_early=self.ended_early,
-        )
-        return _with_eta(progress)
+        settled = (self.already_done + self.done + self.failed + self.rejected
+                   + self.ended_early)
+        remaining = None if self.total is None else max(0, self.total - settled)
+        if remaining is None or samples_per_s <= 0:
+            eta = 0.0 if remaining == 0 else None
+        else:
+            eta = remaining / samples_per_s
+        return Progress(
+            total=self.total, already_done=self.already_done, done=self.done,
+            written=self.written, failed=self.failed, flagged=self.flagged,
+            rejected=self.rejected, retrying=self.retrying, interrupted=self.interrupted,
+            in_flight=in_flight, output_tokens=self.output_tokens, settled=settled,
+            remaining=remaining, elapsed_s=round(self._clock.monotonic() - self._started, 3),
+            samples_per_s=round(samples_per_s, 3), tokens_per_s=round(tokens_per_s, 1),
+            eta_s=None if eta is None else round(eta, 1))
 
     def _sample_rate(self) -> None:
         now = self._clock.monotonic()
@@ -158,11 +165,3 @@ class ProgressTracker:
             return 0.0, 0.0
         return (self.done - start_done) / span, (self.output_tokens - start_tokens) / span
 
-
-def _with_eta(progress: CaptureProgress) -> CaptureProgress:
-    remaining = progress.remaining
-    if remaining is None or progress.samples_per_s <= 0:
-        eta = 0.0 if remaining == 0 else None
-    else:
-        eta = remaining / progress.samples_per_s
-    return replace(progress, eta_s=eta)

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from msgspec import UNSET
+
 from eagle_tui.core.accept.requests import request_acceptance
 from eagle_tui.core.accept.summary import ReplayedRequest
 from eagle_tui.core.capture.config import CaptureConfig, RetryPolicy
@@ -171,7 +173,7 @@ def _capture_config(settings: ReplaySettings) -> CaptureConfig:
         tokenizer=settings.tokenizer, max_new_tokens=settings.max_new_tokens,
         concurrency=settings.concurrency, request_timeout_s=settings.request_timeout_s,
         retry=settings.retry, health_retry_s=settings.health_retry_s,
-        api_key=settings.api_key)
+        api_key=settings.api_key or UNSET)
 
 
 def _sender(pool: ServerPool, settings: ReplaySettings, prepared: _Prepared,

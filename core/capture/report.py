@@ -9,22 +9,23 @@ from eagle_tui.core.shards.batchdir.layout import BatchDir
 from eagle_tui.core.text import counts_text, duration
 
 
-def progress_line(p: CaptureProgress) -> str:
+def progress_line(snapshot: CaptureProgress) -> str:
     """One log line: counts, load, rates and ETA."""
+    p = snapshot.counts
     total = "?" if p.total is None else str(p.total)
-    servers = " ".join(f"{s.url}={s.state}:{s.in_flight}" for s in p.servers)
+    servers = " ".join(f"{s.url}={s.state}:{s.in_flight}" for s in snapshot.servers)
     return (
-        f"[{p.state}] {p.settled}/{total} rows: {p.done} done ({p.written} saved), "
+        f"[{snapshot.state}] {p.settled}/{total} rows: {p.done} done ({p.written} saved), "
         f"{p.already_done} done before, {p.failed} failed, {p.flagged} flagged, "
         f"{p.rejected} rejected | {p.in_flight} in flight, {p.retrying} retrying | "
         f"{p.samples_per_s:.1f} samples/s, {p.tokens_per_s:,.0f} tok/s | "
-        f"ETA {duration(p.eta_s)} | errors: {counts_text(p.errors)} | {servers}"
+        f"ETA {duration(p.eta_s)} | errors: {counts_text(snapshot.errors)} | {servers}"
     )
 
 
 def summary_text(summary: CaptureSummary) -> str:
     """The end-of-run report: outcome, counts, errors by kind, where things are."""
-    p = summary.progress
+    snapshot, p = summary.progress, summary.progress.counts
     batch = BatchDir(summary.out_dir)
     lines = [
         f"capture {summary.state} after {duration(p.elapsed_s)}"
@@ -32,18 +33,18 @@ def summary_text(summary: CaptureSummary) -> str:
         f"  rows saved this run   {p.written}  ({p.output_tokens:,} output tokens, "
         f"{p.samples_per_s:.1f} samples/s at the end)",
         f"  done in earlier runs  {p.already_done}",
-        f"  failed permanently    {p.failed}  ({counts_text(p.failures)})",
+        f"  failed permanently    {p.failed}  ({counts_text(snapshot.failures)})",
         f"  prompts rejected      {p.rejected}",
-        f"  flagged rows          {p.flagged}  ({counts_text(p.flags)})",
-        f"  left for a resume     {_left(p)}",
-        f"  attempt errors        {counts_text(p.errors)}",
+        f"  flagged rows          {p.flagged}  ({counts_text(snapshot.flags)})",
+        f"  left for a resume     {_left(snapshot)}",
+        f"  attempt errors        {counts_text(snapshot.errors)}",
         f"  shards                {batch.shards} (manifest: {batch.manifest})",
     ]
     if p.done > p.written:
         lines.insert(2, f"  generated, not saved  {p.done - p.written}  (their shard was not "
                         "written; a resume captures them again)")
     if p.failed:
-        kept = _kept(p)
+        kept = _kept(snapshot)
         lines.append(f"  failures              {batch.failures} "
                      "(retried by the next --resume"
                      + (f"; {kept} too long for the context only with --retry-failed)"
@@ -57,15 +58,16 @@ def summary_text(summary: CaptureSummary) -> str:
     return "\n".join(lines)
 
 
-def _left(p: CaptureProgress) -> str:
+def _left(snapshot: CaptureProgress) -> str:
     """Rows a resume would still send: never settled, generated but not saved, plus the
     failed ones (retried)."""
+    p = snapshot.counts
     if p.remaining is None:
         return "unknown"
-    left = p.remaining + p.failed - _kept(p) + (p.done - p.written)
+    left = p.remaining + p.failed - _kept(snapshot) + (p.done - p.written)
     return f"{left}" + (" (continue with --resume)" if left else "")
 
 
-def _kept(p: CaptureProgress) -> int:
+def _kept(snapshot: CaptureProgress) -> int:
     """Failed rows a plain --resume does not resend (see NOT_RETRIED_ON_RESUME)."""
-    return sum(p.failures.get(kind, 0) for kind in NOT_RETRIED_ON_RESUME)
+    return sum(snapshot.failures.get(kind, 0) for kind in NOT_RETRIED_ON_RESUME)

@@ -19,7 +19,7 @@ from typing import Literal
 from eagle_tui.core.capture.config import RetryPolicy
 from eagle_tui.core.capture.control import RunControl
 from eagle_tui.core.capture.dispatch import NoServerLeft, PoolClosed, Server, ServerPool
-from eagle_tui.core.capture.events import CaptureEvent, EventSink
+from eagle_tui.core.capture.events import DeltaEvent, EventSink, RequestEvent
 from eagle_tui.core.capture.progress import ProgressTracker
 from eagle_tui.core.capture.render import Job
 from eagle_tui.core.capture.retry import ServerAction, Verdict, classify
@@ -116,9 +116,9 @@ class Sender:
                 if end is not None:
                     return end
                 if self._sink is not None:
-                    self._sink(CaptureEvent(
-                        "retry", job.sample_id, self._clock.wall(), rid=rid, endpoint=server.url,
-                        attempt=attempts, error_kind=verdict.kind,
+                    self._sink(RequestEvent(
+                        kind="retry", sample_id=job.sample_id, at=self._clock.wall(), rid=rid,
+                        endpoint=server.url, attempt=attempts, error_kind=verdict.kind,
                         detail=self._describe(error)))
                 await self._backoff(charged)
                 failed_on = server
@@ -148,8 +148,9 @@ class Sender:
         request = GenerateRequest(job.prompt_ids, self.sampling[job.preset.name], rid=rid)
         watched = self._control.take_watch()
         if self._sink is not None:
-            self._sink(CaptureEvent("sent", job.sample_id, self._clock.wall(), rid=rid,
-                                    endpoint=server.url, attempt=attempt, watched=watched))
+            self._sink(RequestEvent(kind="sent", sample_id=job.sample_id, at=self._clock.wall(),
+                                    rid=rid, endpoint=server.url, attempt=attempt,
+                                    watched=watched))
         try:
             async with asyncio.timeout(self._timeout_s) as scope:
                 server.attempts.add(scope)
@@ -211,8 +212,9 @@ class Sender:
     def _delta_reporter(self, job: Job) -> Callable[[TokenDelta], None]:
         def report(delta: TokenDelta) -> None:
             if self._sink is not None:
-                self._sink(CaptureEvent("delta", job.sample_id, self._clock.wall(),
-                                        rid=delta.rid, new_ids=delta.new_ids, total=delta.total))
+                self._sink(DeltaEvent(sample_id=job.sample_id, rid=delta.rid,
+                                      new_ids=delta.new_ids, total=delta.total,
+                                      at=self._clock.wall()))
 
         return report
 

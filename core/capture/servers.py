@@ -35,7 +35,7 @@ from eagle_tui.core.sglang import ClientTimeouts, SGLangClient
 from eagle_tui.core.sglang.client import KEEPALIVE_EXPIRY_S
 from eagle_tui.core.sglang.router import RouterProbe
 from eagle_tui.core.shards.manifest import RouterRecord
-from eagle_tui.core.shards.schema import ShardMetadata
+from eagle_tui.core.shards.schema import FooterServer, FooterTokenizer, ShardMetadata
 from eagle_tui.core.urls import public_url
 
 log = logging.getLogger(__name__)
@@ -56,13 +56,14 @@ def default_client_factory(config: CaptureConfig) -> ClientMaker:
     # httpx builds a TLS context per client unless given one (~35 ms each, even for
     # http:// URLs); one shared default context keeps certificate checks for https.
     tls = ssl.create_default_context()
+    api_key = config.api_key or None
     limits = httpx.Limits(max_connections=POOL_SIZE + 2,  # +2: health and abort calls
                           max_keepalive_connections=POOL_SIZE + 2,
                           keepalive_expiry=KEEPALIVE_EXPIRY_S)  # a transport's own limits
 
     def make(url: str, limit: int | None = None) -> ServerClient:
         clients: list[ServerClient] = [
-            SGLangClient(url, api_key=config.api_key, timeouts=timeouts,
+            SGLangClient(url, api_key=api_key, timeouts=timeouts,
                          transport=httpx.AsyncHTTPTransport(verify=tls, limits=limits))
             for _ in range(pools_for(limit or config.concurrency))
         ]
@@ -100,8 +101,8 @@ async def _open(url: str, config: CaptureConfig, make: ClientMaker) -> tuple[Ser
     """The client and request limit of one server URL: a RoutedClient with clients for
     ``--concurrency`` per listed worker when the URL is SGLang's router."""
     timeouts = ClientTimeouts(connect=5.0, health=20.0, info=INFO_TIMEOUT_S)
-    probe = RouterProbe(SGLangClient(url, api_key=config.api_key, timeouts=timeouts),
-                        api_key=config.api_key)
+    api_key = config.api_key or None
+    probe = RouterProbe(SGLangClient(url, api_key=api_key, timeouts=timeouts), api_key=api_key)
     if not await probe.detect():
         await probe.client.aclose()
         return make(url), config.concurrency
@@ -141,15 +142,13 @@ async def shard_metadata(
     first = reachable[0] if reachable else dict(first_worker_facts(routers))
     tokenizer = batch.tokenizer
     return ShardMetadata(
-        tokenizer_name=tokenizer.name,
-        tokenizer_path=str(tokenizer.path),
-        tokenizer_fingerprint=tokenizer.fingerprint(),
+        tokenizer=FooterTokenizer(name=tokenizer.name, path=str(tokenizer.path),
+                                  fingerprint=tokenizer.fingerprint(),
+                                  vocab_size=batch.vocab_size),
         template_hash=tokenizer.template_hash(),
         sampling=msgspec.to_builtins(batch.batch_config.sampling),
-        server_model_path=first.get("model_path"),
-        server_version=first.get("version"),
+        server=FooterServer(model_path=first.get("model_path"), version=first.get("version")),
         boundary_ids=batch.boundaries.as_dict(),
-        vocab_size=batch.vocab_size,
         extra={
             "template_kwargs": dict(config.template_kwargs),
             "presets": [p.name for p in config.presets],

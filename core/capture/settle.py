@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from eagle_tui.core.accept.requests import RequestAcceptance, request_acceptance
-from eagle_tui.core.capture.events import CaptureEvent, EventSink
+from eagle_tui.core.capture.events import CaptureEvent, EventSink, RequestEvent
 from eagle_tui.core.capture.failures import Failure, FailureLog
 from eagle_tui.core.capture.progress import ProgressTracker
 from eagle_tui.core.capture.prompts import Reject, RejectLog
@@ -81,9 +81,10 @@ class Settler:
         flags = tuple(row.flags)
         output_len = len(outcome.result.output_ids)
         self._progress.row_done(output_len, flags)
-        self._emit(CaptureEvent("finished", job.sample_id, self._clock.wall(), rid=outcome.rid,
-                                endpoint=endpoint, attempt=outcome.attempts, total=output_len,
-                                flags=flags, acceptance=acceptance_of(outcome.result.meta)))
+        self._emit(RequestEvent(kind="finished", sample_id=job.sample_id,
+                                at=self._clock.wall(), rid=outcome.rid, endpoint=endpoint,
+                                attempt=outcome.attempts, total=output_len, flags=flags,
+                                acceptance=acceptance_of(outcome.result.meta)))
         return True
 
     def failed(self, job: Job, outcome: Outcome) -> None:
@@ -92,16 +93,17 @@ class Settler:
         reason = self._redact(outcome.reason or kind)
         endpoint = public_url(outcome.endpoint) if outcome.endpoint else None
         try:
-            self._failures.write(Failure(job.sample_id, job.source, job.line, kind, reason,
-                                         outcome.attempts, endpoint, outcome.rid,
-                                         self._clock.wall()))
+            self._failures.write(Failure(
+                sample_id=job.sample_id, source=job.source, line=job.line, kind=kind,
+                reason=reason, attempts=outcome.attempts, endpoint=endpoint, rid=outcome.rid,
+                at=self._clock.wall()))
         except OSError as e:  # not in a shard: the next resume sends it again
             self._write_failed(self._failures.path, e)
             return
         self._progress.row_failed(kind)
-        self._emit(CaptureEvent("failed", job.sample_id, self._clock.wall(), rid=outcome.rid,
-                                endpoint=endpoint, attempt=outcome.attempts,
-                                error_kind=kind, detail=reason))
+        self._emit(RequestEvent(kind="failed", sample_id=job.sample_id,
+                                at=self._clock.wall(), rid=outcome.rid, endpoint=endpoint,
+                                attempt=outcome.attempts, error_kind=kind, detail=reason))
 
     def rejected(self, reject: Reject, rows: int | None = None) -> None:
         """Record a prompt refused before sending (one rejected row per preset, or
@@ -113,7 +115,7 @@ class Settler:
             return
         self._progress.rejected += self._presets if rows is None else rows
         sample_id = reject.sample_id or f"{reject.source}:{reject.line}"
-        self._emit(CaptureEvent("rejected", sample_id, self._clock.wall(),
+        self._emit(RequestEvent(kind="rejected", sample_id=sample_id, at=self._clock.wall(),
                                 error_kind="rejected", detail=reject.reason))
 
     def still_failed(self, job: Job) -> None:
@@ -128,7 +130,7 @@ class Settler:
             self._write_failed(self._failures.path, e)
             return
         self._progress.row_failed(failure.kind)
-        self._emit(CaptureEvent("failed", job.sample_id, self._clock.wall(),
+        self._emit(RequestEvent(kind="failed", sample_id=job.sample_id, at=self._clock.wall(),
                                 endpoint=failure.endpoint, attempt=failure.attempts,
                                 error_kind=failure.kind,
                                 detail=f"{failure.reason} (not resent; --retry-failed does)"))

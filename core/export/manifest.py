@@ -13,6 +13,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from eagle_tui.core.export.options import ExportOptions
 from eagle_tui.core.export.tally import KeepCounts
 from eagle_tui.core.samples.job import SourceBatch
@@ -40,7 +42,7 @@ def build_manifest(path: Path, options: ExportOptions, batches: list[SourceBatch
         "data": {"file": path.name, "rows": sink.rows, "bytes": sink.file.size,
                  "sha256": sink.file.hexdigest()},
         "filter": options.filter.to_json(),
-        "counts": counts.to_json(),
+        "counts": msgspec.to_builtins(counts),
         "tokenizer": _tokenizer(batches[0]),
         "sources": [_source(batch) for batch in batches],
     }
@@ -53,8 +55,8 @@ def _tokenizer(batch: SourceBatch) -> dict[str, Any]:
     return {
         "fingerprint": batch.tokenizer_fingerprint,
         "path": batch.tokenizer_path,
-        "name": footer.tokenizer_name if footer else None,
-        "vocab_size": footer.vocab_size if footer else None,
+        "name": footer.tokenizer.name if footer else None,
+        "vocab_size": footer.tokenizer.vocab_size if footer else None,
     }
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
 
+import msgspec
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -26,8 +26,7 @@ HELD_OUT = "held_out"
 LENGTH_COLUMNS = ("prompt_len", "input_ids")
 
 
-@dataclass(frozen=True, slots=True)
-class LengthReport:
+class LengthReport(msgspec.Struct, frozen=True):
     """At a trainer's max length ``limit``, among kept rows: ``cut`` are longer and lose
     their tail; ``dropped`` have no trained position left (the mask starts at or past
     ``limit``), which both trainers skip without saying which rows."""
@@ -42,32 +41,20 @@ class LengthReport:
             "the trainer"
 
 
-@dataclass(frozen=True, slots=True)
-class KeepCounts:
-    """Rows seen, kept, dropped per reason (largest first), and the length report."""
+class KeepCounts(msgspec.Struct, frozen=True):
+    """Rows seen, kept, dropped per reason (largest first), and the length report (written
+    as ``max_length`` in ``stats --json`` and the export manifest)."""
 
     rows: int
     kept: int
     dropped: dict[str, int]
-    length: LengthReport | None = None
+    length: LengthReport | None = msgspec.field(default=None, name="max_length")
 
     def text(self, lead: str = "export would keep") -> str:
         """``export would keep 97 of 100 (dropped: aborted 2, count_mismatch 1)``."""
         dropped = counts_text(self.dropped) if self.dropped else "none"
         line = f"{lead} {self.kept:,} of {self.rows:,} (dropped: {dropped})"
         return line if self.length is None else f"{line}; {self.length.text()}"
-
-    def to_json(self) -> dict[str, Any]:
-        """JSON-ready dict."""
-        return {
-            "rows": self.rows,
-            "kept": self.kept,
-            "dropped": dict(self.dropped),
-            "max_length": None if self.length is None else {
-                "limit": self.length.limit, "cut": self.length.cut,
-                "dropped": self.length.dropped,
-            },
-        }
 
 
 @dataclass

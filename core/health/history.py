@@ -1,23 +1,23 @@
 """Start-up history: every completed start-up, and the expectations learned from it.
 
-Records are JSON lines in ``<state dir>/startup-history.jsonl``: signature, when it
-finished, total seconds, seconds per phase, the longest log silence per phase and per
-step, and the outcome (ready, crashed, stalled, stopped). Only start-ups whose beginning
-was seen are recorded (launched or watched from the start, or dated from the log), never
-an attach to a server that was already up. The expected window for a signature is the
-slowest of its recent *ready* start-ups times a margin; a step's stall limit is its
-longest recent silence times a margin. With no history the configured defaults apply
-(600 s window, the corpus-derived step limits).
+Records are JSON lines in ``<state dir>/startup-history.jsonl``, one ``StartupRecord``
+struct each: signature, when it finished, total seconds, seconds per phase, the longest log
+silence per phase and per step, and the outcome (ready, crashed, stalled, stopped). Only
+start-ups whose beginning was seen are recorded (launched or watched from the start, or
+dated from the log), never an attach to a server that was already up. The expected window
+for a signature is the slowest of its recent *ready* start-ups times a margin; a step's
+stall limit is its longest recent silence times a margin. With no history the configured
+defaults apply (600 s window, the corpus-derived step limits).
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+
+import msgspec
 
 from eagle_tui.core.fsio import write_atomic
 from eagle_tui.core.health.phase import STARTUP_PHASES, Phase
@@ -25,47 +25,29 @@ from eagle_tui.core.health.settings import WatchSettings
 from eagle_tui.core.health.snapshot import Expectation
 from eagle_tui.core.health.steps import Step
 from eagle_tui.core.paths import state_dir
+from eagle_tui.core.wire import ENCODER
 
 HISTORY_FILE = "startup-history.jsonl"
 _MAX_LINES = 2000  # beyond this the file is compacted to its newest half
 
 
-@dataclass(frozen=True)
-class StartupRecord:
-    """One completed start-up."""
+class StartupRecord(msgspec.Struct, frozen=True):
+    """One completed start-up; durations are kept to the millisecond. (Built positionally by
+    the watcher, so not keyword-only.)"""
 
     signature: str
     finished_at: float
     total_s: float
-    phases: Mapping[str, float] = field(default_factory=dict)
-    max_gaps: Mapping[str, float] = field(default_factory=dict)
-    outcome: str = "ready"
-    step_gaps: Mapping[str, float] = field(default_factory=dict)
+    phases: dict[str, float] = {}
+    max_gaps: dict[str, float] = {}
+    outcome: str = "ready"  # older records held ready ones only
+    step_gaps: dict[str, float] = {}
 
-    def to_json(self) -> dict[str, Any]:
-        """The JSON object stored for this record."""
-        return {
-            "signature": self.signature,
-            "finished_at": self.finished_at,
-            "total_s": round(self.total_s, 3),
-            "phases": {k: round(v, 3) for k, v in self.phases.items()},
-            "max_gaps": {k: round(v, 3) for k, v in self.max_gaps.items()},
-            "outcome": self.outcome,
-            "step_gaps": {k: round(v, 3) for k, v in self.step_gaps.items()},
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> StartupRecord:
-        """A record from its JSON object; raises ``KeyError``/``TypeError``/``ValueError``."""
-        return cls(
-            signature=str(data["signature"]),
-            finished_at=float(data["finished_at"]),
-            total_s=float(data["total_s"]),
-            phases={str(k): float(v) for k, v in dict(data.get("phases", {})).items()},
-            max_gaps={str(k): float(v) for k, v in dict(data.get("max_gaps", {})).items()},
-            outcome=str(data.get("outcome", "ready")),  # older records held ready ones only
-            step_gaps={str(k): float(v) for k, v in dict(data.get("step_gaps", {})).items()},
-        )
+    def __post_init__(self) -> None:
+        set_field = msgspec.structs.force_setattr
+        set_field(self, "total_s", round(self.total_s, 3))
+        for name in ("phases", "max_gaps", "step_gaps"):
+            set_field(self, name, {k: round(v, 3) for k, v in getattr(self, name).items()})
 
 
 @dataclass(frozen=True)
@@ -98,8 +80,8 @@ class StartupHistory:
             return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.path, "a", encoding="utf-8") as out:
-                out.write(json.dumps(record.to_json()) + "\n")
+            with open(self.path, "ab") as out:
+                out.write(ENCODER.encode(record) + b"\n")
             self._compact_if_large()
         except OSError as exc:
             self.problem = f"cannot write start-up history {self.path}: {exc}"
@@ -130,8 +112,8 @@ class StartupHistory:
         records = []
         for line in text.splitlines():
             try:
-                records.append(StartupRecord.from_json(json.loads(line)))
-            except (ValueError, KeyError, TypeError, AttributeError):
+                records.append(_DECODER.decode(line))
+            except msgspec.DecodeError:
                 continue
         return records
 
@@ -141,6 +123,9 @@ class StartupHistory:
             return
         kept = "\n".join(lines[-_MAX_LINES // 2 :]) + "\n"
         write_atomic(self.path, kept.encode("utf-8"))
+
+
+_DECODER = msgspec.json.Decoder(StartupRecord)
 
 
 def expectations_from(recent: list[StartupRecord], settings: WatchSettings) -> Expectations:

@@ -64,12 +64,12 @@ def choose_tokenizer(override: Path | None, manifest: Manifest | None,
         return TokenizerChoice(override, "--tokenizer")
     recorded = [(source, path) for source, path in (
         ("manifest", manifest.config.tokenizer_path if manifest else ""),
-        ("footer", footer.tokenizer_path if footer else ""),
+        ("footer", footer.tokenizer.path if footer else ""),
     ) if path]
     for source, path in recorded:
         if Path(path).is_dir():
             return TokenizerChoice(Path(path), source)
-    if footer is not None and footer.tokenizer_name == BUNDLED_TOKENIZER_NAME:
+    if footer is not None and footer.tokenizer.name == BUNDLED_TOKENIZER_NAME:
         return TokenizerChoice(bundled_tokenizer_path(), "bundled")
     if recorded:
         return TokenizerChoice(None, why=f"the tokenizer these shards were captured with "
@@ -113,7 +113,7 @@ def fingerprint_warning(tokenizer: SharedTokenizer, manifest: Manifest | None,
     """A warning when ``tokenizer`` is not the one the batch recorded (in its manifest or
     its first shard's footer), else ""."""
     recorded = {fp for fp in (manifest.config.tokenizer_fingerprint if manifest else "",
-                              footer.tokenizer_fingerprint if footer else "") if fp}
+                              footer.tokenizer.fingerprint if footer else "") if fp}
     if recorded - {tokenizer.fingerprint()}:
         return (f"tokenizer {tokenizer.tokenizer.path} differs from the one the shards were "
                 "captured with (fingerprint); text may be wrong")

@@ -31,7 +31,7 @@ List children are named ``element`` (as parquet's compliant nested types name th
 the schema read back from a file equals :data:`SHARD_SCHEMA` exactly.
 
 File metadata: one key per item, each prefixed ``eagle_tui.``, values JSON
-(see :class:`ShardMetadata`).
+(see :class:`ShardMetadata`, the struct that declares them).
 """
 
 from __future__ import annotations
@@ -39,12 +39,16 @@ from __future__ import annotations
 import json
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from itertools import accumulate
 from typing import Any
 
+import msgspec
 import pyarrow as pa
+
+from eagle_tui.core.errors import ShardError
+from eagle_tui.core.wire import explain
 
 SCHEMA_VERSION = 1
 MULTI_TURN_SCHEMA_VERSION = 2
@@ -117,68 +121,61 @@ class ShardRow:
         return cls(**values)
 
 
-@dataclass(frozen=True, slots=True)
-class ShardMetadata:
-    """Provenance stored in every shard's parquet footer (and the manifest).
+class FooterTokenizer(msgspec.Struct, frozen=True, kw_only=True):
+    """``eagle_tui.tokenizer``: which tokenizer made the ids (its fingerprint is sha256 over
+    the vocabulary and the added/special tokens) and the id bound validation used."""
+
+    name: str = ""
+    path: str = ""
+    fingerprint: str = ""
+    vocab_size: int | None = None
+
+
+class FooterServer(msgspec.Struct, frozen=True, kw_only=True):
+    """``eagle_tui.server``: what the first server said it serves (None: it did not say)."""
+
+    model_path: str | None = None
+    version: str | None = None
+
+
+class ShardMetadata(msgspec.Struct, frozen=True, kw_only=True):
+    """Provenance stored in every shard's parquet footer (and the manifest): one footer key
+    per field, ``eagle_tui.<field>``, its value JSON (docs/shard-format.md).
 
     ``sampling`` and ``boundary_ids`` are JSON-ready dicts (``SamplingParams.to_json()``,
     ``BoundaryIds.as_dict()``); ``extra`` holds anything else worth keeping.
     """
 
-    tokenizer_name: str
-    tokenizer_path: str
-    tokenizer_fingerprint: str
-    template_hash: str
-    sampling: Mapping[str, Any]
-    server_model_path: str | None
-    server_version: str | None
-    boundary_ids: Mapping[str, Any]
-    vocab_size: int | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
+    tokenizer: FooterTokenizer = FooterTokenizer()
+    template_hash: str = msgspec.field(default="", name="chat_template_hash")
+    sampling: dict[str, Any] = {}
+    server: FooterServer = FooterServer()
+    boundary_ids: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
 
     def to_parquet(self) -> dict[bytes, bytes]:
-        """Footer key/value pairs: ``eagle_tui.<item>`` -> JSON."""
-        items = {
-            "schema_version": self.schema_version,
-            "tokenizer": {
-                "name": self.tokenizer_name,
-                "path": self.tokenizer_path,
-                "fingerprint": self.tokenizer_fingerprint,
-                "vocab_size": self.vocab_size,
-            },
-            "chat_template_hash": self.template_hash,
-            "sampling": dict(self.sampling),
-            "server": {"model_path": self.server_model_path, "version": self.server_version},
-            "boundary_ids": dict(self.boundary_ids),
-            "extra": dict(self.extra),
-        }
-        return {
-            (METADATA_PREFIX + key).encode(): json.dumps(value, sort_keys=True).encode()
-            for key, value in items.items()
-        }
+        """Footer key/value pairs: ``eagle_tui.<item>`` -> JSON (keys sorted)."""
+        items: dict[str, Any] = msgspec.to_builtins(self)
+        return {(METADATA_PREFIX + key).encode(): _FOOTER_JSON.encode(value)
+                for key, value in items.items()}
 
     @classmethod
     def from_parquet(cls, raw: Mapping[bytes, bytes] | None) -> ShardMetadata | None:
-        """Read the footer back; None when the file was not written by eagle-tui."""
+        """Read the footer back; None when the file was not written by eagle-tui. ShardError
+        names the item and field that does not fit (``eagle_tui.tokenizer.vocab_size: ...``).
+        """
         items = _prefixed_items(raw or {})
         if "schema_version" not in items:
             return None
-        tokenizer = items.get("tokenizer") or {}
-        server = items.get("server") or {}
-        return cls(
-            tokenizer_name=str(tokenizer.get("name", "")),
-            tokenizer_path=str(tokenizer.get("path", "")),
-            tokenizer_fingerprint=str(tokenizer.get("fingerprint", "")),
-            template_hash=str(items.get("chat_template_hash", "")),
-            sampling=items.get("sampling") or {},
-            server_model_path=server.get("model_path"),
-            server_version=server.get("version"),
-            boundary_ids=items.get("boundary_ids") or {},
-            vocab_size=tokenizer.get("vocab_size"),
-            extra=items.get("extra") or {},
-            schema_version=int(items["schema_version"]),
-        )
+        try:
+            return msgspec.convert(items, cls)
+        except msgspec.ValidationError as e:
+            raise ShardError(f"shard footer item {explain(e, root=METADATA_PREFIX[:-1])} "
+                             "does not fit; was the file written by eagle-tui?") from None
+
+
+_FOOTER_JSON = msgspec.json.Encoder(order="sorted")
 
 
 def _prefixed_items(raw: Mapping[bytes, bytes]) -> dict[str, Any]:

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass, field
 
 import msgspec
 import pyarrow as pa
@@ -65,10 +64,6 @@ class BatchStats:
     ignored: list[str] = field(default_factory=list)
     manifest_counts: dict[str, int] | None = None
     conversations: ConversationStats | None = None  # multi-turn batches only
-
-    def to_json(self) -> dict[str, Any]:
-        """JSON-ready dict."""
-        return asdict(self)
 
 
 class _Accumulator:

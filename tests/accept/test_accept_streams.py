@@ -12,10 +12,9 @@ import msgspec
 import pytest
 
 from eagle_tui.core.accept.requests import RequestAcceptance
-from eagle_tui.core.batches.api import RequestEvent
 from eagle_tui.core.capture.config import CaptureConfig, RetryPolicy
 from eagle_tui.core.capture.engine import CaptureEngine
-from eagle_tui.core.capture.events import CaptureEvent
+from eagle_tui.core.capture.events import CaptureEvent, RequestEvent
 from eagle_tui.core.sim.launcher import SimProcess
 from eagle_tui.core.tokenizer import bundled_tokenizer_path
 from eagle_tui.tui.sources.documents import KIMI_BOUNDARIES
@@ -29,8 +28,9 @@ def test_the_stream_box_title_shows_a_requests_acceptance() -> None:
     acceptance = RequestAcceptance(completion_tokens=9, verify_steps=2, correct_drafts=6,
                                    proposed_drafts=6, histogram=(0, 0, 0, 2))
     board = StreamBoard(KIMI_BOUNDARIES)
-    board.apply([CaptureEvent("sent", "a", 0.0, rid="r-a", watched=True)])
-    view = board.apply([CaptureEvent("finished", "a", 0.0, acceptance=acceptance)])[0]
+    board.apply([RequestEvent(kind="sent", sample_id="a", at=0.0, rid="r-a", watched=True)])
+    view = board.apply([RequestEvent(kind="finished", sample_id="a", at=0.0,
+                                     acceptance=acceptance)])[0]
     assert view.acceptance == acceptance
     title = stream_title(view)
     assert "accept 4.50 · rate 1.00 · 2 verify steps · P(>=j) 1.00 1.00 1.00" in title
@@ -51,14 +51,14 @@ def test_a_watched_capture_carries_each_answers_acceptance(tmp_path: Path) -> No
         engine = CaptureEngine(config, event_sink=events.append)
         engine.watch(2)
         asyncio.run(engine.run())
-    finished = [e for e in events if e.kind == "finished"]
-    watched = {e.sample_id for e in events if e.kind == "sent" and e.watched}
+    finished = [e for e in events if isinstance(e, RequestEvent) and e.kind == "finished"]
+    watched = {e.sample_id for e in events
+               if isinstance(e, RequestEvent) and e.kind == "sent" and e.watched}
     assert len(finished) == 4 and len(watched) == 2
     for event in finished:
         acceptance = event.acceptance
         assert acceptance is not None and acceptance.verify_steps > 0
         assert acceptance.completion_tokens == event.total
         assert len(acceptance.per_position) == 3
-        wire = msgspec.json.decode(msgspec.json.encode(RequestEvent.of(event)),
-                                   type=RequestEvent)
-        assert wire.to_capture().acceptance == acceptance
+        wire = msgspec.json.decode(msgspec.json.encode(event), type=RequestEvent)
+        assert wire.acceptance == acceptance  # the worker's /events body is this struct

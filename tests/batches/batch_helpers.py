@@ -11,7 +11,7 @@ from typing import Any
 
 from support import waiting
 
-from eagle_tui.core.batches.api import BatchInfo, Hello, Progress, ProgressEvent
+from eagle_tui.core.batches.api import BatchInfo, Hello, ProgressEvent
 from eagle_tui.core.batches.control_app import ControlApi
 from eagle_tui.core.batches.control_server import ControlServer
 from eagle_tui.core.batches.events import BatchEvent
@@ -19,7 +19,7 @@ from eagle_tui.core.batches.hub import EventHub
 from eagle_tui.core.batches.status import RecentErrors, StatusBuilder, WatchTally
 from eagle_tui.core.batchstate import BatchState, public_state
 from eagle_tui.core.capture.config import CaptureConfig, RetryPolicy
-from eagle_tui.core.capture.progress import CaptureProgress, ProgressTracker
+from eagle_tui.core.capture.progress import CaptureProgress, Progress, ProgressTracker
 from eagle_tui.core.clock import SystemClock
 from eagle_tui.core.shards.batchdir.layout import BatchDir
 from eagle_tui.core.tokenizer import bundled_tokenizer_path
@@ -138,7 +138,7 @@ async def serve_fake(out_dir: Path, *, allowed_uid: int | None = None,
 
     def hello() -> Hello:
         p = engine.progress()
-        return Hello(batch=batch, state=public_state(p.state), progress=Progress.of(p),
+        return Hello(batch=batch, state=public_state(p.state), progress=p.counts,
                      servers=p.servers)
 
     api = ControlApi(engine, status, hub, watch, hello)

@@ -3,7 +3,6 @@ the event hub's bounds, socket placement."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import stat
@@ -16,8 +15,7 @@ import msgspec
 import pytest
 from batch_helpers import batch_config, wait_lock_free
 
-from eagle_tui.core.batches.api import End, Lost, Progress, ProgressEvent
-from eagle_tui.core.batches.configjson import StoredConfig, config_from_json, config_to_json
+from eagle_tui.core.batches.api import End, Lost, ProgressEvent
 from eagle_tui.core.batches.hub import EventHub, HubFull
 from eagle_tui.core.batches.registry import BatchRecord, Registry
 from eagle_tui.core.batches.secretenv import (
@@ -29,9 +27,14 @@ from eagle_tui.core.batches.secretenv import (
 from eagle_tui.core.batches.sockpath import control_socket_path, private_runtime_dir
 from eagle_tui.core.batches.survey import survey
 from eagle_tui.core.batchstate import BatchState
-from eagle_tui.core.capture.config import CaptureConfig, RetryPolicy
-from eagle_tui.core.capture.events import CaptureEvent
-from eagle_tui.core.capture.progress import ProgressTracker
+from eagle_tui.core.capture.config import (
+    CaptureConfig,
+    RetryPolicy,
+    config_from_json,
+    config_to_json,
+)
+from eagle_tui.core.capture.events import CaptureEvent, RequestEvent
+from eagle_tui.core.capture.progress import Progress, ProgressTracker
 from eagle_tui.core.clock import SystemClock
 from eagle_tui.core.errors import (
     BatchError,
@@ -89,8 +92,8 @@ def _record(tmp_path: Path, batch_id: str, **fields: object) -> BatchRecord:
     values: dict[str, object] = {
         "id": batch_id, "name": f"name-{batch_id}", "out_dir": str(out_dir),
         "socket": str(out_dir / "control.sock"), "log": str(out_dir / "worker.log"),
-        "config": StoredConfig(prompts="p.jsonl", out_dir=str(out_dir),
-                               servers=("http://127.0.0.1:30000",), tokenizer="tok"),
+        "config": CaptureConfig(prompts=Path("p.jsonl"), out_dir=out_dir,
+                                servers=("http://127.0.0.1:30000",), tokenizer=Path("tok")),
         "created_at": time.time()}
     values.update(fields)
     return BatchRecord(**values)  # type: ignore[arg-type]
@@ -157,7 +160,8 @@ def test_config_round_trips_without_secrets(tmp_path: Path) -> None:
     assert json.loads(data)["servers"] == ["http://127.0.0.1:30000"]
     back = config_from_json(data, servers=config.servers)
     assert back == config
-    keyed = dataclasses.replace(config, servers=("http://127.0.0.1:30000",), api_key="hunter2")
+    keyed = msgspec.structs.replace(config, servers=("http://127.0.0.1:30000",),
+                                    api_key="hunter2")
     data = config_to_json(keyed)
     assert b"hunter2" not in data
     back = config_from_json(data, api_key="hunter2")
@@ -166,19 +170,18 @@ def test_config_round_trips_without_secrets(tmp_path: Path) -> None:
 
 
 def test_the_stored_config_has_every_config_field_but_the_secret() -> None:
-    config_fields = {f.name: f for f in dataclasses.fields(CaptureConfig)}
-    # retry_failed is each run's own choice (`--retry-failed`), never carried to the next
-    assert set(StoredConfig.__struct_fields__) == set(config_fields) - {"api_key", "retry_failed"}
-    stored = StoredConfig(prompts="p", out_dir="o", servers=("http://h:1",), tokenizer="t")
-    config = stored.to_config()
-    for name in StoredConfig.__struct_fields__:  # the same defaults, too
-        field = config_fields[name]
-        if field.default is not dataclasses.MISSING or field.default_factory is not (
-                dataclasses.MISSING):
-            value, expected = getattr(stored, name), getattr(config, name)
-            if value is msgspec.UNSET and expected is not msgspec.UNSET:
-                value = None  # left out of the record when unset; the config reads None
-            assert value == expected, name
+    config = CaptureConfig(prompts=Path("p"), out_dir=Path("o"), servers=("http://h:1",),
+                           tokenizer=Path("t"), api_key="k", retry_failed=True)
+    stored = json.loads(config_to_json(config))
+    # retry_failed is each run's own choice (`--retry-failed`), never carried to the next;
+    # partition and turns are written only when set
+    assert set(stored) == set(CaptureConfig.__struct_fields__) - {
+        "api_key", "retry_failed", "partition", "turns"}
+    back = config_from_json(json.dumps(stored))
+    assert (back.api_key, back.retry_failed) == (msgspec.UNSET, msgspec.UNSET)
+    # the same defaults, too: a record holding only the required fields reads as the config
+    required = {name: stored[name] for name in ("prompts", "out_dir", "servers", "tokenizer")}
+    assert config_from_json(json.dumps(required)) == config.without_secrets()
 
 
 def test_a_stored_config_of_the_wrong_type_is_refused_naming_the_field() -> None:
@@ -203,7 +206,7 @@ def test_records_written_by_commit_1825cd6_read(tmp_path: Path) -> None:
         total=12, done=12, written=12, flagged=12, output_tokens=384, settled=12, remaining=0,
         elapsed_s=0.967, samples_per_s=12.404, tokens_per_s=396.9, eta_s=0.0)
     assert fresh.last_progress is None and fresh.final_state is None  # it was saved as {}
-    config = done.config.to_config(api_key="k")
+    config = done.config.with_secrets(api_key="k")
     assert config.presets == (SamplingPreset("a", temperature=0.6, seed=3),
                               SamplingPreset("b", top_k=5))
     assert (config.extra_sampling, config.template_kwargs) == (
@@ -255,10 +258,10 @@ def test_an_update_of_the_wrong_type_is_refused_and_not_written(tmp_path: Path) 
 def test_secrets_travel_only_in_the_worker_environment(tmp_path: Path) -> None:
     plain = batch_config(tmp_path, "http://127.0.0.1:30000")
     assert not has_secrets(plain)
-    keyed = dataclasses.replace(plain, api_key="k")
+    keyed = msgspec.structs.replace(plain, api_key="k")
     assert has_secrets(keyed)
     assert worker_env(keyed, base={})[API_KEY_ENV] == "k"
-    secret = dataclasses.replace(plain, servers=("http://u:pw@127.0.0.1:1",))
+    secret = msgspec.structs.replace(plain, servers=("http://u:pw@127.0.0.1:1",))
     assert has_secrets(secret)
     env = worker_env(secret, base={})
     assert json.loads(env[SERVERS_ENV]) == ["http://u:pw@127.0.0.1:1"]
@@ -280,7 +283,7 @@ def test_a_server_list_in_the_environment_must_be_a_json_list_of_urls(
 
 
 def _event(i: int) -> CaptureEvent:
-    return CaptureEvent("finished", f"s{i}", float(i), rid=f"r{i}")
+    return RequestEvent(kind="finished", sample_id=f"s{i}", at=float(i), rid=f"r{i}")
 
 
 async def test_a_full_queue_drops_the_oldest_and_says_how_many() -> None:

@@ -17,7 +17,6 @@ import pytest
 from batch_helpers import FakeEngine, raw_exchange, serve_fake
 
 from eagle_tui.core.batches.api import (
-    DeltaEvent,
     End,
     ErrorReply,
     ProgressEvent,
@@ -31,7 +30,7 @@ from eagle_tui.core.batches.control_server import ControlServer
 from eagle_tui.core.batches.events import SSEDecoder
 from eagle_tui.core.batches.hub import EventHub
 from eagle_tui.core.batchstate import BatchState
-from eagle_tui.core.capture.events import CaptureEvent
+from eagle_tui.core.capture.events import CaptureEvent, DeltaEvent, RequestEvent
 from eagle_tui.core.capture.progress import ProgressTracker
 from eagle_tui.core.clock import SystemClock
 from eagle_tui.core.errors import BatchError, ControlRejected, WorkerUnreachable
@@ -206,7 +205,8 @@ async def _as_nobody(socket_path: Path) -> str:
 
 
 def _delta(i: int) -> CaptureEvent:
-    return CaptureEvent("delta", f"s{i}", 0.0, rid=f"r{i}", new_ids=tuple(range(40)), total=40)
+    return DeltaEvent(sample_id=f"s{i}", rid=f"r{i}", new_ids=tuple(range(40)), total=40,
+                      at=0.0)
 
 
 async def test_a_client_that_never_reads_costs_bounded_memory(tmp_path: Path) -> None:
@@ -252,7 +252,7 @@ async def test_close_ends_every_event_stream_and_removes_the_socket(tmp_path: Pa
     async with BatchClient(server.socket_path) as client:
         events = client.events(reconnect_s=0)
         hello = await anext(events)
-        hub.publish(CaptureEvent("sent", "s1", 1.0, rid="r1", watched=True))
+        hub.publish(RequestEvent(kind="sent", sample_id="s1", at=1.0, rid="r1", watched=True))
         closing = asyncio.create_task(server.close(End(state=BatchState.DONE, exit_code=0)))
         rest = [e async for e in events]
         await closing

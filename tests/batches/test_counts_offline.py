@@ -9,9 +9,9 @@ from pathlib import Path
 
 from support.records import stored_config
 
-from eagle_tui.core.batches.api import Progress
 from eagle_tui.core.batches.registry import BatchRecord
 from eagle_tui.core.batches.survey import survey
+from eagle_tui.core.capture.progress import Progress
 from eagle_tui.core.sampling import SamplingIdentity, SamplingPreset
 from eagle_tui.core.shards.manifest import BatchConfig, Manifest, ShardInfo
 from eagle_tui.tui.cli.batch_table import details, rows_done, table

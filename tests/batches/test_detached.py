@@ -18,11 +18,11 @@ import pytest
 from batch_helpers import EventLog, batch_config, progress_where, wait_lock_free, write_prompts
 
 from eagle_tui.core import kimi
-from eagle_tui.core.batches.configjson import config_to_json
 from eagle_tui.core.batches.control_client import BatchClient
 from eagle_tui.core.batches.detach import launch_detached
 from eagle_tui.core.batches.registry import Registry
 from eagle_tui.core.batches.survey import survey
+from eagle_tui.core.capture.config import config_to_json
 from eagle_tui.core.errors import BatchLocked
 from eagle_tui.core.shards.batchdir.lock import OutputLock, is_held
 from eagle_tui.core.shards.batchdir.scan import scan_completed
@@ -37,7 +37,7 @@ SLOW = ("--tokens-per-s", "50")  # ~0.6 s per 32-token request: slow enough to a
 
 _LAUNCH = """
 import sys
-from eagle_tui.core.batches.configjson import config_from_json
+from eagle_tui.core.capture.config import config_from_json
 from eagle_tui.tui.cli.batch_verbs import run_detached
 sys.exit(run_detached(config_from_json(sys.argv[1]), name=sys.argv[2]))
 """

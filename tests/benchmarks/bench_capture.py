@@ -72,6 +72,12 @@ def capture_config(prompts: Path, out: Path, urls: list[str], **kwargs: Any) -> 
                          tokenizer=bundled_tokenizer_path(), **kwargs)
 
 
+def counts_of(progress: Any) -> Any:
+    """The counters of an engine snapshot: ``progress.counts`` since issue 18, the snapshot
+    itself before (``bench_capture_ab.py`` runs these children against older commits too)."""
+    return getattr(progress, "counts", progress)
+
+
 # -- children: each prints one JSON line ------------------------------------------------
 
 
@@ -87,7 +93,7 @@ async def child_capture(args: argparse.Namespace) -> dict[str, Any]:
     cpu, wall = cpu_seconds(), time.perf_counter()
     summary = await engine.run()
     cpu, wall = cpu_seconds() - cpu, time.perf_counter() - wall
-    p = summary.progress
+    p = counts_of(summary.progress)
     return {"samples": p.done, "tokens": p.output_tokens, "wall": wall, "cpu": cpu,
             "failed": p.failed, "rss_mb": rss_mb()}
 
@@ -193,11 +199,12 @@ async def child_rss(args: argparse.Namespace) -> dict[str, Any]:
     samples: list[tuple[int, float]] = [(0, rss_mb())]
     while not run.done():
         await asyncio.wait([run], timeout=2.0)
-        samples.append((engine.progress().done, rss_mb()))
+        samples.append((counts_of(engine.progress()).done, rss_mb()))
     summary = await run
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"samples": summary.progress.done, "peak_rss_mb": peak, "trace": samples,
-            "wall": summary.progress.elapsed_s}
+    counts = counts_of(summary.progress)
+    return {"samples": counts.done, "peak_rss_mb": peak, "trace": samples,
+            "wall": counts.elapsed_s}
 
 
 CHILDREN = {"capture": child_capture, "bare": child_bare, "render": child_render,

@@ -53,7 +53,7 @@ from eagle_tui.core.batches.control_client import BatchClient
 from eagle_tui.core.batches.detach import launch_detached
 from eagle_tui.core.batches.hub import EventHub
 from eagle_tui.core.batches.registry import Registry
-from eagle_tui.core.capture.events import CaptureEvent
+from eagle_tui.core.capture.events import DeltaEvent
 from eagle_tui.core.errors import BatchError
 from eagle_tui.core.sim.launcher import SimProcess
 
@@ -124,7 +124,7 @@ def publish_cost(events: int = 200_000) -> None:
             hub.subscribe()  # never reads
         start = time.perf_counter()
         for i in range(events):
-            hub.publish(CaptureEvent("delta", "s", 0.0, rid="r", new_ids=(i, i + 1), total=i))
+            hub.publish(DeltaEvent(sample_id="s", rid="r", new_ids=(i, i + 1), total=i, at=0.0))
         per_event = (time.perf_counter() - start) / events
         print(f"make + publish, {clients} stalled clients: {per_event * 1e9:6.0f} ns/event")
 

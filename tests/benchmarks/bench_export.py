@@ -29,10 +29,12 @@ from eagle_tui.core.export.options import ExportOptions
 from eagle_tui.core.export.run import export
 from eagle_tui.core.samples.job import open_batches
 from eagle_tui.core.shards.manifest import BatchConfig, Manifest
-from eagle_tui.core.shards.schema import ShardMetadata, ShardRow
+from eagle_tui.core.shards.schema import FooterTokenizer, ShardMetadata, ShardRow
 from eagle_tui.core.shards.writer import ShardWriter
 
-META = ShardMetadata("bench", "/none", "f" * 64, "t", {}, None, None, {"think": 163606}, 163840)
+META = ShardMetadata(tokenizer=FooterTokenizer(name="bench", path="/none", fingerprint="f" * 64,
+                                               vocab_size=163840),
+                     template_hash="t", boundary_ids={"think": 163606})
 MEASURES = ("pyarrow", "verify", "speculators", "specforge", "parquet")
 
 

@@ -76,10 +76,10 @@ async def child(args: argparse.Namespace) -> dict[str, Any]:
 
     await asyncio.sleep(args.warmup)
     t0, g0 = await generated()
-    done0 = engine.progress().done
+    done0 = engine.progress().counts.done
     await asyncio.sleep(args.window)
     t1, g1 = await generated()
-    rows = engine.progress().done - done0
+    rows = engine.progress().counts.done - done0
     engine.stop(abort=True)
     await asyncio.gather(run, return_exceptions=True)
     return {"tokens_per_s": (g1 - g0) / (t1 - t0), "rows": rows, "window_s": t1 - t0,

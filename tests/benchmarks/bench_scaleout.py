@@ -59,11 +59,11 @@ async def measure(name: str, urls: list[str], sims: list[SimProcess], args: argp
     engine = CaptureEngine(config, tokenizer=load_tokenizer(bundled_tokenizer_path()))
     run = asyncio.ensure_future(engine.run())
     await asyncio.sleep(args.warmup)
-    t0, cpu0, done0, tokens0 = time.perf_counter(), cpu_seconds(), engine.progress().done, \
+    t0, cpu0, done0, tokens0 = time.perf_counter(), cpu_seconds(), engine.progress().counts.done, \
         await generated(sims)
     router_cpu0 = _cpu(router)
     await asyncio.sleep(args.window)
-    t1, cpu1, done1, tokens1 = time.perf_counter(), cpu_seconds(), engine.progress().done, \
+    t1, cpu1, done1, tokens1 = time.perf_counter(), cpu_seconds(), engine.progress().counts.done, \
         await generated(sims)
     router_cpu1 = _cpu(router)
     engine.stop(abort=True)

@@ -26,12 +26,14 @@ from eagle_tui.core.sampling import SamplingIdentity, SamplingPreset
 from eagle_tui.core.shards.batchdir.scan import scan_completed
 from eagle_tui.core.shards.manifest import BatchConfig, Manifest
 from eagle_tui.core.shards.reader import ShardReader
-from eagle_tui.core.shards.schema import ShardMetadata, ShardRow
+from eagle_tui.core.shards.schema import FooterTokenizer, ShardMetadata, ShardRow
 from eagle_tui.core.shards.stats import compute_stats
 from eagle_tui.core.shards.writer import ShardWriter
 
 T = TypeVar("T")
-META = ShardMetadata("bench", "/none", "f", "t", {}, None, None, {"think": 163606}, 163840)
+META = ShardMetadata(tokenizer=FooterTokenizer(name="bench", path="/none", fingerprint="f",
+                                               vocab_size=163840),
+                     template_hash="t", boundary_ids={"think": 163606})
 
 
 def timed(label: str, action: Callable[[], T]) -> T:

@@ -111,7 +111,7 @@ async def measure(args: argparse.Namespace, sim: SimProcess, workdir: Path) -> d
         while (
             not control.batches()
             or (snap := control.batches()[0]).progress is None
-            or snap.progress.done < 1
+            or snap.progress.counts.done < 1
         ):
             await pilot.pause(0.1)
         worker = psutil.Process(control.registry.load(batch_id).pid)
@@ -122,7 +122,7 @@ async def measure(args: argparse.Namespace, sim: SimProcess, workdir: Path) -> d
         process = psutil.Process()
         cpu_ui0, cpu_all0, wall0 = thread_cpu(ui_thread), sum(process.cpu_times()[:2]), time.time()
         cpu_worker0 = sum(worker.cpu_times()[:2])
-        done0 = control.batches()[0].progress.done  # type: ignore[union-attr]
+        done0 = control.batches()[0].progress.counts.done  # type: ignore[union-attr]
         probe.start()
         deadline = time.perf_counter() + args.seconds
         shown: list[int] = []
@@ -136,8 +136,8 @@ async def measure(args: argparse.Namespace, sim: SimProcess, workdir: Path) -> d
         assert progress is not None
         result = {
             "seconds": wall,
-            "samples_per_s": (progress.done - done0) / wall,
-            "tokens_per_s": progress.tokens_per_s,
+            "samples_per_s": (progress.counts.done - done0) / wall,
+            "tokens_per_s": progress.counts.tokens_per_s,
             "streams_shown_median": statistics.median(shown),
             "lag_p50_ms": statistics.median(probe.lags_ms),
             "lag_p99_ms": statistics.quantiles(probe.lags_ms, n=100)[98],

@@ -228,5 +228,5 @@ async def test_enospc_injected_at_every_write_point(
         assert final.state == "finished", (step, final.reason)
         counts = assert_only_valid_shards(out)
         assert set(counts.values()) == {1}
-        assert len(counts) + final.progress.failed + 120 // 23 == 120, step
+        assert len(counts) + final.progress.counts.failed + 120 // 23 == 120, step
     assert outcomes == {"refused", "stopped"}

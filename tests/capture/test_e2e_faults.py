@@ -47,7 +47,7 @@ async def test_server_crash_and_restart_loses_nothing(tmp_path: Path) -> None:
             sim.close()
     assert crashing.returncode is not None and restarted  # it really crashed
     assert summary.state == "finished" and summary.exit_code == 0, summary_text(summary)
-    assert summary.progress.done == 400 and summary.progress.failed == 0
+    assert summary.progress.counts.done == 400 and summary.progress.counts.failed == 0
     assert {"connection_lost", "unreachable"} & set(summary.progress.errors)
     ids = [r["sample_id"] for r in rows_of(config.out_dir)]
     assert sorted(ids) == [f"p{i:05d}" for i in range(400)]

@@ -73,8 +73,8 @@ async def test_every_prompt_once_with_exact_ids(tmp_path: Path, fake: FakeSGLang
     rejects = [json.loads(x) for x in (config.out_dir / "rejects.jsonl").read_text().splitlines()]
     assert sorted(r["line"] for r in rejects) == [10, 20, 30, 40]
     assert summary.state == "finished" and summary.exit_code == 1
-    assert summary.progress.done == 36 and summary.progress.rejected == 4
-    assert summary.progress.written == 36 and summary.progress.total == 40
+    assert summary.progress.counts.done == 36 and summary.progress.counts.rejected == 4
+    assert summary.progress.counts.written == 36 and summary.progress.counts.total == 40
     manifest = Manifest.load(config.out_dir)
     assert manifest.counts.done == 36 and manifest.counts.rejected == 4
     assert manifest.extra.state == "finished"
@@ -117,7 +117,7 @@ async def test_resume_skips_done_and_refuses_changed_config(
     fake.fault_for = lambda prompt: "ctx" if len(fake.generate_bodies) % 4 == 0 else None
     config = make_config(tmp_path, [fake.url], concurrency=1)
     first = await capture(config, [fake], tokenizer)
-    assert first.progress.failed == 3 and first.exit_code == 1
+    assert first.progress.counts.failed == 3 and first.exit_code == 1
     failures = (config.out_dir / "failures.jsonl").read_text().splitlines()
     assert {json.loads(x)["kind"] for x in failures} == {"context_too_long"}
 
@@ -133,14 +133,14 @@ async def test_resume_skips_done_and_refuses_changed_config(
     # failed (and listed), --retry-failed resends them.
     kept = await capture(make_config(tmp_path, [fake.url], resume=True), [fake], tokenizer)
     assert len(fake.generate_bodies) == sent_before
-    assert kept.progress.already_done == 9 and kept.progress.failed == 3
+    assert kept.progress.counts.already_done == 9 and kept.progress.counts.failed == 3
     assert kept.exit_code == 1
     failures_again = (config.out_dir / "failures.jsonl").read_text().splitlines()
     assert sorted(failures_again) == sorted(failures)
     second = await capture(make_config(tmp_path, [fake.url], resume=True, retry_failed=True),
                            [fake], tokenizer)
     assert len(fake.generate_bodies) - sent_before == 3
-    assert second.progress.already_done == 9 and second.progress.done == 3
+    assert second.progress.counts.already_done == 9 and second.progress.counts.done == 3
     assert second.exit_code == 0
     assert sorted(r["sample_id"] for r in rows_of(config.out_dir)) == [
         f"p{i:05d}" for i in range(12)]
@@ -162,7 +162,7 @@ async def test_out_of_vocab_prompt_is_rejected_not_sent(
     rejects = [json.loads(x) for x in (config.out_dir / "rejects.jsonl").read_text().splitlines()]
     assert [r["sample_id"] for r in rejects] == [f"p{i:05d}" for i in range(4)]
     assert "outside the model's vocabulary (size 163000)" in rejects[0]["reason"]
-    assert summary.progress.rejected == 4 and summary.exit_code == 1
+    assert summary.progress.counts.rejected == 4 and summary.exit_code == 1
 
 
 async def test_events_and_watched_stream(tmp_path: Path, fake: FakeSGLang,

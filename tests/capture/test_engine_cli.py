@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 import pytest
+from support.progress import snapshot as progress_snapshot
 from test_engine_fakes import FakeSGLang, bundled_tokenizer, capture, make_config, write_prompts
 
 from eagle_tui.core.capture.dispatch import ServerStatus
@@ -88,7 +89,7 @@ def snapshot(**overrides: object) -> CaptureProgress:
         servers=(ServerStatus("http://a:1", "ready", "", 32, 32, 500, 480, 5),),
         errors={"busy": 4, "timeout": 1})
     values.update(overrides)
-    return CaptureProgress(**values)  # type: ignore[arg-type]
+    return progress_snapshot(**values)
 
 
 def test_progress_line_has_the_numbers_an_operator_needs() -> None:

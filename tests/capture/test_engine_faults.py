@@ -44,7 +44,7 @@ async def test_transient_fault_is_retried(tmp_path: Path, tokenizer: LoadedToken
     write_prompts(tmp_path / "prompts.jsonl", 3)
     config = make_config(tmp_path, [fake.url], concurrency=1)
     summary = await capture(config, [fake], tokenizer)
-    assert summary.progress.done == 3 and summary.exit_code == 0
+    assert summary.progress.counts.done == 3 and summary.exit_code == 0
     assert summary.progress.errors == {kind: 2}
     assert len(fake.generate_bodies) == 5
     assert len({b["rid"] for b in fake.generate_bodies}) == 5  # a fresh rid per attempt
@@ -58,7 +58,7 @@ async def test_budget_exhausted_fails_the_row(tmp_path: Path, tokenizer: LoadedT
     write_prompts(tmp_path / "prompts.jsonl", 2)
     config = make_config(tmp_path, [fake.url], concurrency=1)
     summary = await capture(config, [fake], tokenizer)
-    assert summary.progress.failed == 1 and summary.progress.done == 1
+    assert summary.progress.counts.failed == 1 and summary.progress.counts.done == 1
     assert summary.exit_code == 1
     [failure] = failures_of(config.out_dir)
     assert failure["sample_id"] == "p00000" and failure["attempts"] == 3
@@ -86,7 +86,7 @@ async def test_timeout_aborts_on_server_and_retries(tmp_path: Path,
     write_prompts(tmp_path / "prompts.jsonl", 2)
     config = make_config(tmp_path, [fake.url], concurrency=1, request_timeout_s=0.2)
     summary = await capture(config, [fake], tokenizer)
-    assert summary.progress.done == 2 and summary.progress.errors == {"timeout": 1}
+    assert summary.progress.counts.done == 2 and summary.progress.errors == {"timeout": 1}
     hung_rid = fake.generate_bodies[0]["rid"]
     assert {"rid": hung_rid} in fake.aborts
 
@@ -106,7 +106,7 @@ async def test_unauthorized_server_is_refused_others_carry_on(
     write_prompts(tmp_path / "prompts.jsonl", 10)
     config = make_config(tmp_path, [good.url, locked.url])
     summary = await capture(config, [good, locked], tokenizer)
-    assert summary.progress.done == 10 and summary.exit_code == 0
+    assert summary.progress.counts.done == 10 and summary.exit_code == 0
     states = {s.url: s.state for s in summary.progress.servers}
     assert states == {good.url: "ready", locked.url: "refused"}
 
@@ -121,7 +121,7 @@ async def test_no_server_left_fails_the_run_not_the_rows(
     summary = await capture(config, [locked], tokenizer)
     assert summary.state == "failed" and summary.exit_code == 3
     assert summary.reason is not None and "API key" in summary.reason
-    assert summary.progress.failed == 0
+    assert summary.progress.counts.failed == 0
     assert failures_of(config.out_dir) == []
 
 
@@ -133,7 +133,7 @@ async def test_unreachable_server_is_paused_and_costs_nothing(
     write_prompts(tmp_path / "prompts.jsonl", 3)
     config = make_config(tmp_path, [fake.url], concurrency=1)
     summary = await capture(config, [fake], tokenizer)
-    assert summary.progress.done == 3 and summary.progress.failed == 0
+    assert summary.progress.counts.done == 3 and summary.progress.counts.failed == 0
     assert summary.progress.errors == {"unreachable": 4}
     assert fake.health_checks >= 5  # paused after each refusal, re-admitted by /health
 
@@ -146,7 +146,7 @@ async def test_server_down_too_long_fails_the_run(tmp_path: Path,
     config = make_config(tmp_path, [fake.url], server_down_limit_s=0.3)
     summary = await capture(config, [fake], tokenizer)
     assert summary.state == "failed" and "no server has been healthy" in str(summary.reason)
-    assert fake.generate_bodies == [] and summary.progress.failed == 0
+    assert fake.generate_bodies == [] and summary.progress.counts.failed == 0
 
 
 async def test_retry_goes_to_the_other_server(tmp_path: Path,
@@ -157,7 +157,7 @@ async def test_retry_goes_to_the_other_server(tmp_path: Path,
     write_prompts(tmp_path / "prompts.jsonl", 20)
     config = make_config(tmp_path, [a.url, b.url], health_retry_s=30.0)
     summary = await capture(config, [a, b], tokenizer)
-    assert summary.progress.done == 20 and summary.progress.failed == 0
+    assert summary.progress.counts.done == 20 and summary.progress.counts.failed == 0
     assert {r["endpoint"] for r in rows_of(config.out_dir)} == {b.url}
 
 
@@ -175,11 +175,11 @@ async def test_in_flight_bounded_per_server(tmp_path: Path,
     while a.in_flight + b.in_flight < 6:
         await asyncio.sleep(0.005)
     progress = engine.progress()
-    assert progress.in_flight == 6
+    assert progress.counts.in_flight == 6
     assert [s.in_flight for s in progress.servers] == [3, 3]
     gate.set()
     summary = await run
-    assert summary.progress.done == 40
+    assert summary.progress.counts.done == 40
     assert a.max_in_flight == 3 and b.max_in_flight == 3
 
 
@@ -207,6 +207,6 @@ async def test_disk_full_stops_the_run_and_keeps_complete_shards(
     summary = await capture(config, [fake], tokenizer)
     assert summary.state == "failed" and summary.exit_code == 3
     assert summary.reason is not None and "disk full" in summary.reason
-    assert len(rows_of(config.out_dir)) == summary.progress.written == 128
+    assert len(rows_of(config.out_dir)) == summary.progress.counts.written == 128
     assert failures_of(config.out_dir) == []  # lost rows are not failures: resume redoes them
     assert not list((config.out_dir / "shards").glob("*.tmp"))

@@ -48,7 +48,7 @@ async def test_stop_lets_in_flight_finish_within_grace(
     fake.gate.set()
     summary = await run
     assert summary.state == "stopped" and summary.exit_code == 0
-    assert summary.progress.done == 4 and summary.progress.written == 4
+    assert summary.progress.counts.done == 4 and summary.progress.counts.written == 4
     assert len(fake.generate_bodies) == 4 and fake.aborts == []
     assert len(rows_of(config.out_dir)) == 4
     assert Manifest.load(config.out_dir).extra.state == "stopped"
@@ -66,8 +66,8 @@ async def test_grace_expiry_aborts_this_runs_requests(tmp_path: Path,
     await until_in_flight(fake, 3)
     engine.stop()
     summary = await run
-    assert summary.state == "stopped" and summary.progress.interrupted == 3
-    assert summary.progress.failed == 0 and summary.exit_code == 0
+    assert summary.state == "stopped" and summary.progress.counts.interrupted == 3
+    assert summary.progress.counts.failed == 0 and summary.exit_code == 0
     [abort] = fake.aborts
     rids = [b["rid"] for b in fake.generate_bodies]
     assert all(rid.startswith(abort["rid"]) for rid in rids)
@@ -90,7 +90,7 @@ async def test_second_stop_with_abort_skips_the_grace(tmp_path: Path,
     engine.stop(abort=True)
     summary = await run
     assert summary.state == "stopped" and fake.aborts
-    assert summary.progress.done == 5 == len(rows_of(config.out_dir))
+    assert summary.progress.counts.done == 5 == len(rows_of(config.out_dir))
 
 
 async def test_pause_holds_new_requests(tmp_path: Path, tokenizer: LoadedTokenizer) -> None:
@@ -108,7 +108,7 @@ async def test_pause_holds_new_requests(tmp_path: Path, tokenizer: LoadedTokeniz
     assert fake.generate_bodies == [] and engine.progress().state == "paused"
     engine.resume()
     summary = await run
-    assert summary.state == "finished" and summary.progress.done == 5
+    assert summary.state == "finished" and summary.progress.counts.done == 5
 
 
 async def test_stop_before_start_sends_nothing(tmp_path: Path,

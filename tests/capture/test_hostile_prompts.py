@@ -124,14 +124,14 @@ async def test_fuzzed_prompt_file_finishes_with_every_line_accounted_for(
         encoding="utf-8").splitlines()]
     assert {r["line"] for r in rejects} == bad_lines
     assert all(r["source"] == str(prompts) and r["reason"] for r in rejects)
-    assert summary.progress.rejected == len(bad_lines)
-    assert summary.progress.written + summary.progress.rejected == FUZZ_LINES
+    assert summary.progress.counts.rejected == len(bad_lines)
+    assert summary.progress.counts.written + summary.progress.counts.rejected == FUZZ_LINES
     # A resume meets the same lines again: nothing is sent twice, nothing new rejected.
     sent = len(fake.generate_bodies)
     again = await capture(make_config(tmp_path, [fake.url], resume=True), [fake],
                           bundled_tokenizer())
     assert again.state == "finished" and len(fake.generate_bodies) == sent
-    assert again.progress.already_done == len(stored)
+    assert again.progress.counts.already_done == len(stored)
     assert len((config.out_dir / "rejects.jsonl").read_text().splitlines()) == len(bad_lines)
 
 
@@ -223,7 +223,7 @@ async def test_parquet_with_a_corrupt_row_group_keeps_the_others(tmp_path: Path)
     fake = FakeSGLang()
     summary = await capture(make_config(tmp_path, [fake.url], prompts=path), [fake],
                             bundled_tokenizer())
-    assert summary.state == "finished" and summary.progress.rejected == 50
+    assert summary.state == "finished" and summary.progress.counts.rejected == 50
     assert sorted(r["sample_id"] for r in rows_of(tmp_path / "out")) == sorted(
         f"q{i}" for i in [*range(100), *range(150, 200)])
 

@@ -197,7 +197,7 @@ async def test_nested_json_answer_is_a_bad_response_not_an_internal_error(
     fake._generate = nested  # type: ignore[method-assign]
     write_prompts(tmp_path / "prompts.jsonl", 3)
     summary = await capture(make_config(tmp_path, [fake.url]), [fake], bundled_tokenizer())
-    assert summary.state == "finished" and summary.progress.failed == 3
+    assert summary.state == "finished" and summary.progress.counts.failed == 3
     failures = [json.loads(x) for x in (tmp_path / "out" / "failures.jsonl").read_text()
                 .splitlines()]
     assert {f["kind"] for f in failures} == {"bad_response"}

@@ -86,7 +86,7 @@ async def test_model_history_tool_loops_match_and_diverge(
     records = write_conversations(tmp_path / "p.jsonl", 60)
     summary, rows = await run_batch(tmp_path, tokenizer_dir, [s.url for s in sims], 60,
                                     MultiTurn("model"))
-    assert check_model_histories(rows, records, rules) == len(rows) == summary.progress.done
+    assert check_model_histories(rows, records, rules) == len(rows) == summary.progress.counts.done
     grouped = conversations_of(rows)
     assert len(grouped) == 60 and all(r["sample_id"] == f"{r['conversation_id']}#turn{r['turn']}"
                                       for r in rows)

@@ -32,6 +32,7 @@ from eagle_tui.core.shards.reader import ShardReader
 from eagle_tui.core.shards.schema import (
     SHARD_SCHEMA,
     SHARD_SCHEMA_V2,
+    FooterTokenizer,
     ShardMetadata,
     ShardRow,
     rows_to_table,
@@ -254,7 +255,8 @@ def row(sample_id: str, **turn: Any) -> ShardRow:
                     0.5, datetime(2026, 1, 1, tzinfo=UTC), **turn)
 
 
-META = ShardMetadata("t", "/t", "f", "h", {}, None, None, {}, schema_version=2)
+META = ShardMetadata(tokenizer=FooterTokenizer(name="t", path="/t", fingerprint="f"),
+                     template_hash="h", schema_version=2)
 
 
 def test_schema_two_round_trips_and_needs_the_turn(tmp_path: Path) -> None:
@@ -319,7 +321,7 @@ def test_resume_never_mixes_single_and_multi_turn_shards(tmp_path: Path) -> None
 
 
 def test_a_detached_multi_turn_batch_keeps_its_settings(tmp_path: Path) -> None:
-    from eagle_tui.core.batches.configjson import config_from_json, config_to_json
+    from eagle_tui.core.capture.config import config_from_json, config_to_json
 
     config = make_config(tmp_path, ["http://a:1"], turns=MultiTurn("model", "dataset"))
     back = config_from_json(config_to_json(config))
@@ -370,5 +372,5 @@ async def test_a_turn_that_cannot_render_is_a_reject_with_file_and_line(
     assert stored == sorted(["good#turn0", "good#turn1", "bad#turn0"])
     # with the dataset's history turn 2 is tried too (its history holds the same broken
     # call): one more rejected row, the record's line logged once
-    assert summary.progress.rejected == (2 if history == "dataset" else 1)
+    assert summary.progress.counts.rejected == (2 if history == "dataset" else 1)
     assert summary.exit_code == 1

@@ -9,6 +9,7 @@ import shutil
 from collections import Counter
 from pathlib import Path
 
+import msgspec
 import pytest
 from test_e2e_support import assert_only_valid_shards
 from test_engine_fakes import bundled_tokenizer, make_config, write_prompts
@@ -49,7 +50,7 @@ async def capture_slice(tmp_path: Path, url: str, name: str, partition: Partitio
     config = make_config(tmp_path, [url], out_dir=tmp_path / name, partition=partition,
                          presets=GREEDY, max_new_tokens=24, concurrency=8)
     summary = await CaptureEngine(config, tokenizer=bundled_tokenizer()).run()
-    assert summary.state == "finished" and summary.progress.failed == 0
+    assert summary.state == "finished" and summary.progress.counts.failed == 0
     return config.out_dir
 
 
@@ -135,11 +136,11 @@ async def test_resume_refuses_another_slice(tmp_path: Path, sim_server: SimProce
 
 
 def test_a_detached_batch_keeps_its_slice(tmp_path: Path) -> None:
-    from eagle_tui.core.batches.configjson import config_from_json, config_to_json
+    from eagle_tui.core.capture.config import config_from_json, config_to_json
 
     config = make_config(tmp_path, ["http://127.0.0.1:30000"], partition=Partition(2, 5))
     assert b'"partition":"2/5"' in config_to_json(config)
     assert config_from_json(config_to_json(config)).partition == Partition(2, 5)
     whole = make_config(tmp_path, ["http://127.0.0.1:30000"])
     assert b"partition" not in config_to_json(whole)
-    assert config_from_json(config_to_json(whole)).partition is None
+    assert config_from_json(config_to_json(whole)).partition is msgspec.UNSET

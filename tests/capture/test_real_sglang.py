@@ -61,8 +61,9 @@ async def test_capture_stores_exactly_what_the_real_server_returned(tmp_path: Pa
                            concurrency=4, retry=RetryPolicy(max_attempts=2), shard_rows=10)
     tokenizer = load_tokenizer(MODEL_DIR)
     summary = await CaptureEngine(config, tokenizer=tokenizer).run()
-    assert summary.state == "finished" and summary.progress.done == 24
-    assert summary.progress.rejected == 2 and summary.progress.failed == 0  # 1 line x 2 presets
+    assert summary.state == "finished" and summary.progress.counts.done == 24
+    counts = summary.progress.counts
+    assert counts.rejected == 2 and counts.failed == 0  # 1 line x 2 presets
 
     records = {r.sample_id: r for r in open_prompts(prompts) if isinstance(r, PromptRecord)}
     rows = rows_of(config.out_dir)
@@ -104,7 +105,7 @@ async def test_a_two_turn_conversation_regenerated_with_the_models_own_history(
                            turns=MultiTurn("model"))
     tokenizer = load_tokenizer(MODEL_DIR)
     summary = await CaptureEngine(config, tokenizer=tokenizer).run()
-    assert summary.state == "finished" and summary.progress.done == 2
+    assert summary.state == "finished" and summary.progress.counts.done == 2
     first, second = sorted(rows_of(config.out_dir), key=lambda r: r["turn"])
     assert [first["sample_id"], second["sample_id"]] == ["two-turn#turn0", "two-turn#turn1"]
     assert second["parent_id"] == "two-turn#turn0"

@@ -106,7 +106,8 @@ async def test_worker_killed_mid_batch_loses_nothing(tmp_path: Path) -> None:
                              retry=PATIENT, health_interval_s=1.0, health_retry_s=0.2)
         summary = await CaptureEngine(config, tokenizer=bundled_tokenizer()).run()
         assert doomed.returncode is not None, "the worker really died mid-batch"
-    assert summary.state == "finished" and summary.progress.failed == 0, summary_text(summary)
+    assert summary.state == "finished" and summary.progress.counts.failed == 0, (
+        summary_text(summary))
     assert_exactly_once(config.out_dir, 300)
     assert_router_provenance(config.out_dir, router)
 
@@ -127,7 +128,8 @@ async def test_every_worker_down_40s_pauses_and_loses_nothing(tmp_path: Path) ->
         engine = CaptureEngine(config, tokenizer=bundled_tokenizer())
         run = asyncio.ensure_future(engine.run())
         try:
-            await async_wait_until(lambda: engine.progress().done >= 40, 60, "40 rows through")
+            await async_wait_until(lambda: engine.progress().counts.done >= 40, 60,
+                                   "40 rows through")
             for sim in sims:
                 sim.kill()
             down_at = time.monotonic()
@@ -135,16 +137,18 @@ async def test_every_worker_down_40s_pauses_and_loses_nothing(tmp_path: Path) ->
                            "the router paused")
             view = await router_view(router.url)
             assert {w.state for w in view.workers} == {"down"} and not view.can_serve
-            done_while_down = engine.progress().done
+            done_while_down = engine.progress().counts.done
             await asyncio.sleep(max(0.0, 40 - (time.monotonic() - down_at)))
-            assert engine.progress().done == done_while_down and engine.progress().failed == 0
+            counts = engine.progress().counts
+            assert counts.done == done_while_down and counts.failed == 0
             back = [SimProcess(FAST, port=p).start() for p in ports]
             summary = await asyncio.wait_for(run, 180)
         finally:
             engine.stop(abort=True)
             for sim in [*sims, *back]:
                 sim.close()
-    assert summary.state == "finished" and summary.progress.failed == 0, summary_text(summary)
+    assert summary.state == "finished" and summary.progress.counts.failed == 0, (
+        summary_text(summary))
     assert "connection_lost" in summary.progress.errors
     assert_exactly_once(config.out_dir, 240)
 
@@ -160,7 +164,8 @@ async def test_abort_through_the_router_cuts_at_once_then_resume_completes(
                              retry=PATIENT, stop_grace_s=30.0)
         engine = CaptureEngine(config, tokenizer=bundled_tokenizer())
         run = asyncio.ensure_future(engine.run())
-        await async_wait_until(lambda: engine.progress().in_flight == 8, 30, "8 requests in flight")
+        await async_wait_until(lambda: engine.progress().counts.in_flight == 8, 30,
+                               "8 requests in flight")
         await asyncio.sleep(0.5)
         started = time.monotonic()
         engine.stop(abort=True)
@@ -176,7 +181,7 @@ async def test_abort_through_the_router_cuts_at_once_then_resume_completes(
         final = await CaptureEngine(resumed, tokenizer=bundled_tokenizer()).run()
     for sim in sims:
         sim.close()
-    assert final.state == "finished" and final.progress.failed == 0, summary_text(final)
+    assert final.state == "finished" and final.progress.counts.failed == 0, summary_text(final)
     assert_exactly_once(config.out_dir, 24)
 
 
@@ -197,7 +202,8 @@ async def test_a_worker_still_loading_joins_later(tmp_path: Path) -> None:
         router.wait_workers(2)
         view = await router_view(router.url)
         assert {w.state for w in view.workers} == {"ready"}
-    assert summary.state == "finished" and summary.progress.failed == 0, summary_text(summary)
+    assert summary.state == "finished" and summary.progress.counts.failed == 0, (
+        summary_text(summary))
     assert_exactly_once(config.out_dir, 200)
 
 
@@ -219,8 +225,8 @@ async def test_sampling_keys_the_router_drops_are_refused(tmp_path: Path) -> Non
         straight = await CaptureEngine(direct, tokenizer=bundled_tokenizer()).run()
     for sim in sims:
         sim.close()
-    assert summary.progress.done == 4 and any("logit_bias" in n for n in summary.notes)
-    assert straight.progress.done == 4, "a plain server is not checked (it refuses itself)"
+    assert summary.progress.counts.done == 4 and any("logit_bias" in n for n in summary.notes)
+    assert straight.progress.counts.done == 4, "a plain server is not checked (it refuses itself)"
 
 
 async def wait_for_workers_idle(url: str, timeout: float, *, metrics: bool = True) -> None:
@@ -282,7 +288,7 @@ async def test_through_the_router_to_real_sglang(tmp_path: Path) -> None:
         config = make_config(tmp_path, [router.url], tokenizer=Path(REAL_MODEL), presets=greedy,
                              max_new_tokens=32, retry=PATIENT)
         summary = await CaptureEngine(config, tokenizer=tokenizer).run()
-        assert summary.state == "finished" and summary.progress.failed == 0
+        assert summary.state == "finished" and summary.progress.counts.failed == 0
         assert_exactly_once(config.out_dir, 16)
         [record] = Manifest.load(config.out_dir).extra.routers
         assert [(w.url, w.version) for w in record.workers] == [(REAL_URL.rstrip("/"), "0.5.23")]
@@ -292,7 +298,8 @@ async def test_through_the_router_to_real_sglang(tmp_path: Path) -> None:
                            extra_sampling={"ignore_eos": True})
         engine = CaptureEngine(long, tokenizer=tokenizer)
         run = asyncio.ensure_future(engine.run())
-        await async_wait_until(lambda: engine.progress().in_flight == 4, 60, "4 long requests")
+        await async_wait_until(lambda: engine.progress().counts.in_flight == 4, 60,
+                               "4 long requests")
         started = time.monotonic()
         engine.stop(abort=True)
         stopped = await asyncio.wait_for(run, 30)

@@ -136,7 +136,7 @@ async def test_a_router_with_no_worker_costs_rows_no_attempt(tmp_path: Path) -> 
     engine = CaptureEngine(config, tokenizer=bundled_tokenizer(),
                            client_factory=lambda url: routed(router, workers))
     summary = await engine.run()
-    assert summary.progress.failed == 0 and summary.progress.done == 30
+    assert summary.progress.counts.failed == 0 and summary.progress.counts.done == 30
     assert summary.progress.errors == {"no_worker": 25}
     assert len(rows_of(config.out_dir)) == 30
 
@@ -157,8 +157,8 @@ async def test_abort_cuts_router_requests_at_once_and_aborts_on_the_workers(
     engine.stop(abort=True)
     summary = await asyncio.wait_for(run, 10)
     assert time.monotonic() - started < 2.0, "no 10 s wait for an abort the router ignores"
-    assert summary.state == "stopped" and summary.progress.done == 0
-    assert summary.progress.interrupted == 6 and summary.progress.failed == 0
+    assert summary.state == "stopped" and summary.progress.counts.done == 0
+    assert summary.progress.counts.interrupted == 6 and summary.progress.counts.failed == 0
     assert router.router_aborts == 0, "no futile /abort_request to the router"
     assert {url for url, _ in workers.aborts} == set(WORKERS)
 

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 from eagle_tui.core import kimi
 from eagle_tui.core.sampling import SamplingIdentity, SamplingPreset
 from eagle_tui.core.shards.manifest import BatchConfig, Manifest
-from eagle_tui.core.shards.schema import ShardMetadata, ShardRow
+from eagle_tui.core.shards.schema import FooterServer, FooterTokenizer, ShardMetadata, ShardRow
 from eagle_tui.core.shards.writer import ShardWriter
 
 T0 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -31,10 +31,13 @@ def config(fingerprint: str = FINGERPRINT) -> BatchConfig:
 
 
 def metadata(fingerprint: str = FINGERPRINT, schema_version: int = 1) -> ShardMetadata:
-    return ShardMetadata("kimi-k2.5-tiny", "/models/kimi", fingerprint, "ef" * 32,
-                         {"max_new_tokens": 64}, None, "0.5.23",
-                         {"think": kimi.THINK, "think_end": kimi.THINK_END}, kimi.VOCAB_SIZE,
-                         schema_version=schema_version)
+    return ShardMetadata(
+        tokenizer=FooterTokenizer(name="kimi-k2.5-tiny", path="/models/kimi",
+                                  fingerprint=fingerprint, vocab_size=kimi.VOCAB_SIZE),
+        template_hash="ef" * 32, sampling={"max_new_tokens": 64},
+        server=FooterServer(version="0.5.23"),
+        boundary_ids={"think": kimi.THINK, "think_end": kimi.THINK_END},
+        schema_version=schema_version)
 
 
 # (flags, finish) cycled over rows: clean, informational, and every default-dropped flag

@@ -29,7 +29,7 @@ from eagle_tui.core.export.options import ExportOptions, RowFilter
 from eagle_tui.core.export.run import ExportResult, export
 from eagle_tui.core.sampling import SamplingIdentity, SamplingPreset
 from eagle_tui.core.shards.manifest import BatchConfig, Manifest
-from eagle_tui.core.shards.schema import ShardMetadata, ShardRow
+from eagle_tui.core.shards.schema import FooterTokenizer, ShardMetadata, ShardRow
 from eagle_tui.core.shards.writer import ShardWriter
 from eagle_tui.core.tokenizer import LoadedTokenizer, bundled_tokenizer_path, load_tokenizer
 from eagle_tui.core.validate import validate_sample
@@ -67,8 +67,10 @@ def kimi_batch(directory: Path, tok: LoadedTokenizer) -> Path:
                          SamplingIdentity(LONG, (SamplingPreset(),)))
     manifest = Manifest(directory, config)
     manifest.save_atomic()
-    meta = ShardMetadata(tok.name, str(tok.path), tok.fingerprint(), tok.template_hash(), {},
-                         None, None, boundary.as_dict(), kimi.VOCAB_SIZE)
+    meta = ShardMetadata(
+        tokenizer=FooterTokenizer(name=tok.name, path=str(tok.path), fingerprint=tok.fingerprint(),
+                                  vocab_size=kimi.VOCAB_SIZE),
+        template_hash=tok.template_hash(), boundary_ids=boundary.as_dict())
     with ShardWriter(directory, metadata=meta, manifest=manifest, max_rows=9,
                      row_group_rows=4) as writer:
         for i in range(30):

@@ -6,6 +6,7 @@ import asyncio
 import json
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from eagle_tui.core import paths
@@ -89,7 +90,7 @@ def test_the_same_startup_seen_twice_is_recorded_once_and_only_ready_ones_teach(
 
 def test_large_history_is_compacted(tmp_path: Path) -> None:
     path = tmp_path / "h.jsonl"
-    path.write_text("".join(json.dumps(record(float(i)).to_json()) + "\n" for i in range(2000)))
+    path.write_bytes(b"".join(msgspec.json.encode(record(float(i))) + b"\n" for i in range(2000)))
     StartupHistory(path).append(record(9999.0))
     lines = path.read_text().splitlines()
     assert len(lines) == 1000 and json.loads(lines[-1])["total_s"] == 9999.0

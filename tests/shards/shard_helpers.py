@@ -8,7 +8,7 @@ from pathlib import Path
 
 from eagle_tui.core.sampling import SamplingIdentity, SamplingPreset
 from eagle_tui.core.shards.manifest import BatchConfig, Manifest
-from eagle_tui.core.shards.schema import ShardMetadata, ShardRow
+from eagle_tui.core.shards.schema import FooterServer, FooterTokenizer, ShardMetadata, ShardRow
 
 T0 = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
 
@@ -22,16 +22,13 @@ CONFIG = BatchConfig(
 )
 
 META = ShardMetadata(
-    tokenizer_name="kimi-k2.5-tiny",
-    tokenizer_path="/models/kimi",
-    tokenizer_fingerprint="cd" * 32,
+    tokenizer=FooterTokenizer(name="kimi-k2.5-tiny", path="/models/kimi",
+                              fingerprint="cd" * 32, vocab_size=163840),
     template_hash="ef" * 32,
     sampling={"max_new_tokens": 64, "temperature": 1.0},
-    server_model_path="/models/kimi",
-    server_version="0.5.3",
+    server=FooterServer(model_path="/models/kimi", version="0.5.3"),
     boundary_ids={"think": 163606, "think_end": 163607, "stop": [163586],
                   "tool_call": [163595, 163596, 163597, 163598, 163599]},
-    vocab_size=163840,
 )
 
 

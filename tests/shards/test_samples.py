@@ -31,7 +31,7 @@ from eagle_tui.core.samples.select import (
     pick_rows,
 )
 from eagle_tui.core.shards.manifest import IdentityExtra, Manifest
-from eagle_tui.core.shards.schema import ShardMetadata
+from eagle_tui.core.shards.schema import FooterTokenizer, ShardMetadata
 from eagle_tui.core.shards.writer import ShardWriter
 from eagle_tui.core.tokenizer import bundled_tokenizer_path, load_tokenizer
 
@@ -127,12 +127,12 @@ def manifest_with(directory: Path, tokenizer_path: str) -> Manifest:
     return Manifest(directory, msgspec.structs.replace(CONFIG, tokenizer_path=tokenizer_path))
 
 
-def footer_with(path: str, name: str = "tok", fingerprint: str = META.tokenizer_fingerprint,
+def footer_with(path: str, name: str = "tok", fingerprint: str = META.tokenizer.fingerprint,
                 **boundary: object) -> ShardMetadata:
-    return ShardMetadata(tokenizer_name=name, tokenizer_path=path,
-                         tokenizer_fingerprint=fingerprint, template_hash=META.template_hash,
-                         sampling=META.sampling, server_model_path=None, server_version=None,
-                         boundary_ids=boundary or META.boundary_ids, vocab_size=META.vocab_size)
+    tokenizer = FooterTokenizer(name=name, path=path, fingerprint=fingerprint,
+                                vocab_size=META.tokenizer.vocab_size)
+    return ShardMetadata(tokenizer=tokenizer, template_hash=META.template_hash,
+                         sampling=META.sampling, boundary_ids=boundary or META.boundary_ids)
 
 
 def test_the_tokenizer_rule(tmp_path: Path) -> None:
@@ -215,4 +215,4 @@ def test_a_copied_batch_finds_its_tokenizer_by_name(tmp_path: Path) -> None:
     shutil.copytree(directory, copy)
     job = open_job([copy])
     choice = choose_tokenizer(None, job.manifest, job.metadata)
-    assert META.tokenizer_name == "kimi-k2.5-tiny" and choice.source == "bundled"
+    assert META.tokenizer.name == "kimi-k2.5-tiny" and choice.source == "bundled"

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eagle_tui.core.batches.configjson import StoredConfig
+from eagle_tui.core.capture.config import CaptureConfig
 
 
 def stored_config(out_dir: Path, servers: tuple[str, ...] = ("http://127.0.0.1:30000",),
-                  **fields: object) -> StoredConfig:
-    """A minimal valid stored batch config writing to ``out_dir``."""
-    return StoredConfig(prompts=str(out_dir / "prompts.jsonl"), out_dir=str(out_dir),
-                        servers=servers, tokenizer=str(out_dir / "tokenizer"),
-                        **fields)  # type: ignore[arg-type]
+                  **fields: object) -> CaptureConfig:
+    """A minimal valid batch config writing to ``out_dir``, as a record stores it."""
+    return CaptureConfig(prompts=out_dir / "prompts.jsonl", out_dir=out_dir, servers=servers,
+                         tokenizer=out_dir / "tokenizer",
+                         **fields).without_secrets()  # type: ignore[arg-type]

@@ -15,11 +15,13 @@ from textual.coordinate import Coordinate
 from textual.widgets import DataTable, Input
 from tui_fakes import FakeCapture, batch, progress, wait_for
 
-from eagle_tui.core.batches.api import DeltaEvent, Progress, RequestEvent, StatusDoc
+from eagle_tui.core.batches.api import StatusDoc
 from eagle_tui.core.batches.detach import launch_detached
 from eagle_tui.core.batches.registry import Registry
 from eagle_tui.core.batchstate import BatchState
 from eagle_tui.core.capture.dispatch import ServerStatus
+from eagle_tui.core.capture.events import DeltaEvent, RequestEvent
+from eagle_tui.core.capture.progress import Progress
 from eagle_tui.core.shards.batchdir.lock import is_held
 from eagle_tui.core.tokenizer import bundled_tokenizer_path
 from eagle_tui.core.urls import ServerURL
@@ -29,7 +31,7 @@ from eagle_tui.tui.render.capture import kinds_text, sort_key, sparkline
 from eagle_tui.tui.screens.batch_forms import NewBatchScreen, StopBatchScreen, stop_question
 from eagle_tui.tui.screens.capture import CaptureScreen
 from eagle_tui.tui.sources import Sources
-from eagle_tui.tui.sources.batches import DetachedCapture, delta_event, progress_of, request_event
+from eagle_tui.tui.sources.batches import DetachedCapture, progress_of, request_event
 from eagle_tui.tui.sources.capture import BatchRequest
 from eagle_tui.tui.sources.tokenizers import TokenizerCache
 from eagle_tui.tui.widgets.batch_detail import BatchDetail
@@ -238,7 +240,7 @@ async def test_starts_and_stops_a_real_batch_against_the_sim(tmp_path: Path, sim
         )
         finished = screen.selected()
         assert finished is not None and finished.progress is not None
-        assert finished.progress.done == 30
+        assert finished.progress.counts.done == 30
         assert (tmp_path / "out" / "manifest.json").exists()
         assert screen.check_action("stop_batch", ()) is None
     assert Registry().all()[0].final_state == "done"  # the worker recorded how it ended
@@ -285,7 +287,7 @@ async def test_lists_a_batch_started_elsewhere_pauses_and_resumes_it_after_a_kil
         new_pid = Registry().load(batch_id).pid
         assert new_pid not in (None, pid)
         progress = screen.selected().progress  # type: ignore[union-attr]
-        assert progress is not None and progress.total == 40
+        assert progress is not None and progress.counts.total == 40
     assert is_held(tmp_path / "out")  # quitting the dashboard leaves the batch running
     assert await asyncio.to_thread(DetachedCapture().abort_and_wait, batch_id)
     assert Registry().load(batch_id).final_state == "stopped"
@@ -300,9 +302,10 @@ def test_worker_json_becomes_snapshots_and_stream_events() -> None:
         "flags": {"tool_call": 2},
         "failures": {"timeout": 1},
     }), type=StatusDoc)
-    counts = Progress(total=10, done=4, failed=1, samples_per_s=2.5, eta_s=None)
+    counts = Progress(total=10, done=4, failed=1, settled=5, samples_per_s=2.5, eta_s=None)
     p = progress_of(BatchState.RUNNING, counts, status)
-    assert (p.total, p.done, p.settled, p.samples_per_s, p.eta_s) == (10, 4, 5, 2.5, None)
+    c = p.counts
+    assert (c.total, c.done, c.settled, c.samples_per_s, c.eta_s) == (10, 4, 5, 2.5, None)
     assert p.servers[0].in_flight == 3 and p.flags == {"tool_call": 2}
     watched: set[str] = set()
     assert request_event(RequestEvent(kind="sent", sample_id="a", at=0.0, watched=False),
@@ -313,5 +316,6 @@ def test_worker_json_becomes_snapshots_and_stream_events() -> None:
     done = request_event(RequestEvent(kind="finished", sample_id="b", at=0.0, flags=("f",)),
                          watched)
     assert done is not None and done.flags == ("f",) and watched == set()
-    d = delta_event(DeltaEvent(sample_id="b", rid="r", new_ids=(1, 2), total=2, at=1.0))
+    assert sent.watched and done.watched  # a watched request's events reach the Streams view
+    d = DeltaEvent(sample_id="b", rid="r", new_ids=(1, 2), total=2, at=1.0)  # kept as it came
     assert (d.kind, d.new_ids, d.total) == ("delta", (1, 2), 2)

@@ -79,7 +79,7 @@ async def test_demo_runs_a_batch_on_the_sim_and_q_cleans_up(no_marker: None) -> 
             "demo batch finished",
         )
         progress = capture.batches()[0].progress
-        assert progress is not None and progress.done == 20
+        assert progress is not None and progress.counts.done == 20
         pid = demo.server.pid
         await pilot.press("q")
         await wait_for(pilot, lambda: isinstance(app.screen, StoppingScreen), 5, "stopping")

@@ -82,17 +82,17 @@ async def test_status_lists_the_workers_true_states(tmp_path: Path,
     with RouterProcess([up.url, loading.url]) as router, up:
         router.wait_workers(1)
         report = await collect([router.url], [], [router.metrics_url])
-        [server] = report["servers"]
+        [server] = report.servers
         assert server["phase"] == "ready"
-        states = {w["url"]: w["state"] for w in server["router"]["workers"]}
+        states = {w.url: w.state for w in server["router"].workers}
         assert states == {up.url: "ready"}, "a worker still loading is not listed yet"
-        assert server["router"]["metrics"]["smg_worker_pool_size"] == 1
+        assert server["router"].metrics["smg_worker_pool_size"] == 1
         up.kill()
         up.wait_exit()
         report = await collect([router.url], [])
-        [server] = report["servers"]
-        assert server["phase"] != "ready" and report["exit_code"] == EXIT_SERVER_UNHEALTHY
-        assert [w["state"] for w in server["router"]["workers"]] == ["down"]
+        [server] = report.servers
+        assert server["phase"] != "ready" and report.exit_code == EXIT_SERVER_UNHEALTHY
+        assert [w.state for w in server["router"].workers] == ["down"]
         assert "0 of 1 workers can serve" in render_text(report)
     loading.close()
 

@@ -18,7 +18,7 @@ from tui_fakes import FakeCapture, FakeServerFeed, batch, health, progress, wait
 from tui_shards import make_row, synthetic_rows, write_shards
 
 from eagle_tui.core import kimi
-from eagle_tui.core.capture.events import CaptureEvent
+from eagle_tui.core.capture.events import CaptureEvent, DeltaEvent, RequestEvent
 from eagle_tui.core.health.snapshot import Flag
 from eagle_tui.core.tokenizer import bundled_tokenizer_path, load_tokenizer
 from eagle_tui.core.urls import ServerURL
@@ -212,11 +212,12 @@ def stream_events() -> list[CaptureEvent]:
         [("Check [INST] first.", "Done [/] ok."), ("Need a tool [bold here.", "")]
     ):
         sid = f"p{n}"
-        events.append(CaptureEvent("sent", sid, 0.0, rid=f"cap-{n:04d}", watched=True))
-        events.append(CaptureEvent("delta", sid, 0.0, new_ids=(*ids(think), kimi.THINK_END)))
+        events.append(RequestEvent(kind="sent", sample_id=sid, at=0.0, rid=f"cap-{n:04d}",
+                                   watched=True))
+        events.append(delta(sid, (*ids(think), kimi.THINK_END)))
         if answer:
-            events.append(CaptureEvent("delta", sid, 0.0, new_ids=(*ids(answer), kimi.IM_END)))
-            events.append(CaptureEvent("finished", sid, 0.0))
+            events.append(delta(sid, (*ids(answer), kimi.IM_END)))
+            events.append(RequestEvent(kind="finished", sample_id=sid, at=0.0))
         else:
             call = (
                 kimi.TOOL_CALLS_SECTION_BEGIN,
@@ -225,8 +226,12 @@ def stream_events() -> list[CaptureEvent]:
                 kimi.TOOL_CALL_ARGUMENT_BEGIN,
                 *ids('{"q": 1}'),
             )
-            events.append(CaptureEvent("delta", sid, 0.0, new_ids=call))
+            events.append(delta(sid, call))
     return events
+
+
+def delta(sample_id: str, new_ids: tuple[int, ...]) -> DeltaEvent:
+    return DeltaEvent(sample_id=sample_id, rid=None, new_ids=new_ids, total=0, at=0.0)
 
 
 @pytest.mark.parametrize(("size", "theme"), [((120, 40), "eagle-dark"), ((80, 24), "ansi-dark")])

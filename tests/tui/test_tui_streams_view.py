@@ -10,7 +10,7 @@ from pathlib import Path
 from tui_fakes import FakeCapture, batch, wait_for
 
 from eagle_tui.core import kimi
-from eagle_tui.core.capture.events import CaptureEvent
+from eagle_tui.core.capture.events import CaptureEvent, DeltaEvent, RequestEvent
 from eagle_tui.core.tokenizer import bundled_tokenizer_path
 from eagle_tui.tui.app import EagleApp
 from eagle_tui.tui.options import DashboardOptions
@@ -26,10 +26,10 @@ from eagle_tui.tui.widgets.stream_box import StreamBox
 
 
 def sent(sample_id: str, attempt: int = 1) -> CaptureEvent:
-    return CaptureEvent(
-        "sent",
-        sample_id,
-        0.0,
+    return RequestEvent(
+        kind="sent",
+        sample_id=sample_id,
+        at=0.0,
         rid=f"r-{sample_id}",
         attempt=attempt,
         watched=True,
@@ -38,11 +38,12 @@ def sent(sample_id: str, attempt: int = 1) -> CaptureEvent:
 
 
 def delta(sample_id: str, *ids: int) -> CaptureEvent:
-    return CaptureEvent("delta", sample_id, 0.0, new_ids=ids, total=0)  # total 0: unchecked
+    return DeltaEvent(sample_id=sample_id, rid=None, new_ids=ids, total=0,  # 0: unchecked
+                      at=0.0)
 
 
 def finished(sample_id: str) -> CaptureEvent:
-    return CaptureEvent("finished", sample_id, 0.0, flags=("tool_call",))
+    return RequestEvent(kind="finished", sample_id=sample_id, at=0.0, flags=("tool_call",))
 
 
 def test_board_segments_incrementally_and_reports_only_changes() -> None:
@@ -84,10 +85,11 @@ def test_board_never_evicts_a_generating_stream() -> None:
 
 def test_board_counts_ids_it_never_received() -> None:
     board = StreamBoard(KIMI_BOUNDARIES)
-    board.apply([sent("a"), CaptureEvent("delta", "a", 0.0, new_ids=(1, 2), total=2)])
-    (view,) = board.apply([CaptureEvent("delta", "a", 0.0, new_ids=(9,), total=6)])
+    board.apply([sent("a"), DeltaEvent(sample_id="a", rid=None, new_ids=(1, 2), total=2,
+                                       at=0.0)])
+    (view,) = board.apply([DeltaEvent(sample_id="a", rid=None, new_ids=(9,), total=6, at=0.0)])
     assert view.missed == 3 and view.total_ids == 3
-    (view,) = board.apply([CaptureEvent("finished", "a", 0.0, total=8)])
+    (view,) = board.apply([RequestEvent(kind="finished", sample_id="a", at=0.0, total=8)])
     assert view.missed == 5 and view.state == "finished"
 
 

@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from support.progress import snapshot as progress_snapshot
 from support.waiting import pilot_wait as wait_for  # noqa: F401  (the views' tests use it)
 
 from eagle_tui.core.capture.dispatch import ServerStatus
@@ -128,29 +129,16 @@ class FakeServerFeed:
 
 
 def progress(done: int = 40, total: int | None = 100, **extra: object) -> CaptureProgress:
-    """A batch progress snapshot with fixed figures."""
-    base = CaptureProgress(
-        state="running",
-        total=total,
-        already_done=0,
-        done=done,
-        written=done - 8,
-        failed=2,
-        flagged=5,
-        rejected=1,
-        retrying=0,
-        interrupted=0,
-        in_flight=8,
-        output_tokens=done * 250,
-        elapsed_s=60.0,
-        samples_per_s=4.0,
-        tokens_per_s=1000.0,
-        eta_s=14.0,
+    """A batch progress snapshot with fixed figures (``extra``: counts or snapshot fields)."""
+    fields: dict[str, object] = dict(
+        state="running", total=total, already_done=0, done=done, written=done - 8, failed=2,
+        flagged=5, rejected=1, retrying=0, interrupted=0, in_flight=8, output_tokens=done * 250,
+        elapsed_s=60.0, samples_per_s=4.0, tokens_per_s=1000.0, eta_s=14.0,
         servers=(ServerStatus("http://127.0.0.1:30000", "ready", "", 8, 8, 50, 40, 2),),
         failures={"timeout": 2},
         flags={"tool_call": 4, "truncated": 1},
     )
-    return replace(base, **extra)  # type: ignore[arg-type]
+    return progress_snapshot(**{**fields, **extra})
 
 
 def batch(batch_id: str = "b1-demo", state: str = "running", **extra: object) -> BatchSnapshot:

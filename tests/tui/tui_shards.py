@@ -8,7 +8,13 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from eagle_tui.core import kimi
-from eagle_tui.core.shards.schema import ShardMetadata, ShardRow, rows_to_table
+from eagle_tui.core.shards.schema import (
+    FooterServer,
+    FooterTokenizer,
+    ShardMetadata,
+    ShardRow,
+    rows_to_table,
+)
 
 TRICKY_TEXTS = ("[INST] hello [/INST]", "a [/] b", "[bold not bold", "list[int] = [1, 2]")
 WHEN = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -24,13 +30,10 @@ def metadata(tokenizer_name: str = "kimi-k2.5-tiny", tokenizer_path: str = "",
              schema_version: int = 1) -> ShardMetadata:
     """Footer metadata naming the bundled tokenizer."""
     return ShardMetadata(
-        tokenizer_name=tokenizer_name,
-        tokenizer_path=tokenizer_path,
-        tokenizer_fingerprint="test",
+        tokenizer=FooterTokenizer(name=tokenizer_name, path=tokenizer_path, fingerprint="test"),
         template_hash="test",
         sampling={"temperature": 0.0},
-        server_model_path="sim",
-        server_version="0.5.23",
+        server=FooterServer(model_path="sim", version="0.5.23"),
         boundary_ids=BOUNDARIES,
         schema_version=schema_version,
     )

@@ -6,9 +6,11 @@ import time
 
 import msgspec
 
-from eagle_tui.core.batches.api import Progress, StatusDoc
+from eagle_tui.core.batches.api import StatusDoc
 from eagle_tui.core.batches.survey import BatchView
+from eagle_tui.core.capture.progress import Progress
 from eagle_tui.core.text import duration, terminal_safe
+from eagle_tui.core.wire import enc_hook
 
 HEADER = ("ID", "NAME", "STATE", "ROWS", "FAILED", "SAMPLES/S", "TOK/S", "ETA", "PID")
 _UNKNOWN = Progress()
@@ -37,7 +39,7 @@ def counts_json(view: BatchView) -> dict[str, object]:
 
 def record_json(view: BatchView) -> dict[str, object]:
     """The registry record as JSON values, without its config (no saved progress is {})."""
-    data: dict[str, object] = msgspec.to_builtins(view.record)
+    data: dict[str, object] = msgspec.to_builtins(view.record, enc_hook=enc_hook)
     data["last_progress"] = msgspec.to_builtins(view.record.last_progress or {}, order="sorted")
     data.pop("config", None)
     return data

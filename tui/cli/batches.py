@@ -10,16 +10,38 @@ see ``tui.cli.batch_verbs``.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 import msgspec
 
+from eagle_tui.core.batches.api import StatusDoc
 from eagle_tui.core.batches.registry import Registry
 from eagle_tui.core.batches.survey import BatchView, survey, survey_all
+from eagle_tui.core.batchstate import BatchState
 from eagle_tui.core.errors import WrongState
+from eagle_tui.core.wire import ENCODER
 from eagle_tui.tui.cli.batch_table import counts_json, details, record_json, table
 from eagle_tui.tui.cli.batch_verbs import EXIT_OK, run_verb
+
+
+class BatchDoc(msgspec.Struct, frozen=True, kw_only=True):
+    """One batch as ``--json`` prints it: its state, its counts (``counts_json``), its
+    registry record (``record_json``) and, while a worker answers, its ``/status``."""
+
+    id: str
+    name: str
+    state: BatchState
+    detail: str | None
+    counts: dict[str, object]
+    record: dict[str, object]
+    status: StatusDoc | None
+
+    @classmethod
+    def of(cls, view: BatchView) -> BatchDoc:
+        """The document of one surveyed batch."""
+        return cls(id=view.record.id, name=view.record.name, state=view.state,
+                   detail=view.detail, counts=counts_json(view), record=record_json(view),
+                   status=view.live_status)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,7 +63,7 @@ async def _run(args: argparse.Namespace) -> int:
     if args.batch is None:
         views = await survey_all(registry.all())
         if args.json:
-            print(json.dumps([_view_json(v) for v in views], indent=1))
+            print(_indented([BatchDoc.of(v) for v in views]))
         elif views:
             print(table(views))
         else:
@@ -51,7 +73,7 @@ async def _run(args: argparse.Namespace) -> int:
     view = await survey(registry.find(args.batch))
     if args.forget:
         return _forget(registry, view)
-    print(json.dumps(_view_json(view), indent=1) if args.json else details(view))
+    print(_indented(BatchDoc.of(view)) if args.json else details(view))
     return EXIT_OK
 
 
@@ -64,8 +86,5 @@ def _forget(registry: Registry, view: BatchView) -> int:
     return EXIT_OK
 
 
-def _view_json(view: BatchView) -> dict[str, object]:
-    status = None if view.live_status is None else msgspec.to_builtins(view.live_status)
-    return {"id": view.record.id, "name": view.record.name, "state": view.state,
-            "detail": view.detail, "counts": counts_json(view), "record": record_json(view),
-            "status": status}
+def _indented(document: BatchDoc | list[BatchDoc]) -> str:
+    return msgspec.json.format(ENCODER.encode(document), indent=1).decode()

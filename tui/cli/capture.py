@@ -225,8 +225,9 @@ def config_from_args(args: argparse.Namespace) -> CaptureConfig:
         retry=RetryPolicy(max_attempts=args.retries), health_interval_s=args.health_interval,
         server_down_limit_s=args.server_down_limit, stop_grace_s=args.grace,
         shard_rows=args.shard_rows, resume=args.resume, force=args.force,
-        retry_failed=args.retry_failed, partition=args.shard, turns=_turns(args),
-        api_key=_api_key(args.api_key_file), held_out=args.held_out,
+        retry_failed=args.retry_failed, partition=args.shard or UNSET, turns=_turns(args),
+        api_key=_api_key(args.api_key_file) or UNSET,
+        held_out=UNSET if args.held_out is None else args.held_out,
     )
 
 

@@ -40,17 +40,18 @@ async def rich_progress(snapshot: Snapshot, console: Any, refresh_s: float = 0.5
             live.update(Literal(panel(snapshot())), refresh=True)
 
 
-def panel(p: CaptureProgress) -> Any:
+def panel(snapshot: CaptureProgress) -> Any:
     """The rich renderable of one snapshot: bar, counts, rates, servers, errors."""
     from rich.console import Group
     from rich.progress_bar import ProgressBar
     from rich.table import Table
     from rich.text import Text
 
+    p = snapshot.counts
     total = p.total or 0
     bar = ProgressBar(total=max(total, 1), completed=min(p.settled, max(total, 1)), width=50)
     head = Text(f" {p.settled}/{p.total if p.total is not None else '?'} rows  "
-                f"ETA {duration(p.eta_s)}  [{p.state}]")
+                f"ETA {duration(p.eta_s)}  [{snapshot.state}]")
     counts = Table.grid(padding=(0, 2))
     for _ in range(6):
         counts.add_column(justify="right")
@@ -62,10 +63,11 @@ def panel(p: CaptureProgress) -> Any:
     counts.add_row("", "", "", "", "tokens/s", f"{p.tokens_per_s:,.0f}")
     servers = Table("server", "state", "in flight", "sent", "ok", "errors", "reason",
                     box=None, pad_edge=False)
-    for s in p.servers:
+    for s in snapshot.servers:
         servers.add_row(Text(s.url), s.state, f"{s.in_flight}/{s.limit}", str(s.sent),
                         str(s.succeeded), str(s.failed), Text(s.reason))
-    errors = Text(f"errors: {counts_text(p.errors)}   flags: {counts_text(p.flags)}")
+    errors = Text(f"errors: {counts_text(snapshot.errors)}   "
+                  f"flags: {counts_text(snapshot.flags)}")
     return Group(_row(bar, head), counts, servers, errors)
 
 

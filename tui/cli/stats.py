@@ -9,21 +9,22 @@ Exit status: 0 printed, 2 bad path.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
+import msgspec
 from rich.console import Console
 from rich.table import Table
 
 from eagle_tui.core.accept.heldout import HeldOutSplit
 from eagle_tui.core.errors import EagleError
 from eagle_tui.core.export.options import MASK_STARTS
-from eagle_tui.core.export.tally import KeepTally, batch_split
+from eagle_tui.core.export.tally import KeepCounts, KeepTally, batch_split
 from eagle_tui.core.samples.job import open_job
 from eagle_tui.core.shards.conversations import ConversationStats
 from eagle_tui.core.shards.manifest import Manifest
 from eagle_tui.core.shards.stats import BatchStats, Distribution, compute_stats_over
+from eagle_tui.core.wire import ENCODER
 from eagle_tui.tui.cli.export_filters import add_filter_arguments, row_filter_from
 from eagle_tui.tui.cli.inspect import make_console
 from eagle_tui.tui.render.literal_rich import Literal
@@ -55,9 +56,7 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
     if job:
         out.print(Literal(f"one job: {job}"), soft_wrap=True)
     if args.json:
-        document = {**stats.to_json(), "export": keep.to_json(),
-                    **({"job": job} if job else {})}
-        out.print(json.dumps(document, indent=1), soft_wrap=True)
+        out.print(stats_json(stats, keep, job), soft_wrap=True)
         return 0
     for renderable in summary_tables(stats):
         out.print(Literal(renderable))
@@ -65,6 +64,16 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
     for ignored in stats.ignored:
         out.print(Literal(f"ignored: {ignored}"), style="yellow")
     return 0
+
+
+def stats_json(stats: BatchStats, keep: KeepCounts, job: str) -> str:
+    """The ``--json`` document: the fields of ``BatchStats``, then ``export`` (``KeepCounts``)
+    and, for several slices of one job, ``job``."""
+    document: dict[str, object] = msgspec.to_builtins(stats)
+    document["export"] = keep
+    if job:
+        document["job"] = job
+    return msgspec.json.format(ENCODER.encode(document), indent=1).decode()
 
 
 def held_out_split(path: Path) -> HeldOutSplit | None:

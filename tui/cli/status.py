@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
-import enum
 import json
 import sys
 from pathlib import Path
@@ -36,9 +34,11 @@ from eagle_tui.core.paths import state_dir
 from eagle_tui.core.sglang.router import look_at
 from eagle_tui.core.text import terminal_safe
 from eagle_tui.core.urls import ServerURL
+from eagle_tui.core.wire import ENCODER
 from eagle_tui.tui.cli.batch_table import counts_json
 from eagle_tui.tui.options import server_url
-from eagle_tui.tui.render.router import router_json, router_lines
+from eagle_tui.tui.render.accept import AcceptanceDoc, acceptance_lines
+from eagle_tui.tui.render.router import RouterDoc, router_lines
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -46,6 +46,26 @@ EXIT_SERVER_UNHEALTHY = 3
 EXIT_BATCH_BROKEN = 4
 BROKEN_BATCH_STATES = frozenset({BatchState.FAILED, BatchState.INTERRUPTED})
 LOG_TAIL_BYTES = 1 << 20  # enough decode lines for the acceptance window
+
+
+class BatchLine(msgspec.Struct, frozen=True, kw_only=True):
+    """One batch of the report."""
+
+    id: str
+    name: str
+    state: BatchState
+    out_dir: str
+    counts: dict[str, object]  # ``batches --json``'s counts (core.capture.progress.Progress)
+    detail: str | None
+
+
+class StatusReport(msgspec.Struct, frozen=True, kw_only=True):
+    """The ``--json`` document. Each server entry is its URL, then the fields of the
+    watcher's ``HealthSnapshot`` as they are, and for a router its ``router`` (RouterDoc)."""
+
+    servers: list[dict[str, Any]]
+    batches: list[BatchLine]
+    exit_code: int
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -77,15 +97,14 @@ def run(args: argparse.Namespace) -> int:
     except UntrustedState as e:  # another user could have planted what we would read
         print(f"eagle-tui status: {terminal_safe(str(e))}", file=sys.stderr)
         return EXIT_USAGE
-    print(json.dumps(report, default=str) if args.json
+    print(ENCODER.encode(report).decode() if args.json
           else terminal_safe(render_text(report), multiline=True))
-    return int(report["exit_code"])
+    return report.exit_code
 
 
 async def collect(urls: list[ServerURL], logs: list[Path],
-                  router_metrics: list[ServerURL] | None = None) -> dict[str, Any]:
-    """Every known server and batch, as one JSON-ready object; a router's entry also lists
-    its workers (``router``)."""
+                  router_metrics: list[ServerURL] | None = None) -> StatusReport:
+    """Every known server and batch; a router's entry also lists its workers (``router``)."""
     records = Registry().all()
     views = [view for view in await survey_all(records) if not demo_leftover(view)]
     servers = _known_servers(urls, views)
@@ -94,12 +113,11 @@ async def collect(urls: list[ServerURL], logs: list[Path],
     routers = await asyncio.gather(*(router_entry(u, router_metrics or []) for u in servers))
     accepts = await asyncio.gather(*(acceptance_entry(u.for_requests, log_of.get(u))
                                      for u in servers))
-    server_json = [{"url": url.public, **to_jsonable(snap), **router, **accept}
+    server_json = [{"url": url.public, **snapshot_json(snap), **router, **accept}
                    for url, snap, router, accept
                    in zip(servers, snapshots, routers, accepts, strict=True)]
-    batch_json = [_batch_json(view) for view in views]
-    return {"servers": server_json, "batches": batch_json,
-            "exit_code": _exit_code(list(snapshots), views)}
+    return StatusReport(servers=server_json, batches=[batch_line(view) for view in views],
+                        exit_code=_exit_code(list(snapshots), views))
 
 
 async def server_snapshot(url: ServerURL, log: Path | None) -> HealthSnapshot:
@@ -112,7 +130,7 @@ async def server_snapshot(url: ServerURL, log: Path | None) -> HealthSnapshot:
         await watcher.aclose()
 
 
-async def router_entry(url: ServerURL, metrics_urls: list[ServerURL]) -> dict[str, Any]:
+async def router_entry(url: ServerURL, metrics_urls: list[ServerURL]) -> dict[str, RouterDoc]:
     """``{"router": …}`` for a router URL (its metrics from the ``metrics_urls`` entry on the
     same host), ``{}`` for anything else."""
     metrics = next((m for m in metrics_urls if m.host == url.host), None)
@@ -120,23 +138,20 @@ async def router_entry(url: ServerURL, metrics_urls: list[ServerURL]) -> dict[st
                          metrics_url=None if metrics is None else metrics.for_requests)
     if view is None:
         return {}
-    entry = router_json(view)
-    accepts = await asyncio.gather(*(acceptance_entry(w["url"], None) for w in entry["workers"]))
-    for worker, accept in zip(entry["workers"], accepts, strict=True):
-        worker.update(accept)
-    return {"router": entry}
+    doc = RouterDoc.of(view)
+    accepts = await asyncio.gather(*(read_acceptance(w.url) for w in doc.workers))
+    workers = tuple(msgspec.structs.replace(w, acceptance=None if a is None else
+                                            AcceptanceDoc.of(a))
+                    for w, a in zip(doc.workers, accepts, strict=True))
+    return {"router": msgspec.structs.replace(doc, workers=workers)}
 
 
-async def acceptance_entry(url: str, log: Path | None) -> dict[str, Any]:
-    """``{"acceptance": …}`` of a server that speculates: its config, the figure from the
-    best source with its source and window, the 1.00 alarm (docs/acceptance.md); ``{}``
-    when it does not answer ``/server_info``."""
+async def acceptance_entry(url: str, log: Path | None) -> dict[str, AcceptanceDoc]:
+    """``{"acceptance": …}`` of a server that answers ``/server_info``: its speculative
+    config, the figure from the best source with its source and window, the 1.00 alarm
+    (docs/acceptance.md); ``{}`` when it does not answer."""
     live = await read_acceptance(url, log_lines=log_tail(log) if log is not None else ())
-    if live is None:
-        return {}
-    entry: dict[str, Any] = msgspec.to_builtins(live)
-    entry["label"] = None if live.figure is None else live.figure.label
-    return {"acceptance": entry}
+    return {} if live is None else {"acceptance": AcceptanceDoc.of(live)}
 
 
 def log_tail(path: Path, limit: int = LOG_TAIL_BYTES) -> list[str]:
@@ -165,9 +180,10 @@ def _known_servers(urls: list[ServerURL], views: list[BatchView]) -> list[Server
     return known
 
 
-def _batch_json(view: BatchView) -> dict[str, Any]:
-    return {"id": view.record.id, "name": view.record.name, "state": view.state,
-            "out_dir": view.record.out_dir, "counts": counts_json(view), "detail": view.detail}
+def batch_line(view: BatchView) -> BatchLine:
+    """The report's entry of one batch."""
+    return BatchLine(id=view.record.id, name=view.record.name, state=view.state,
+                     out_dir=view.record.out_dir, counts=counts_json(view), detail=view.detail)
 
 
 def _exit_code(snapshots: list[HealthSnapshot], views: list[BatchView]) -> int:
@@ -178,47 +194,26 @@ def _exit_code(snapshots: list[HealthSnapshot], views: list[BatchView]) -> int:
     return EXIT_OK
 
 
-def render_text(report: dict[str, Any]) -> str:
+def render_text(report: StatusReport) -> str:
     """A few human lines: one per server (and per worker of a router), one per batch."""
     lines = []
-    for server in report["servers"]:
+    for server in report.servers:
         flags = ", ".join(f["name"] for f in server.get("flags", [])) or "no flags"
         lines.append(f"server {server['url']}: {server['phase']} ({flags})")
         lines.extend(acceptance_lines(server.get("acceptance")))
         if "router" in server:
             lines.extend(router_lines(server["router"]))
-            for worker in server["router"]["workers"]:
-                lines.extend(acceptance_lines(worker.get("acceptance"), f"{worker['url']} "))
-    for batch in report["batches"]:
-        lines.append(f"batch {batch['id']} {batch['name'] or ''}: {batch['state']} "
-                     f"{json.dumps(batch['counts'])}")
+            for worker in server["router"].workers:
+                lines.extend(acceptance_lines(worker.acceptance, f"{worker.url} "))
+    for batch in report.batches:
+        lines.append(f"batch {batch.id} {batch.name or ''}: {batch.state} "
+                     f"{json.dumps(batch.counts)}")
     if not lines:
         lines.append("no servers or batches known (pass --url, or start a batch)")
     return "\n".join(lines)
 
 
-def acceptance_lines(entry: dict[str, Any] | None, lead: str = "") -> list[str]:
-    """``  accept 2.71 (metrics, since start) with NGRAM, …`` and its alarm, for a server
-    that speculates."""
-    if not entry or entry["config"]["algorithm"] is None:
-        return []
-    label = entry["label"] or "no figure yet"
-    lines = [f"  {lead}accept {label} with {entry['config']['algorithm']}"]
-    if entry.get("alarm"):
-        lines.append(f"  ALARM {entry['alarm']['message']}; next: {entry['alarm']['next_step']}")
-    return lines
-
-
-def to_jsonable(value: Any) -> Any:
-    """Dataclasses, enums, tuples and paths as plain JSON values."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, enum.Enum):
-        return value.value
-    if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [to_jsonable(v) for v in value]
-    if isinstance(value, Path):
-        return str(value)
-    return value
+def snapshot_json(snapshot: HealthSnapshot) -> dict[str, Any]:
+    """The fields of a server's snapshot as JSON values (its dataclasses declare them)."""
+    fields: dict[str, Any] = msgspec.to_builtins(snapshot, enc_hook=str)
+    return fields

@@ -2,16 +2,66 @@
 
 A flag's next step follows its evidence (``| next: …``) and is a ``next_step`` field in
 JSON; so does the verdict's. With ``--all`` every line names its server.
+
+JSON lines: an event is ``{"event", "elapsed_s", …its data…, "server"}`` (the data of each
+kind of ``core.health.changes.Change``); the verdict is a ``VerdictLine``. Unset fields are
+left out: ``server`` without ``--all``, ``exit_code`` of one server's verdict under
+``--all``, ``next_step`` when there is none, the snapshot's fields when there is none.
 """
 
 from __future__ import annotations
 
-import json
-from typing import Any, TextIO
+from typing import Any, Literal, TextIO
+
+import msgspec
+from msgspec import UNSET, UnsetType
 
 from eagle_tui.core.health.changes import Change
+from eagle_tui.core.health.phase import Phase
 from eagle_tui.core.health.snapshot import HealthSnapshot, Verdict
 from eagle_tui.core.text import duration
+from eagle_tui.core.wire import ENCODER
+
+
+class FlagLine(msgspec.Struct, frozen=True, kw_only=True):
+    """A flag raised when the verdict came."""
+
+    flag: str
+    evidence: str
+    next_step: str
+
+
+class VerdictLine(msgspec.Struct, frozen=True, kw_only=True):
+    """The verdict: the watch's (``exit_code``), or one server's under ``--all`` (``server``);
+    with a snapshot, where the server got to."""
+
+    event: Literal["verdict"] = "verdict"
+    server: str | UnsetType = UNSET
+    outcome: str
+    exit_code: int | UnsetType = UNSET
+    diagnosis: str
+    next_step: str | UnsetType = UNSET
+    phase: Phase | UnsetType = UNSET
+    reached: Phase | UnsetType | None = UNSET
+    pid: int | UnsetType | None = UNSET
+    elapsed_s: float | UnsetType | None = UNSET
+    ready_after_s: float | UnsetType | None = UNSET
+    lagging_ranks: tuple[str, ...] | UnsetType = UNSET
+    unknown_lines: int | UnsetType = UNSET
+    flags: tuple[FlagLine, ...] | UnsetType = UNSET
+
+    def seen(self, snapshot: HealthSnapshot | None) -> VerdictLine:
+        """This line with where ``snapshot`` says the server got to (unchanged for None)."""
+        if snapshot is None:
+            return self
+        process = snapshot.process
+        return msgspec.structs.replace(
+            self, phase=snapshot.phase, reached=snapshot.reached,
+            pid=process.pid if process is not None else None,
+            elapsed_s=_round(snapshot.elapsed_s), ready_after_s=_round(snapshot.ready_after_s),
+            lagging_ranks=snapshot.lagging_ranks, unknown_lines=snapshot.unknown_lines,
+            flags=tuple(FlagLine(flag=f.name, evidence=f.evidence, next_step=f.next_step)
+                        for f in snapshot.flags))
 
 
 class Output:
@@ -51,8 +101,9 @@ class Output:
     ) -> None:
         """The verdict line."""
         if self.as_json:
-            data = {"event": "verdict", "outcome": outcome, "exit_code": code}
-            self._json({**data, "diagnosis": diagnosis, **_verdict_extra(snapshot, next_step)})
+            line = VerdictLine(outcome=outcome, exit_code=code, diagnosis=diagnosis,
+                               next_step=next_step or UNSET)
+            self._json(line.seen(snapshot))
             return
         step = f" | next step: {next_step}" if next_step else ""
         self._text(f"{outcome.upper()} (exit {code}): {diagnosis}{step}")
@@ -60,39 +111,20 @@ class Output:
     def verdict_of(self, server: str, verdict: Verdict, snapshot: HealthSnapshot | None) -> None:
         """A server's verdict while others are still watched (``--all``)."""
         if self.as_json:
-            data = {"event": "verdict", "server": server, "outcome": verdict.outcome.value}
-            extra = _verdict_extra(snapshot, verdict.next_step)
-            self._json({**data, "diagnosis": verdict.diagnosis, **extra})
+            line = VerdictLine(server=server, outcome=verdict.outcome.value,
+                               diagnosis=verdict.diagnosis,
+                               next_step=verdict.next_step or UNSET)
+            self._json(line.seen(snapshot))
             return
         step = f" | next step: {verdict.next_step}" if verdict.next_step else ""
         self._text(f"{server} {verdict.outcome.value.upper()}: {verdict.diagnosis}{step}")
 
-    def _json(self, data: dict[str, Any]) -> None:
-        self._text(json.dumps(data, default=str))
+    def _json(self, data: dict[str, Any] | VerdictLine) -> None:
+        self._text(ENCODER.encode(data).decode())
 
     def _text(self, line: str) -> None:
         self.stream.write(line + "\n")
         self.stream.flush()
-
-
-def _verdict_extra(snapshot: HealthSnapshot | None, next_step: str) -> dict[str, Any]:
-    extra: dict[str, Any] = {"next_step": next_step} if next_step else {}
-    if snapshot is None:
-        return extra
-    return {
-        **extra,
-        "phase": snapshot.phase.value,
-        "reached": snapshot.reached.value if snapshot.reached is not None else None,
-        "pid": snapshot.process.pid if snapshot.process is not None else None,
-        "elapsed_s": _round(snapshot.elapsed_s),
-        "ready_after_s": _round(snapshot.ready_after_s),
-        "lagging_ranks": list(snapshot.lagging_ranks),
-        "unknown_lines": snapshot.unknown_lines,
-        "flags": [
-            {"flag": f.name, "evidence": f.evidence, "next_step": f.next_step}
-            for f in snapshot.flags
-        ],
-    }
 
 
 def _round(value: float | None) -> float | None:

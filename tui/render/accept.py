@@ -10,9 +10,42 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import msgspec
+
+from eagle_tui.core.accept.alarms import Alarm
+from eagle_tui.core.accept.config import SpecConfig
+from eagle_tui.core.accept.figures import AcceptFigure
+
 if TYPE_CHECKING:
     from eagle_tui.core.accept.live import LiveAcceptance
     from eagle_tui.core.accept.requests import RequestAcceptance
+
+
+class AcceptanceDoc(msgspec.Struct, frozen=True, kw_only=True):
+    """A server's live acceptance as ``status --json`` shows it (its ``acceptance`` entry):
+    the speculative config, the figure with its source and window, its label, the alarm."""
+
+    config: SpecConfig
+    figure: AcceptFigure | None
+    label: str | None
+    alarm: Alarm | None
+
+    @classmethod
+    def of(cls, live: LiveAcceptance) -> AcceptanceDoc:
+        """The document of a live acceptance."""
+        return cls(config=live.config, figure=live.figure, alarm=live.alarm,
+                   label=None if live.figure is None else live.figure.label)
+
+
+def acceptance_lines(doc: AcceptanceDoc | None, lead: str = "") -> list[str]:
+    """``  accept 2.71 (metrics, since start) with NGRAM`` and its alarm, for a server that
+    speculates (nothing otherwise)."""
+    if doc is None or doc.config.algorithm is None:
+        return []
+    lines = [f"  {lead}accept {doc.label or 'no figure yet'} with {doc.config.algorithm}"]
+    if doc.alarm is not None:
+        lines.append(f"  ALARM {doc.alarm.message}; next: {doc.alarm.next_step}")
+    return lines
 
 
 @dataclass(frozen=True)

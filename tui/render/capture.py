@@ -6,7 +6,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 
 from eagle_tui.core.batchstate import BatchState
-from eagle_tui.core.capture.progress import CaptureProgress
+from eagle_tui.core.capture.progress import CaptureProgress, Progress
 from eagle_tui.core.text import duration
 from eagle_tui.tui.render.batch import BatchSnapshot
 from eagle_tui.tui.render.meter import MeterValue
@@ -14,19 +14,19 @@ from eagle_tui.tui.render.meter import MeterValue
 RATE_POINTS = 120
 
 
-def progress_fraction(p: CaptureProgress | None) -> float | None:
+def progress_fraction(snapshot: CaptureProgress | None) -> float | None:
     """Settled rows over the total (None until the prompts are counted)."""
-    if p is None or not p.total:
+    if snapshot is None or not snapshot.counts.total:
         return None
-    return min(1.0, p.settled / p.total)
+    return min(1.0, snapshot.counts.settled / snapshot.counts.total)
 
 
 def progress_meter(snapshot: BatchSnapshot) -> MeterValue:
     """``1,234/5,000 (24%) · ETA 3m12s`` (or why there is no ETA)."""
-    p = snapshot.progress
-    fraction = progress_fraction(p)
-    if p is None:
+    fraction = progress_fraction(snapshot.progress)
+    if snapshot.progress is None:
         return MeterValue(None, snapshot.state)
+    p = snapshot.progress.counts
     total = f"{p.total:,}" if p.total is not None else "?"
     label = f"{p.settled:,}/{total}"
     if fraction is not None:
@@ -42,14 +42,14 @@ def progress_meter(snapshot: BatchSnapshot) -> MeterValue:
 def no_eta_reason(snapshot: BatchSnapshot) -> str:
     """Why a batch has no ETA now ("" when it has one): an ETA is only a promise while the
     batch runs, finishes samples and has a server to send to."""
-    p = snapshot.progress
+    progress = snapshot.progress
     if snapshot.state != BatchState.RUNNING:
         return str(snapshot.state)
-    if p is None or p.eta_s is None or p.total is None:
+    if progress is None or progress.counts.eta_s is None or progress.counts.total is None:
         return "total not counted yet"
-    if p.servers and not any(s.state == "ready" for s in p.servers):
+    if progress.servers and not any(s.state == "ready" for s in progress.servers):
         return "no server ready"
-    if p.samples_per_s <= 0:
+    if progress.counts.samples_per_s <= 0:
         return "nothing finishing"
     return ""
 
@@ -57,7 +57,7 @@ def no_eta_reason(snapshot: BatchSnapshot) -> str:
 def eta_text(snapshot: BatchSnapshot) -> str:
     """``3m12s`` while the batch is progressing, ``—`` otherwise (paused, stopping, no
     server up, nothing finishing)."""
-    p = snapshot.progress
+    p = snapshot.progress.counts if snapshot.progress is not None else None
     if p is None or p.eta_s is None or no_eta_reason(snapshot):
         return "—"
     return duration(p.eta_s)
@@ -65,12 +65,12 @@ def eta_text(snapshot: BatchSnapshot) -> str:
 
 def table_cells(snapshot: BatchSnapshot) -> tuple[str, ...]:
     """id, name, state, %, done/total, samples/s, tokens/s, ETA, failed, flagged."""
-    p = snapshot.progress
-    fraction = progress_fraction(p)
+    fraction = progress_fraction(snapshot.progress)
     percent = f"{fraction:.0%}" if fraction is not None else "—"
     name = snapshot.name or "—"
-    if p is None:
+    if snapshot.progress is None:
         return (snapshot.batch_id, name, snapshot.state, percent, "—", "—", "—", "—", "—", "—")
+    p = snapshot.progress.counts
     total = f"{p.total:,}" if p.total is not None else "?"
     return (
         snapshot.batch_id,
@@ -86,7 +86,7 @@ def table_cells(snapshot: BatchSnapshot) -> tuple[str, ...]:
     )
 
 
-def counts_text(p: CaptureProgress) -> str:
+def counts_text(p: Progress) -> str:
     """``done 1,234 · written 1,200 · failed 3 · flagged 40 · …``."""
     parts = [
         f"done {p.done:,}",
@@ -165,5 +165,5 @@ class BatchHistory:
     def record(self, snapshot: BatchSnapshot) -> None:
         """Add the rates of ``snapshot`` (nothing before the engine has started)."""
         if snapshot.progress is not None and snapshot.live:
-            self.samples_per_s.append(snapshot.progress.samples_per_s)
-            self.tokens_per_s.append(snapshot.progress.tokens_per_s)
+            self.samples_per_s.append(snapshot.progress.counts.samples_per_s)
+            self.tokens_per_s.append(snapshot.progress.counts.tokens_per_s)

@@ -2,62 +2,85 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import msgspec
 
+from eagle_tui.tui.render.accept import AcceptanceDoc
+
 if TYPE_CHECKING:  # the router module pulls in httpx: the dashboard paints without it
-    from eagle_tui.core.sglang.router import RouterView, WorkerView
+    from eagle_tui.core.sglang.router import Readiness, RouterView, WorkerView
 
 STATE_MARKS = {"ready": "●", "joining": "◐", "loading": "◌", "pending": "◌",
                "unhealthy": "✕", "down": "✕"}
 
 
-def router_json(view: RouterView) -> dict[str, Any]:
-    """The view as JSON-ready values, each worker with its one-word state."""
-    return {
-        "can_serve": view.can_serve,
-        "ready_workers": view.ready_workers,
-        "reason": view.reason(),
-        "readiness": msgspec.to_builtins(view.readiness),
-        "error": view.error,
-        "workers": [worker_json(w) for w in view.workers],
-        "metrics": view.metrics,
-    }
-
-
-def worker_json(worker: WorkerView) -> dict[str, Any]:
+class WorkerDoc(msgspec.Struct, frozen=True, kw_only=True):
     """One worker: URL, state, the router's load, running/queued from its own metrics."""
-    return {"url": worker.url, "state": worker.state, "listed": worker.listed,
-            "router_healthy": worker.router_healthy, "load": worker.load,
-            "running": worker.probe.running, "queued": worker.probe.queued,
-            "model_path": worker.model_path, "detail": worker.probe.detail}
+
+    url: str
+    state: str
+    listed: bool
+    router_healthy: bool
+    load: int | None
+    running: float | None
+    queued: float | None
+    model_path: str | None
+    detail: str
+    acceptance: AcceptanceDoc | None = None  # a speculating worker's (status fills it in)
+
+    @classmethod
+    def of(cls, worker: WorkerView) -> WorkerDoc:
+        """The document of one worker of a router view."""
+        return cls(url=worker.url, state=worker.state, listed=worker.listed,
+                   router_healthy=worker.router_healthy, load=worker.load,
+                   running=worker.probe.running, queued=worker.probe.queued,
+                   model_path=worker.model_path, detail=worker.probe.detail)
 
 
-def router_lines(router: dict[str, Any]) -> list[str]:
-    """Lines for people from :func:`router_json`'s document."""
-    workers = router["workers"]
-    head = f"  router: {router['ready_workers']} of {len(workers)} workers can serve"
-    if not router["can_serve"]:
-        head += f" ({router['reason']})"
+class RouterDoc(msgspec.Struct, frozen=True, kw_only=True):
+    """A router as ``status --json`` shows it (its ``router`` entry), each worker with its
+    one-word state."""
+
+    can_serve: bool
+    ready_workers: int
+    reason: str
+    readiness: Readiness | None
+    error: str | None
+    workers: tuple[WorkerDoc, ...]
+    metrics: dict[str, float] | None
+
+    @classmethod
+    def of(cls, view: RouterView) -> RouterDoc:
+        """The document of a router view."""
+        return cls(can_serve=view.can_serve, ready_workers=view.ready_workers,
+                   reason=view.reason(), readiness=view.readiness, error=view.error,
+                   workers=tuple(WorkerDoc.of(w) for w in view.workers), metrics=view.metrics)
+
+
+def router_lines(router: RouterDoc) -> list[str]:
+    """Lines for people from a router's document."""
+    workers = router.workers
+    head = f"  router: {router.ready_workers} of {len(workers)} workers can serve"
+    if not router.can_serve:
+        head += f" ({router.reason})"
     lines = [head]
-    lines += [f"  {STATE_MARKS.get(w['state'], '?')} {w['url']}  {w['state']:<9} "
+    lines += [f"  {STATE_MARKS.get(w.state, '?')} {w.url}  {w.state:<9} "
               f"{_load(w)}" for w in workers]
-    metrics = router.get("metrics")
-    if metrics:
-        shown = ", ".join(f"{k.removeprefix('smg_')}={v:g}" for k, v in metrics.items())
+    if router.metrics:
+        shown = ", ".join(f"{k.removeprefix('smg_')}={v:g}" for k, v in router.metrics.items())
         lines.append(f"  router metrics: {shown}")
     return lines
 
 
-def _load(worker: dict[str, Any]) -> str:
+def _load(worker: WorkerDoc) -> str:
     parts = []
-    if worker["load"] is not None:
-        parts.append(f"load {worker['load']}")
-    if worker["running"] is not None:
-        parts.append(f"running {worker['running']:g}")
-    if worker["queued"] is not None:
-        parts.append(f"queued {worker['queued']:g}")
-    if worker["state"] != "ready" and worker["detail"]:
-        parts.append(worker["detail"][:80])
+    if worker.load is not None:
+        parts.append(f"load {worker.load}")
+    if worker.running is not None:
+        parts.append(f"running {worker.running:g}")
+    if worker.queued is not None:
+        parts.append(f"queued {worker.queued:g}")
+    if worker.state != "ready" and worker.detail:
+        parts.append(worker.detail[:80])
     return " · ".join(parts)

@@ -254,7 +254,8 @@ class CaptureScreen(ViewScreen):
                 self.notify(literal.shown(f"{choice} requested"), title=literal.shown(batch_id),
                             markup=False)
 
-        in_flight = selected.progress.in_flight if selected.progress is not None else None
+        progress = selected.progress
+        in_flight = progress.counts.in_flight if progress is not None else None
         screen = StopBatchScreen(batch_id, in_flight=in_flight, grace_s=selected.stop_grace_s)
         self.app.push_screen(screen, chosen)
 

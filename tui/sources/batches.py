@@ -10,10 +10,10 @@ loop, never on the UI loop:
 * actions (pause, resume, stop, watch, resume an interrupted run) are queued to that loop
   and talk to the worker's control socket with ``BatchClient``; a failure is kept as the
   batch's ``error`` (shown in the Capture view), never raised into the UI;
-* a watched batch gets one ``/events`` follower that turns the ``delta`` and ``request``
-  events of watched requests into ``CaptureEvent``s in a bounded buffer, which the Streams
-  view drains a few times a second (``take_events``), so UI updates are batched, never
-  per token.
+* a watched batch gets one ``/events`` follower that keeps the ``delta`` and ``request``
+  events of watched requests (the engine's own ``CaptureEvent`` structs) in a bounded
+  buffer, which the Streams view drains a few times a second (``take_events``), so UI
+  updates are batched, never per token.
 
 ``start`` is blocking (``launch_detached`` waits for the worker to start dispatching): call
 it from a worker thread.
@@ -36,22 +36,15 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from eagle_tui.core.batches.api import (
-    DeltaEvent,
-    Lost,
-    Progress,
-    RecentSamples,
-    RequestEvent,
-    StatusDoc,
-)
+from eagle_tui.core.batches.api import Lost, RecentSamples, StatusDoc
 from eagle_tui.core.batches.control_client import BatchClient
 from eagle_tui.core.batches.detach import launch_detached, relaunch
 from eagle_tui.core.batches.events import END, HELLO
 from eagle_tui.core.batches.registry import BatchRecord, Registry
 from eagle_tui.core.batches.survey import BatchView, survey_all, unanswered
 from eagle_tui.core.batchstate import FINAL_STATES, RESUMABLE_STATES, BatchState
-from eagle_tui.core.capture.events import CaptureEvent
-from eagle_tui.core.capture.progress import CaptureProgress
+from eagle_tui.core.capture.events import CaptureEvent, DeltaEvent, RequestEvent
+from eagle_tui.core.capture.progress import CaptureProgress, Progress
 from eagle_tui.core.errors import BatchError, ConfigError, EagleError
 from eagle_tui.core.shards.batchdir.lock import is_held
 from eagle_tui.tui.render.batch import BatchSnapshot
@@ -378,7 +371,7 @@ class DetachedCapture:
                     if event.type == HELLO:
                         hello.set()
                     elif isinstance(data, DeltaEvent):
-                        buffer.append(delta_event(data))
+                        buffer.append(data)
                     elif isinstance(data, RequestEvent):
                         converted = request_event(data, watched)
                         if converted is not None:
@@ -407,10 +400,10 @@ def snapshot_of(view: BatchView, error: str | None = None) -> BatchSnapshot:
     return BatchSnapshot(
         record.id,
         Path(record.out_dir),
-        Path(config.prompts),
+        config.prompts,
         config.servers,
         view.state,
-        tokenizer=Path(config.tokenizer) if config.tokenizer else None,
+        tokenizer=config.tokenizer,
         progress=(progress_of(view.state, view.progress, view.live_status)
                   if view.progress is not None else None),
         error=error or view.detail,
@@ -425,18 +418,13 @@ def progress_of(
 ) -> CaptureProgress:
     """A ``CaptureProgress`` from a worker's progress (and its ``/status`` tables)."""
     if status is None:
-        return progress.to_capture(state)
-    return progress.to_capture(state, servers=status.servers, errors=status.errors,
-                               failures=status.failures, flags=status.flags)
+        return CaptureProgress(state=state, counts=progress)
+    return CaptureProgress(state=state, counts=progress, servers=status.servers,
+                           errors=status.errors, failures=status.failures, flags=status.flags)
 
 
-def delta_event(data: DeltaEvent) -> CaptureEvent:
-    """A ``delta`` SSE event as a capture event."""
-    return data.to_capture()
-
-
-def request_event(data: RequestEvent, watched: set[str]) -> CaptureEvent | None:
-    """A ``request`` SSE event as a capture event, if it belongs to a watched request
+def request_event(data: RequestEvent, watched: set[str]) -> RequestEvent | None:
+    """A ``request`` SSE event, marked watched, if it belongs to a watched request
     (``watched`` tracks the sample ids being streamed)."""
     sample_id = data.sample_id
     if data.watched:
@@ -445,4 +433,4 @@ def request_event(data: RequestEvent, watched: set[str]) -> CaptureEvent | None:
         return None
     if data.kind in _ENDED_KINDS:
         watched.discard(sample_id)
-    return msgspec.structs.replace(data, watched=True).to_capture()
+    return msgspec.structs.replace(data, watched=True)

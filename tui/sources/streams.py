@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from eagle_tui.core.accept.requests import RequestAcceptance
-from eagle_tui.core.capture.events import CaptureEvent
+from eagle_tui.core.capture.events import CaptureEvent, DeltaEvent
 from eagle_tui.core.segments import Segment, Segmenter
 from eagle_tui.core.tokenizer import BoundaryIds
 from eagle_tui.tui.render.tokens import Piece, TokenDocument, kimi_token_text, make_piece
@@ -63,8 +63,8 @@ class _Stream:
         self.endpoint: str | None = None
         self.state: StreamState = "waiting"
         self.flags: tuple[str, ...] = ()
-        self.detail = ""
         self.acceptance: RequestAcceptance | None = None
+        self.detail = ""
         self.ids: list[int] = []
         self.segmenter = Segmenter(boundary, prompt_len=0, reasoning_open=True)
         self.pieces: list[Piece | None] = []
@@ -202,13 +202,14 @@ class StreamBoard:
 
     def _fold(self, stream: _Stream, event: CaptureEvent) -> None:
         stream.rid = event.rid or stream.rid
+        if isinstance(event, DeltaEvent):
+            self._delta(stream, event)
+            return
         stream.endpoint = event.endpoint or stream.endpoint
         if event.kind == "sent":
             if stream.ids or stream.missed:  # a retry starts the generation over
                 self._restart(stream)
             stream.state, stream.detail = "streaming", ""
-        elif event.kind == "delta":
-            self._delta(stream, event)
         elif event.kind == "retry":
             stream.state, stream.detail = "retrying", event.detail or event.error_kind or ""
         elif event.kind == "finished":
@@ -222,7 +223,7 @@ class StreamBoard:
         stream.ids, stream.pieces, stream.missed = [], [], 0
         stream.segmenter = Segmenter(self.boundary, prompt_len=0, reasoning_open=True)
 
-    def _delta(self, stream: _Stream, event: CaptureEvent) -> None:
+    def _delta(self, stream: _Stream, event: DeltaEvent) -> None:
         if stream.state in ("waiting", "retrying"):
             stream.state = "streaming"
         # ``total`` counts every output id so far: more than we hold means ids were lost

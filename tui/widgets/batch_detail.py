@@ -50,10 +50,11 @@ class BatchDetail(Vertical):
         self.query_one(".rate-samples", RateSpark).values = tuple(history.samples_per_s)
         self.query_one(".rate-tokens", RateSpark).values = tuple(history.tokens_per_s)
         p = snapshot.progress
-        self._set("batch-counts", text.counts_text(p) if p else "")
-        failures = text.kinds_text("failures", p.failures, p.failed) if p else ""
+        self._set("batch-counts", text.counts_text(p.counts) if p else "")
+        failures = text.kinds_text("failures", p.failures, p.counts.failed) if p else ""
         self._set("batch-failures", failures)
-        self._set("batch-flags", text.kinds_text("flags", p.flags, p.flagged) if p else "")
+        self._set("batch-flags", text.kinds_text("flags", p.flags, p.counts.flagged)
+                  if p else "")
         self._set("batch-servers", text.servers_text(p) if p else "")
         self._set("batch-error", f"error: {snapshot.error}" if snapshot.error else "")
         self.query_one(".batch-error").display = bool(snapshot.error)

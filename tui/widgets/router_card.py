@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from textual.widgets import Static
 
 from eagle_tui.tui.render import literal
-from eagle_tui.tui.render.router import router_json, router_lines
+from eagle_tui.tui.render.router import RouterDoc, router_lines
 
 if TYPE_CHECKING:
     from eagle_tui.core.sglang.router import RouterView
@@ -34,5 +34,5 @@ class RouterWorkers(Static):
     def show(self, view: RouterView) -> None:
         """Replace the lines with ``view``'s."""
         self.view = view
-        lines = [line.removeprefix("  ") for line in router_lines(router_json(view))]
+        lines = [line.removeprefix("  ") for line in router_lines(RouterDoc.of(view))]
         self.update(literal.lines(lines))
