@@ -8,7 +8,8 @@
 - ``window`` / ``decodelog``: live windowed figures from ``/metrics`` counters or the decode
   log; ``figures`` labels each with its source and window; ``live`` picks the best;
 - ``alarms``: accept length stuck at 1.00, a fall against a stored result;
-- ``stored``: the stored-result format (JSON Lines of msgspec Structs) and comparison.
+- ``stored``: the stored-result format (JSON Lines of msgspec Structs) and comparison;
+- ``heldout``: a batch's held-out split, decided by sample id.
 
 Nothing here does I/O beyond the stored-results file: callers fetch ``/server_info``,
 ``/metrics``, log lines and ``/generate`` answers and pass them in.

@@ -37,14 +37,22 @@ def live_acceptance(
 ) -> LiveAcceptance:
     """The live acceptance of a server from its ``/server_info`` and the windows kept."""
     config = spec_config(server_info)
-    if not config.enabled:
-        return LiveAcceptance(config)
-    figure: AcceptFigure | None = best_figure(
+    return live_from_figures(
+        server_info,
         metrics.figure(draft_tokens=config.num_draft_tokens) if metrics is not None else None,
         log.figure() if log is not None else None,
         lifetime_figure(server_info),
     )
+
+
+def live_from_figures(server_info: Mapping[str, Any],
+                      *figures: AcceptFigure | None) -> LiveAcceptance:
+    """The live acceptance from figures already computed: the best source wins."""
+    config = spec_config(server_info)
+    if not config.enabled:
+        return LiveAcceptance(config)
+    figure = best_figure(*figures)
     return LiveAcceptance(config, figure, stuck_at_one(figure, config))
 
 
-__all__ = ["LiveAcceptance", "live_acceptance"]
+__all__ = ["LiveAcceptance", "live_acceptance", "live_from_figures"]

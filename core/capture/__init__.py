@@ -26,5 +26,8 @@ drive it. Map of the package:
   ``sink``: rows to shards in a writer thread; ``failures`` / ``rejects``: the
   ``failures.jsonl`` and ``rejects.jsonl`` files;
 - ``progress``: live counters and immutable snapshots; ``events``: per-request events for
-  an optional sink; ``report``: progress lines and the summary, as text.
+  an optional sink; ``report``: progress lines and the summary, as text;
+- ``replay``: a prompt set sent once through the same rendering, pool and sender, nothing
+  written, each answer's acceptance kept; ``acceptance``: ``eagle-tui accept``'s call (replay,
+  A/B, stored results, a batch's held-out split; docs/acceptance.md).
 """

@@ -110,6 +110,7 @@ def make_batch_config(
             template_kwargs=dict(sorted(config.template_kwargs.items())),
             boundary_ids=boundaries.as_dict(),
             vocab_size=vocab_size,
+            held_out=config.held_out,
         ),
         turns=turns_identity(config),
     )

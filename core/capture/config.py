@@ -115,6 +115,8 @@ class CaptureConfig(msgspec.Struct, frozen=True, kw_only=True):
     # Ask a router's listed workers directly (health, metrics, info, abort), API key
     # included (``--trust-router-workers``); unset in records of batches without it.
     trust_router_workers: bool | UnsetType = UNSET
+    # The held-out split's fraction (docs/acceptance.md): captured, left out of export.
+    held_out: float | UnsetType = UNSET
     # Given to the engine's clients only; unset in every record (``without_secrets``).
     api_key: str | UnsetType = UNSET
 
@@ -141,6 +143,9 @@ class CaptureConfig(msgspec.Struct, frozen=True, kw_only=True):
         if self.concurrency > MAX_CONCURRENCY:
             raise ConfigError(f"concurrency {self.concurrency} is above {MAX_CONCURRENCY} "
                               "requests in flight per server; lower --concurrency")
+        if not isinstance(self.held_out, UnsetType) and not 0 < self.held_out < 1:
+            raise ConfigError(f"--held-out must be a fraction between 0 and 1 (e.g. 0.05), "
+                              f"got {self.held_out:g}")
 
     def _check_servers(self) -> None:
         if not self.servers:

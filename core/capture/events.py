@@ -8,7 +8,8 @@ cheap and must not block (queue the event and return). ``delta`` events exist on
     sent       an attempt goes out                         rid, endpoint, attempt, watched
     delta      new output ids of a watched request         rid, new_ids, total
     retry      an attempt failed transiently               rid, endpoint, error_kind, detail
-    finished   the row is generated and validated          rid, endpoint, total, flags
+    finished   the row is generated and validated          rid, endpoint, total, flags,
+                                                           acceptance (speculative servers)
     failed     the row failed permanently                  rid, endpoint, error_kind, detail
     rejected   the prompt was refused before sending       error_kind, detail
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import ClassVar, Literal
 
+from eagle_tui.core.accept.requests import RequestAcceptance
 from eagle_tui.core.wire import Wire
 
 RequestKind = Literal["sent", "retry", "finished", "failed", "rejected"]
@@ -41,6 +43,7 @@ class RequestEvent(Wire, frozen=True):
     flags: tuple[str, ...] = ()
     error_kind: str | None = None
     detail: str | None = None
+    acceptance: RequestAcceptance | None = None  # a speculative server's finished answer
 
 
 class DeltaEvent(Wire, frozen=True):

@@ -56,7 +56,7 @@ PromptFormat = Literal["jsonl", "jsonl.gz", "parquet"]
 
 PARQUET_MAGIC = b"PAR1"
 GZIP_MAGIC = b"\x1f\x8b"
-PARQUET_COLUMNS = ("id", "messages", "conversations", "tools", "system")
+PARQUET_COLUMNS = ("id", "messages", "conversations", "tools", "system", "category")
 PARQUET_BATCH_ROWS = 512
 HASH_CHUNK = 1 << 20
 READ_CHUNK = 64 << 10
@@ -80,6 +80,7 @@ class PromptRecord:
     source: str
     line: int
     full_messages: tuple[Message, ...] = field(default=(), compare=False, repr=False)
+    category: str | None = field(default=None, compare=False)  # for acceptance per category
 
     @property
     def conversation(self) -> tuple[Message, ...]:
@@ -133,7 +134,7 @@ class PromptSource:
             reason = f"duplicate sample id {record.sample_id!r} (first at line {first})"
             return Reject(source, line, reason, record.sample_id)
         return PromptRecord(record.sample_id, record.messages, record.tools, source, line,
-                            record.full_messages)
+                            record.full_messages, record.category)
 
 
 def open_prompts(path: str | Path) -> PromptSource:

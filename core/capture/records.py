@@ -74,6 +74,7 @@ class NormalizedRecord:
     messages: tuple[Message, ...]
     tools: Tools | None
     full_messages: tuple[Message, ...] = ()
+    category: str | None = None  # the record's ``category`` (e.g. its benchmark), if a string
 
 
 def normalize_record(record: object) -> NormalizedRecord:
@@ -91,7 +92,9 @@ def normalize_record(record: object) -> NormalizedRecord:
     if sample_id is None:
         sample_id = content_sample_id(messages, tools)
     whole = tuple(full) if len(full) != len(messages) else ()
-    return NormalizedRecord(sample_id, tuple(messages), tools, whole)
+    category = record.get("category")
+    return NormalizedRecord(sample_id, tuple(messages), tools, whole,
+                            category if isinstance(category, str) and category else None)
 
 
 def _loads(text: str, field: str) -> Any:

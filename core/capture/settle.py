@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
+from eagle_tui.core.accept.requests import RequestAcceptance, request_acceptance
 from eagle_tui.core.capture.events import CaptureEvent, EventSink, RequestEvent
 from eagle_tui.core.capture.failures import Failure, FailureLog
 from eagle_tui.core.capture.progress import ProgressTracker
@@ -81,7 +83,8 @@ class Settler:
         self._progress.row_done(output_len, flags)
         self._emit(RequestEvent(kind="finished", sample_id=job.sample_id,
                                 at=self._clock.wall(), rid=outcome.rid, endpoint=endpoint,
-                                attempt=outcome.attempts, total=output_len, flags=flags))
+                                attempt=outcome.attempts, total=output_len, flags=flags,
+                                acceptance=acceptance_of(outcome.result.meta)))
         return True
 
     def failed(self, job: Job, outcome: Outcome) -> None:
@@ -145,3 +148,13 @@ class Settler:
     def _emit(self, event: CaptureEvent) -> None:
         if self._events is not None:
             self._events(event)
+
+
+def acceptance_of(meta: Mapping[str, Any]) -> RequestAcceptance | None:
+    """A speculative answer's acceptance (``spec_*`` in its ``meta_info``), else None."""
+    if "spec_verify_ct" not in meta:
+        return None
+    try:
+        return request_acceptance(meta)
+    except ValueError:  # a malformed figure says nothing; the row itself is fine
+        return None

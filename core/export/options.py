@@ -109,6 +109,7 @@ class ExportOptions:
     max_length: int | None = None
     force: bool = False
     allow_partial: bool = False
+    include_held_out: bool = False  # rows of a batch's held-out split (left out by default)
 
     def __post_init__(self) -> None:
         if self.format not in FORMATS:

@@ -24,7 +24,7 @@ from eagle_tui.core.errors import ExportError, ShardError
 from eagle_tui.core.export.manifest import build_manifest, manifest_path_for
 from eagle_tui.core.export.options import ExportOptions
 from eagle_tui.core.export.output import ExportSink
-from eagle_tui.core.export.tally import KeepCounts, KeepTally
+from eagle_tui.core.export.tally import KeepCounts, KeepTally, batch_split
 from eagle_tui.core.fsio import TMP_SUFFIX, describe_os_error, fsync_dir, write_atomic
 from eagle_tui.core.samples.job import (
     RESTORE,
@@ -77,7 +77,7 @@ def export(directories: Sequence[str | Path], out: str | Path, options: ExportOp
     sink = _open_sink(path, options, fingerprint, turns=turns)
     tmp_manifest = manifest_path.with_name(manifest_path.name + TMP_SUFFIX)
     try:
-        _stream(batches, sink, tally, progress)
+        _stream(batches, sink, tally, progress, include_held_out=options.include_held_out)
         try:
             sink.finish()
             manifest = build_manifest(path, options, batches, tally.counts(), sink)
@@ -156,12 +156,13 @@ def _clear_stale(tmp: Path) -> None:
 
 
 def _stream(batches: list[SourceBatch], sink: ExportSink, tally: KeepTally,
-            progress: Progress | None) -> None:
+            progress: Progress | None, *, include_held_out: bool = False) -> None:
     """Every row group of every batch, in order, filtered into ``sink``."""
     columns = sorted(set(sink.columns) | set(tally.columns), key=sink.columns.index)
     total = sum(batch.rows for batch in batches)
     done = 0
     for batch in batches:
+        tally.held_out = None if include_held_out else batch_split(batch.manifest)
         read = [*columns, *TURN_COLUMNS] if is_multi_turn(batch.reader) else columns
         for shard in batch.shards:
             for table in _row_groups(batch, shard, read):

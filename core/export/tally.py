@@ -14,11 +14,15 @@ import msgspec
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from eagle_tui.core.accept.heldout import HeldOutSplit
 from eagle_tui.core.export.options import MaskStart, RowFilter, mask_offset
+from eagle_tui.core.shards.manifest import Manifest
 from eagle_tui.core.shards.reader import ShardReader
 from eagle_tui.core.text import counts_text
 
-FILTER_COLUMNS = ("flags", "finish_reason")
+FILTER_COLUMNS = ("flags", "finish_reason", "sample_id")
+HELD_OUT = "held_out"
+"""The drop reason of a row of the batch's held-out split (export --include-held-out keeps it)."""
 LENGTH_COLUMNS = ("prompt_len", "input_ids")
 INVALID_REASONS = ("empty_ids", "id_out_of_range", "bad_prompt_len")
 """Rows no trainer can use, dropped whatever the flags say: capture never writes them, but a
@@ -69,6 +73,7 @@ class KeepTally:
     dropped: Counter[str] = field(default_factory=Counter)
     cut: int = 0
     too_long: int = 0
+    held_out: HeldOutSplit | None = None  # the current batch's split, when it is left out
 
     @property
     def columns(self) -> list[str]:
@@ -87,6 +92,11 @@ class KeepTally:
         invalid = invalid_reasons(table, self.vocab_size)
         reasons = [bad or self.filter.reason(f or (), r)
                    for bad, f, r in zip(invalid, flags, finishes, strict=True)]
+        if self.held_out is not None:
+            split = self.held_out
+            ids = table.column("sample_id").to_pylist()
+            reasons = [HELD_OUT if reason is None and split.holds(i) else reason
+                       for reason, i in zip(reasons, ids, strict=True)]
         keep = [reason is None for reason in reasons]
         self.rows += len(keep)
         self.kept += sum(keep)
@@ -139,6 +149,14 @@ def invalid_reasons(table: pa.Table, vocab_size: int | None) -> list[str | None]
         for row in rows.to_pylist():
             reasons[row] = reason
     return reasons
+
+
+def batch_split(manifest: Manifest) -> HeldOutSplit | None:
+    """The held-out split a batch declared at capture, if any."""
+    fraction = manifest.config.extra.held_out
+    if not isinstance(fraction, float) or not fraction:
+        return None
+    return HeldOutSplit(fraction, tuple(p.name for p in manifest.config.sampling.presets))
 
 
 def preview(reader: ShardReader, tally: KeepTally) -> KeepCounts:

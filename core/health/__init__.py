@@ -17,6 +17,8 @@ With the server's PID the watcher also samples its process tree (``core.proc``) 
 the ranks' stacks on a stall; ``cause`` reads the sample (hung, waiting for peers, blocked
 on I/O, stopped, busy) for the flags. ``timings`` reads SGLang's own start-up figures for
 history; ``diagnose`` is the one-shot evidence bundle of ``eagle-tui diagnose``.
+Beside the watch, ``acceptance`` reads a speculating server's live accept length
+(``status``, the Server view; docs/acceptance.md).
 docs/startup-diagnosis.md explains the judgement and where its limits come from.
 
 This package imports nothing itself, so loading the CLI verb stays cheap.

@@ -40,11 +40,14 @@ file is not a manifest (``/dev/zero`` behind a symlink is refused before this)."
 
 
 class IdentityExtra(msgspec.Struct, frozen=True):
-    """The rest of a batch's identity: template arguments, boundary token ids, vocab size."""
+    """The rest of a batch's identity: template arguments, boundary token ids, vocab size,
+    and the held-out split's fraction (unset, and not written, when the batch declares none:
+    docs/acceptance.md)."""
 
     template_kwargs: dict[str, object] = {}
     boundary_ids: dict[str, int | list[int] | None] = {}
     vocab_size: int | None = None
+    held_out: float | UnsetType = UNSET
 
 
 class TurnsIdentity(msgspec.Struct, frozen=True):

@@ -22,7 +22,8 @@ from eagle_tui.core.shards.conversations import (
 from eagle_tui.core.shards.reader import ShardReader
 
 PERCENTILES = (0.5, 0.9, 0.99)
-STATS_COLUMNS = ["flags", "finish_reason", "prompt_len", "think_end", "latency_s", "input_ids"]
+STATS_COLUMNS = ["flags", "finish_reason", "prompt_len", "think_end", "latency_s", "input_ids",
+                 "sample_id"]  # sample_id: export's held-out split is counted as it drops it
 
 
 @dataclass(frozen=True, slots=True)

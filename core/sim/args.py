@@ -24,12 +24,15 @@ from eagle_tui.core.argtypes import (
     shown,
 )
 from eagle_tui.core.sim.config import (
+    DEFAULT_DECODE_LOG_INTERVAL,
     FATAL_KINDS,
     LOG_DIALECTS,
     PHASES,
     RANK_HANGS,
+    SPEC_ALGORITHMS,
     FaultRates,
     SimConfig,
+    SpecSettings,
 )
 
 MAX_INT32 = (1 << 31) - 1
@@ -45,6 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _add_server_flags(parser)
     _add_timing_flags(parser)
     _add_generation_flags(parser)
+    _add_spec_flags(parser)
     _add_fault_flags(parser)
 
 
@@ -115,6 +119,15 @@ def config_from_args(args: argparse.Namespace) -> SimConfig:
         dist_init_addr=args.dist_init_addr,
         nnodes=args.nnodes,
         node_rank=args.node_rank,
+        spec=SpecSettings(
+            algorithm=args.speculative_algorithm,
+            num_steps=args.speculative_num_steps,
+            eagle_topk=args.speculative_eagle_topk,
+            num_draft_tokens=args.speculative_num_draft_tokens,
+            draft_model_path=args.speculative_draft_model_path,
+            draft_acceptance=args.sim_draft_acceptance,
+        ),
+        decode_log_interval=args.decode_log_interval,
     )
 
 
@@ -173,6 +186,31 @@ def _add_generation_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--incremental-streaming-output", action="store_true")
 
 
+def _add_spec_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--speculative-algorithm", type=_algorithm, choices=SPEC_ALGORITHMS, default=None,
+        help="speculative decoding as SGLang runs it: spec_* meta_info, avg_spec_accept_length, "
+        "sglang:spec_* metrics, accept len in the decode log",
+    )
+    parser.add_argument("--speculative-num-steps", type=Whole(1, 64), default=3)
+    parser.add_argument("--speculative-eagle-topk", type=Whole(1, 64), default=1)
+    parser.add_argument("--speculative-num-draft-tokens", type=Whole(2, 1024), default=4)
+    parser.add_argument(
+        "--speculative-draft-model-path", default=None,
+        help="the drafter; a path naming EAGLE3 under --speculative-algorithm EAGLE accepts "
+        "no draft (1.00 per step), as real SGLang does",
+    )
+    parser.add_argument(
+        "--sim-draft-acceptance", type=Number(0, 1), default=0.75,
+        help="chance the first draft of a verify step is accepted (later positions decay; "
+        "thinking prompts lower, tool calls higher, repeated text always accepted)",
+    )
+    parser.add_argument(
+        "--decode-log-interval", type=Whole(1, MAX_INT32), default=DEFAULT_DECODE_LOG_INTERVAL,
+        help="decode steps between two 'Decode batch' log lines (SGLang's flag)",
+    )
+
+
 def _add_fault_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--crash-at", choices=PHASES, default=None,
                         help="print that phase's typical failure and exit non-zero")
@@ -214,6 +252,10 @@ def _model_dir(text: str) -> str:
     to be a directory."""
     DirIn("model directory")(text)
     return text
+
+
+def _algorithm(text: str) -> str:
+    return text.upper()
 
 
 def _phase_factor(text: str) -> tuple[str, float]:

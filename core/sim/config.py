@@ -44,6 +44,36 @@ class FaultRates:
     garbage_rate: float = 0.0
 
 
+SPEC_ALGORITHMS: Final = ("EAGLE", "EAGLE3", "NGRAM")
+"""The speculative algorithms ``--speculative-algorithm`` accepts (the ones drafters use)."""
+
+DEFAULT_DECODE_LOG_INTERVAL: Final = 40
+
+
+@dataclass(frozen=True)
+class SpecSettings:
+    """Speculative decoding as SGLang's ``--speculative-*`` flags set it, plus the sim's
+    drafter quality: ``draft_acceptance`` is the chance the first draft of a verify step is
+    accepted (later positions decay; docs/sim.md). ``algorithm`` None: speculation off."""
+
+    algorithm: str | None = None
+    num_steps: int = 3
+    eagle_topk: int = 1
+    num_draft_tokens: int = 4
+    draft_model_path: str | None = None
+    draft_acceptance: float = 0.75
+
+    @property
+    def enabled(self) -> bool:
+        """True when a speculative algorithm is on."""
+        return self.algorithm is not None
+
+    @property
+    def drafts_per_step(self) -> int:
+        """Drafts verified per step (draft tokens minus the bonus slot)."""
+        return max(self.num_draft_tokens - 1, 0)
+
+
 @dataclass(frozen=True)
 class SimConfig:
     """The resolved command line of ``python -m eagle_tui.core.sim``."""
@@ -79,6 +109,8 @@ class SimConfig:
     dist_init_addr: str | None = None
     nnodes: int = 1
     node_rank: int = 0
+    spec: SpecSettings = SpecSettings()
+    decode_log_interval: int = DEFAULT_DECODE_LOG_INTERVAL
 
     def phase_seconds(self, phase: str) -> float:
         """How long ``phase`` takes in this run: base x time scale x its slow factor."""

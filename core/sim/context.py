@@ -50,6 +50,7 @@ class SimContext:
             max_total_tokens=self.capacity.max_total_num_tokens,
             max_req_input_len=self.capacity.max_req_input_len,
             on_out_of_vocab=self._out_of_vocab,
+            spec=config.spec, decode_log_interval=config.decode_log_interval,
         )
 
     def spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:

@@ -9,8 +9,10 @@ one HTTP request, so a batch stream wakes once per scheduler step.
 from __future__ import annotations
 
 import asyncio
+import random
 import time
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,6 +74,64 @@ def abort_finish(message: str = "Aborted", status_code: int | None = None) -> Fi
 WAITING_ABORT: FinishReason = {"type": "abort", "message": "Abort in waiting queue"}
 
 
+@dataclass
+class SpecCounts:
+    """One request's verify steps and accepted drafts, as ``meta_info`` reports them; with
+    the n-gram index of its output (bigram -> the token that last followed it)."""
+
+    drafts_per_step: int
+    probabilities: tuple[float, ...]
+    rng: random.Random
+    verify_steps: int = 0
+    correct_drafts: int = 0
+    histogram: list[int] = field(default_factory=list)
+    follows: dict[tuple[int, int], int] = field(default_factory=dict)
+
+    def observe(self, output: Sequence[int]) -> None:
+        """Index the token just appended to ``output``."""
+        if len(output) >= 3:
+            self.follows[(output[-3], output[-2])] = output[-1]
+
+    def guess(self, output: Sequence[int]) -> list[int]:
+        """The n-gram drafts: follow the bigram chain from the output's last two tokens."""
+        if len(output) < 2:
+            return []
+        context = (output[-2], output[-1])
+        drafts: list[int] = []
+        while len(drafts) < self.drafts_per_step:
+            token = self.follows.get(context)
+            if token is None:
+                break
+            drafts.append(token)
+            context = (context[1], token)
+        return drafts
+
+    def accepted(self, output: Sequence[int], planned: Sequence[int]) -> int:
+        """Drafts the target accepts in this step, given the tokens it will emit next."""
+        matched = 0
+        for draft, token in zip(self.guess(output), planned, strict=False):
+            if draft != token:
+                break
+            matched += 1
+        sampled = 0
+        while sampled < len(self.probabilities) and self.rng.random() < self.probabilities[sampled]:
+            sampled += 1
+        return max(matched, sampled) if self.probabilities else 0
+
+    def record(self, correct: int) -> None:
+        """Count one verify step that accepted ``correct`` drafts."""
+        self.verify_steps += 1
+        self.correct_drafts += correct
+        while len(self.histogram) <= correct:
+            self.histogram.append(0)
+        self.histogram[correct] += 1
+
+    @property
+    def proposed_drafts(self) -> int:
+        """Verify steps x drafts per step (SGLang's ``spec_num_proposed_drafts``)."""
+        return self.verify_steps * self.drafts_per_step
+
+
 @dataclass(eq=False)
 class SimRequest:
     """A request in flight: its input, planned output, and what has been produced."""
@@ -91,6 +151,8 @@ class SimRequest:
     stop_text_end: int | None = None  # where a matched stop string cuts the text
     text_cache: str = ""  # decoded text of output_ids[:text_cache_upto]
     text_cache_upto: int = 0
+    spec: SpecCounts | None = None  # speculative decoding's counts, when it is on
+    lookahead: deque[int] = field(default_factory=deque)  # planned ids a verify step peeked
 
     @property
     def rid(self) -> str:

@@ -77,8 +77,24 @@ def server_args(config: SimConfig, capacity: Capacity,
         "served_model_name": served_name(config),
         "incremental_streaming_output": config.incremental_streaming_output,
         "enable_metrics": config.enable_metrics,
+        "decode_log_interval": config.decode_log_interval,
+        **spec_args(config),
     }
     return {key: run_values.get(key, value) for key, value in recorded.items()}
+
+
+def spec_args(config: SimConfig) -> dict[str, Any]:
+    """The ``speculative_*`` server arguments (all None without speculation)."""
+    spec = config.spec
+    if not spec.enabled:
+        return {}
+    return {
+        "speculative_algorithm": spec.algorithm,
+        "speculative_draft_model_path": spec.draft_model_path,
+        "speculative_num_steps": spec.num_steps,
+        "speculative_eagle_topk": spec.eagle_topk,
+        "speculative_num_draft_tokens": spec.num_draft_tokens,
+    }
 
 
 def launch_command(config: SimConfig) -> str:
@@ -91,12 +107,22 @@ def launch_command(config: SimConfig) -> str:
         parts.append("--incremental-streaming-output")
     if config.enable_metrics:
         parts.append("--enable-metrics")
+    spec = config.spec
+    if spec.enabled:
+        parts += [f"--speculative-algorithm {spec.algorithm}",
+                  f"--speculative-num-steps {spec.num_steps}",
+                  f"--speculative-eagle-topk {spec.eagle_topk}",
+                  f"--speculative-num-draft-tokens {spec.num_draft_tokens}"]
+        if spec.draft_model_path:
+            parts.append(f"--speculative-draft-model-path {spec.draft_model_path}")
     return " ".join(parts)
 
 
 def server_info(config: SimConfig, capacity: Capacity, *, ready: bool,
-                startup_seconds: dict[str, float], gen_throughput: float) -> dict[str, Any]:
-    """The ``/server_info`` body."""
+                startup_seconds: dict[str, float], gen_throughput: float,
+                avg_spec_accept_length: float | None = None) -> dict[str, Any]:
+    """The ``/server_info`` body; ``avg_spec_accept_length`` (accepted tokens per verify
+    step over the decode-log intervals so far) appears once there is one, as in SGLang."""
     args = server_args(config, capacity)
     internal = dict(args)
     internal.update({
@@ -112,6 +138,8 @@ def server_info(config: SimConfig, capacity: Capacity, *, ready: bool,
         "decode_cuda_graph_bs": list(capacity.capture_bs),
         "decode_cuda_graph_memory_gb": GRAPH_GB,
     })
+    if config.spec.enabled and avg_spec_accept_length is not None:
+        internal["avg_spec_accept_length"] = avg_spec_accept_length
     return {
         **args,
         "launch_command": launch_command(config),

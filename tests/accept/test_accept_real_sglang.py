@@ -13,6 +13,7 @@ import json
 import os
 import socket
 import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -175,3 +176,52 @@ async def test_the_lifetime_figure_is_server_infos_and_the_log_figure_its_own_li
     flushed = httpx.post(f"{ngram_server.url}/flush_cache", timeout=30)
     assert flushed.status_code == 200
     assert lifetime_figure(server_info(ngram_server.url)) is None
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    root = Path(__file__).resolve().parents[2]
+    return subprocess.run([sys.executable, "-m", "eagle_tui.tui.cli", *args], cwd=root,
+                          capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "PYTHONPATH": str(root)})
+
+
+def test_the_accept_verb_reports_what_the_servers_counters_counted(
+        ngram_server: Server, tmp_path: Path) -> None:
+    """``accept`` replays a prompt file through the chat template of the script model; its
+    sums are exactly what SGLang's own counters counted over the replay, and each category's
+    figure is Σcompletion/Σverify of its answers."""
+    prompts = tmp_path / "prompts.jsonl"
+    records = [{"id": f"{kind}{i}", "category": kind, "messages": [
+        {"role": "user", "content": text}]}
+        for i, (kind, text) in enumerate([("hello", "hello"), ("hello", "hello there"),
+                                          ("numbers", "1 2 3 4"), ("numbers", "5 6 7 8")])]
+    prompts.write_text("".join(json.dumps(r) + "\n" for r in records))
+    before = scrape(ngram_server.url)
+    done = run_cli("accept", "--prompts", str(prompts), "--server", ngram_server.url,
+                   "--tokenizer", str(MODEL), "--max-new-tokens", "32", "--concurrency", "1",
+                   "--no-store", "--json")
+    after = scrape(ngram_server.url)
+    assert done.returncode in (0, 1), done.stderr
+    out = json.loads(done.stdout)
+    assert out["failures"] == [] and out["spec"]["algorithm"] == "NGRAM"
+    grown = [(series_value(after, name) or 0.0) - (series_value(before, name) or 0.0)
+             for name in (GENERATION_TOKENS, VERIFY_CALLS)]
+    overall = out["overall"]
+    assert (overall["completion_tokens"], overall["verify_steps"]) == tuple(grown)
+    for figures in out["categories"].values():
+        assert figures["n"] == 2
+        assert figures["accept_length"] == pytest.approx(
+            figures["completion_tokens"] / figures["verify_steps"], rel=1e-12)
+
+
+def test_status_shows_the_counters_figure_and_server_info_config(
+        ngram_server: Server, tmp_path: Path) -> None:
+    text = scrape(ngram_server.url)
+    done = run_cli("status", "--once", "--json", "--url", ngram_server.url)
+    entry = json.loads(done.stdout)["servers"][0]["acceptance"]
+    assert entry["config"]["algorithm"] == "NGRAM"
+    figure = entry["figure"]
+    assert (figure["source"], figure["window"]) == ("metrics", "since start")
+    assert figure["accept_length"] == pytest.approx(
+        (series_value(text, GENERATION_TOKENS) or 0.0) / (series_value(text, VERIFY_CALLS)
+                                                           or 1.0), rel=1e-12)

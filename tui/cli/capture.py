@@ -134,6 +134,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     need.add_argument("--model-dir", type=DirIn("model directory"),
                       help="model directory whose config.json gives the vocabulary size "
                            "(default: the tokenizer directory, else the largest token id)")
+    need.add_argument("--held-out", type=float, default=None, metavar="FRACTION",
+                      help="declare a held-out split: this share of prompts (chosen by "
+                      "sample id) is captured but left out of export, for accept --from-batch")
     need.add_argument("--trust-remote-code", action="store_true",
                       help="allow the tokenizer's own code (Kimi's real tokenizer needs it)")
     _turn_arguments(parser.add_argument_group("multi-turn conversations"))
@@ -323,6 +326,7 @@ def config_from_args(args: argparse.Namespace) -> CaptureConfig:
         trust_router_workers=args.trust_router_workers or UNSET,
         retry_failed=args.retry_failed, partition=_partition(args.shard), turns=_turns(args),
         api_key=_api_key(args.api_key_file) or UNSET,
+        held_out=UNSET if args.held_out is None else args.held_out,
     )
 
 

@@ -54,6 +54,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="export some --shard slices of a job without the others "
                         "(refused otherwise: a drafter trained on part of a job is skewed)")
 
+    parser.add_argument("--include-held-out", action="store_true",
+                        help="also write the rows of a batch's held-out split (capture "
+                        "--held-out), which are left out by default")
+
 
 WRITES: dict[ExportFormat, str] = {"speculators": "JSONL", "specforge": "JSONL",
                                    "parquet": "parquet"}
@@ -66,7 +70,7 @@ def options_from(args: argparse.Namespace) -> ExportOptions:
     fmt: ExportFormat = args.format
     _check_suffix(fmt, args.out)
     return ExportOptions(fmt, mask, row_filter_from(args), args.max_length, args.force,
-                         args.allow_partial)
+                         args.allow_partial, include_held_out=args.include_held_out)
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:

@@ -29,6 +29,7 @@ VERBS: dict[str, str] = {
     "stop": "stop a detached batch, draining in-flight requests",
     "inspect": "print one captured sample, decoded, with its flags",
     "stats": "counts per flag and finish reason, length percentiles",
+    "accept": "measure a drafter's acceptance: replay prompts on a speculative server (A/B)",
     "export": "write batches as a speculators / SpecForge / parquet training file, ids exact",
     "watch": "watch a server start up; exit 0 when ready, non-zero with a diagnosis",
     "diagnose": "one look at a server: processes, stacks, peers, GPUs, orphans (for an issue)",

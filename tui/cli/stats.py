@@ -11,15 +11,17 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import msgspec
 from rich.console import Console
 from rich.table import Table
 
+from eagle_tui.core.accept.heldout import HeldOutSplit
 from eagle_tui.core.argtypes import PathIn
 from eagle_tui.core.errors import EagleError
 from eagle_tui.core.export.options import MASK_STARTS
-from eagle_tui.core.export.tally import KeepCounts, KeepTally
+from eagle_tui.core.export.tally import KeepCounts, KeepTally, batch_split
 from eagle_tui.core.samples.job import open_job
 from eagle_tui.core.shards.conversations import ConversationStats
 from eagle_tui.core.shards.manifest import Manifest
@@ -51,6 +53,7 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
         footer = opened.metadata
         tally = KeepTally(row_filter_from(args), args.mask_start, args.max_length,
                           footer.tokenizer.vocab_size if footer else None)
+        tally.held_out = held_out_split(args.path[0])
         stats = compute_stats_over(opened.readers, observers=[tally.add])
     except EagleError as e:
         print(f"eagle-tui stats: {terminal_safe(str(e))}", file=sys.stderr)
@@ -97,6 +100,16 @@ def stats_json(stats: BatchStats, keep: KeepCounts, job: str,
     if not_generated:
         document["turns_not_generated"] = not_generated
     return msgspec.json.format(ENCODER.encode(document), indent=1).decode()
+
+
+def held_out_split(path: Path) -> HeldOutSplit | None:
+    """The held-out split of the batch at ``path`` (export leaves it out), if it has one."""
+    directory = path if path.is_dir() else path.parent
+    for candidate in (directory, directory.parent):  # a batch, or its shards/ directory
+        manifest = Manifest.load_optional(candidate)
+        if manifest is not None:
+            return batch_split(manifest)
+    return None
 
 
 def summary_tables(stats: BatchStats) -> list[Table]:

@@ -26,6 +26,7 @@ from eagle_tui.core.batches.registry import Registry
 from eagle_tui.core.batches.survey import BatchView, survey_all
 from eagle_tui.core.batchstate import LIVE_STATES, BatchState
 from eagle_tui.core.errors import UntrustedState
+from eagle_tui.core.health.acceptance import read_acceptance
 from eagle_tui.core.health.assemble import WatchOptions, build_watcher
 from eagle_tui.core.health.phase import Phase
 from eagle_tui.core.health.snapshot import HealthSnapshot
@@ -36,6 +37,7 @@ from eagle_tui.core.urls import ServerURL
 from eagle_tui.core.wire import ENCODER
 from eagle_tui.tui.cli.batch_table import counts_json
 from eagle_tui.tui.options import server_url
+from eagle_tui.tui.render.accept import AcceptanceDoc, acceptance_lines
 from eagle_tui.tui.render.router import RouterDoc, router_lines
 
 EXIT_OK = 0
@@ -43,6 +45,7 @@ EXIT_USAGE = 2
 EXIT_SERVER_UNHEALTHY = 3
 EXIT_BATCH_BROKEN = 4
 BROKEN_BATCH_STATES = frozenset({BatchState.FAILED, BatchState.INTERRUPTED})
+LOG_TAIL_BYTES = 1 << 20  # enough decode lines for the acceptance window
 
 
 class BatchLine(msgspec.Struct, frozen=True, kw_only=True):
@@ -119,8 +122,11 @@ async def collect(urls: list[ServerURL], logs: list[Path],
                                        for u in servers))
     routers = await asyncio.gather(*(router_entry(u, router_metrics or [], access)
                                      for u in servers))
-    server_json = [{"url": url.public, **snapshot_json(snap), **router}
-                   for url, snap, router in zip(servers, snapshots, routers, strict=True)]
+    accepts = await asyncio.gather(*(acceptance_entry(u.for_requests, log_of.get(u))
+                                     for u in servers))
+    server_json = [{"url": url.public, **snapshot_json(snap), **router, **accept}
+                   for url, snap, router, accept
+                   in zip(servers, snapshots, routers, accepts, strict=True)]
     return StatusReport(servers=server_json, batches=[batch_line(view) for view in views],
                         exit_code=_exit_code(list(snapshots), views))
 
@@ -145,7 +151,34 @@ async def router_entry(url: ServerURL, metrics_urls: list[ServerURL],
     view = await look_at(url.for_requests,
                          metrics_url=None if metrics is None else metrics.for_requests,
                          access=access or WorkerAccess())
-    return {} if view is None else {"router": RouterDoc.of(view)}
+    if view is None:
+        return {}
+    doc = RouterDoc.of(view)
+    if access is None or not access.listed:  # the workers are not asked directly unless trusted
+        return {"router": doc}
+    accepts = await asyncio.gather(*(read_acceptance(w.url) for w in doc.workers))
+    workers = tuple(msgspec.structs.replace(w, acceptance=None if a is None else
+                                            AcceptanceDoc.of(a))
+                    for w, a in zip(doc.workers, accepts, strict=True))
+    return {"router": msgspec.structs.replace(doc, workers=workers)}
+
+
+async def acceptance_entry(url: str, log: Path | None) -> dict[str, AcceptanceDoc]:
+    """``{"acceptance": …}`` of a server that answers ``/server_info``: its speculative
+    config, the figure from the best source with its source and window, the 1.00 alarm
+    (docs/acceptance.md); ``{}`` when it does not answer."""
+    live = await read_acceptance(url, log_lines=log_tail(log) if log is not None else ())
+    return {} if live is None else {"acceptance": AcceptanceDoc.of(live)}
+
+
+def log_tail(path: Path, limit: int = LOG_TAIL_BYTES) -> list[str]:
+    """The last lines of a server log (its recent decode lines), [] when unreadable."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(max(0, handle.seek(0, 2) - limit))
+            return handle.read().decode("utf-8", errors="replace").splitlines()[1:]
+    except OSError:
+        return []
 
 
 def demo_leftover(view: BatchView) -> bool:
@@ -184,8 +217,11 @@ def render_text(report: StatusReport) -> str:
     for server in report.servers:
         flags = ", ".join(f["name"] for f in server.get("flags", [])) or "no flags"
         lines.append(f"server {server['url']}: {server['phase']} ({flags})")
+        lines.extend(acceptance_lines(server.get("acceptance")))
         if "router" in server:
             lines.extend(router_lines(server["router"]))
+            for worker in server["router"].workers:
+                lines.extend(acceptance_lines(worker.acceptance, f"{worker.url} "))
     lines.extend(batch_text(batch) for batch in report.batches)
     if not lines:
         lines.append("no servers or batches known (pass --url, or start a batch)")

@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from eagle_tui.tui.render.accept import AcceptanceDoc
+
 if TYPE_CHECKING:  # the router module pulls in httpx: the dashboard paints without it
     from eagle_tui.core.sglang.router import Readiness, RouterView, WorkerView
 
@@ -25,6 +27,7 @@ class WorkerDoc(msgspec.Struct, frozen=True, kw_only=True):
     queued: float | None
     model_path: str | None
     detail: str
+    acceptance: AcceptanceDoc | None = None  # a speculating worker's (status fills it in)
 
     @classmethod
     def of(cls, worker: WorkerView) -> WorkerDoc:

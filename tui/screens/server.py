@@ -25,6 +25,7 @@ from textual.worker import get_current_worker
 from eagle_tui.core.urls import BadURL, ServerURL
 from eagle_tui.tui.options import ServerTarget
 from eagle_tui.tui.render import literal
+from eagle_tui.tui.render.accept import AcceptanceReading
 from eagle_tui.tui.render.gpu import gpu_lines
 from eagle_tui.tui.render.incidents import HOLD_S, IncidentDesk
 from eagle_tui.tui.render.server import ServerHistory
@@ -253,7 +254,11 @@ class ServerScreen(ViewScreen):
         views = [item for item in items if isinstance(item, RouterView)]
         if views:
             self._router_view(index, views[-1])
-        snapshots = [item for item in items if not isinstance(item, LogBatch | RouterView)]
+        readings = [item for item in items if isinstance(item, AcceptanceReading)]
+        if readings:
+            self.query_one(f"#server-card-{index}", ServerCard).show_acceptance(readings[-1])
+        snapshots = [item for item in items
+                     if not isinstance(item, LogBatch | RouterView | AcceptanceReading)]
         if snapshots:
             self._snapshots(index, snapshots)
 

@@ -22,8 +22,10 @@ from typing import TYPE_CHECKING, Literal
 from eagle_tui.core.clock import Clock, SystemClock
 from eagle_tui.core.health.settings import WatchSettings
 from eagle_tui.tui.options import ServerTarget
+from eagle_tui.tui.render.accept import AcceptanceReading
 
 if TYPE_CHECKING:  # the watcher's modules pull in httpx and psutil: imported when run
+    from eagle_tui.core.health.acceptance import AcceptanceTracker
     from eagle_tui.core.health.snapshot import HealthSnapshot
     from eagle_tui.core.health.watcher import Watcher
     from eagle_tui.core.proc.discover import ServerProcess
@@ -50,11 +52,12 @@ class LogBatch:
 if TYPE_CHECKING:
     from typing import TypeAlias
 
-    FeedItem: TypeAlias = HealthSnapshot | LogBatch | RouterView
+    FeedItem: TypeAlias = HealthSnapshot | LogBatch | RouterView | AcceptanceReading
     """What a feed emits: a snapshot per poll (and a router's workers), a batch of log lines
     per read."""
 
-Emit = Callable[["HealthSnapshot | LogBatch | RouterView"], None]
+Emit = Callable[["HealthSnapshot | LogBatch | RouterView | AcceptanceReading"], None]
+ACCEPT_EVERY_S = 5.0  # seconds between two looks at a server's acceptance
 ServerAction = Literal["restart", "stop"]
 
 
@@ -70,9 +73,11 @@ class ServerFeed:
         clock_factory: Callable[[], Clock] = SystemClock,
         use_history: bool = True,
         trust_workers: bool = False,
+        accept_every_s: float = ACCEPT_EVERY_S,
     ) -> None:
         self.target = target
         self.trust_workers = trust_workers  # a router's listed workers may be asked directly
+        self.accept_every_s = accept_every_s
         self.settings = settings or WatchSettings()
         self.managed = managed
         self._clock_factory = clock_factory
@@ -81,6 +86,9 @@ class ServerFeed:
         self._watcher: Watcher | None = None
         self._last_snapshot: HealthSnapshot | None = None
         self._router: RouterProbe | None = None
+        self._accept: AcceptanceTracker | None = None
+        self.looked_at_acceptance = 0  # looks taken (a server without speculation too)
+        self._next_accept = float("-inf")
 
     @property
     def can_control(self) -> bool:
@@ -157,6 +165,29 @@ class ServerFeed:
         self._last_snapshot = snapshot
         emit(snapshot)
         await self._router_tick(emit)
+        await self._acceptance_tick(emit)
+
+    async def _acceptance_tick(self, emit: Emit) -> None:
+        """Every ``ACCEPT_EVERY_S``: the live acceptance of a speculating server."""
+        from eagle_tui.core.clock import SystemClock
+        from eagle_tui.core.health.acceptance import TIMEOUTS, AcceptanceTracker
+        from eagle_tui.core.sglang.client import SGLangClient
+
+        clock = SystemClock()
+        if clock.monotonic() < self._next_accept:
+            return
+        self._next_accept = clock.monotonic() + self.accept_every_s
+        if self._accept is None:
+            client = SGLangClient(self.target.url.for_requests, timeouts=TIMEOUTS)
+            self._accept = AcceptanceTracker(client, clock)
+        try:
+            live = await self._accept.sample()
+        except Exception:  # a side view: never let it stop the watch
+            log.exception("acceptance look failed for %s", self.target.url.public)
+            return
+        self.looked_at_acceptance += 1
+        if live is not None and live.config.enabled:
+            emit(AcceptanceReading(live, tuple(self._accept.history)))
 
     async def _router_tick(self, emit: Emit) -> None:
         """When the server is SGLang's router, its workers too (a ``RouterView``)."""
@@ -183,6 +214,8 @@ class ServerFeed:
         try:
             while not stop.is_set():
                 chunk = follower.read()
+                if chunk.lines and self._accept is not None:
+                    self._accept.add_log_lines(chunk.lines)
                 if chunk.lines or chunk.notes or chunk.error != last_error or chunk.partial:
                     emit(LogBatch(chunk.lines, chunk.partial, chunk.notes, chunk.error))
                 last_error = chunk.error
@@ -211,6 +244,10 @@ class ServerFeed:
         return WorkerAccess(frozenset({self.target.url.public}), listed=self.trust_workers)
 
     async def _close_watcher(self) -> None:
+        if self._accept is not None:
+            with contextlib.suppress(Exception):
+                await self._accept.aclose()
+            self._accept = None
         if self._router is not None:
             with contextlib.suppress(Exception):
                 await self._router.aclose()

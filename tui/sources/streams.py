@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from eagle_tui.core.accept.requests import RequestAcceptance
 from eagle_tui.core.capture.events import CaptureEvent, DeltaEvent
 from eagle_tui.core.segments import Segment, Segmenter
 from eagle_tui.core.tokenizer import BoundaryIds
@@ -41,6 +42,8 @@ class StreamView:
     slot: int = 0
     missed: int = 0
     """Output ids that never reached the dashboard: the box is incomplete."""
+    acceptance: RequestAcceptance | None = None
+    """A speculative server's acceptance of the finished request (docs/acceptance.md)."""
 
     @property
     def ended(self) -> bool:
@@ -60,6 +63,7 @@ class _Stream:
         self.endpoint: str | None = None
         self.state: StreamState = "waiting"
         self.flags: tuple[str, ...] = ()
+        self.acceptance: RequestAcceptance | None = None
         self.detail = ""
         self.ids: list[int] = []
         self.segmenter = Segmenter(boundary, prompt_len=0, reasoning_open=True)
@@ -210,6 +214,7 @@ class StreamBoard:
             stream.state, stream.detail = "retrying", event.detail or event.error_kind or ""
         elif event.kind == "finished":
             stream.state, stream.flags = "finished", event.flags
+            stream.acceptance = event.acceptance
             self._note_missing(stream, event.total)
         elif event.kind in ("failed", "rejected"):
             stream.state, stream.detail = "failed", event.detail or event.error_kind or ""
@@ -277,4 +282,5 @@ class StreamBoard:
             stream.detail,
             stream.slot,
             stream.missed,
+            stream.acceptance,
         )

@@ -17,6 +17,7 @@ from textual.widgets import Sparkline, Static
 from eagle_tui.tui.options import ServerTarget
 from eagle_tui.tui.render import literal
 from eagle_tui.tui.render import server as text
+from eagle_tui.tui.render.accept import AcceptanceReading, acceptance_text, alarm_text
 from eagle_tui.tui.render.meter import MeterValue
 from eagle_tui.tui.widgets.flags import FlagEvidence
 from eagle_tui.tui.widgets.meter import Meter
@@ -42,6 +43,7 @@ class ServerCard(Vertical):
         self.target = target
         self.index = index
         self.snapshot: HealthSnapshot | None = None
+        self.reading: AcceptanceReading | None = None
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="card-title"):
@@ -63,6 +65,13 @@ class ServerCard(Vertical):
         with Horizontal(classes="card-health"):
             yield Sparkline([], summary_function=max, classes="card-latency")
             yield Static("", classes="card-health-text", markup=False)
+        with Horizontal(classes="card-accept") as accept:
+            accept.display = False  # until the server is seen speculating
+            yield Sparkline([], summary_function=max, classes="card-accept-spark")
+            yield Static("", classes="card-accept-text", markup=False)
+        alarm = Static("", classes="card-accept-alarm", markup=False)
+        alarm.display = False
+        yield alarm
         yield Static("", classes="card-lastlog", markup=False)
         yield Static("", classes="card-notes", markup=False)
 
@@ -97,6 +106,17 @@ class ServerCard(Vertical):
         notes = text.notes_text(snapshot)
         self._set("card-notes", literal.content(notes))
         self.query_one(".card-notes").display = bool(notes)
+
+    def show_acceptance(self, reading: AcceptanceReading) -> None:
+        """The live accept length (source and window named) with its sparkline, and the
+        1.00 alarm when it is raised."""
+        self.reading = reading
+        self.query_one(".card-accept").display = True
+        self.query_one(".card-accept-spark", Sparkline).data = list(reading.history)
+        self._set("card-accept-text", literal.content(acceptance_text(reading)))
+        alarm = alarm_text(reading)
+        self._set("card-accept-alarm", literal.content(alarm))
+        self.query_one(".card-accept-alarm").display = bool(alarm)
 
     def _set(self, name: str, content: Content) -> None:
         self.query_one(f".{name}", Static).update(content)  # literal: built by callers

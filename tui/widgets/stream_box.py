@@ -6,6 +6,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 
 from eagle_tui.tui.render import literal
+from eagle_tui.tui.render.accept import request_acceptance_text
 from eagle_tui.tui.render.flags import badge_text
 from eagle_tui.tui.sources.streams import StreamView
 from eagle_tui.tui.widgets.token_view import TokenView
@@ -22,6 +23,8 @@ def stream_title(view: StreamView) -> str:
         parts.append(badge_text(view.flags))
     if view.detail:
         parts.append(view.detail[:80])
+    if view.acceptance is not None:
+        parts.append(request_acceptance_text(view.acceptance))
     return " · ".join(parts)
 
 

@@ -17,13 +17,16 @@ from collections import deque
 from collections.abc import Callable
 from typing import Final
 
+from eagle_tui.core.sim.config import SpecSettings
 from eagle_tui.core.sim.engine.prefix_cache import PrefixCache
+from eagle_tui.core.sim.engine.speculation import SpecLogWindow, new_counts
 from eagle_tui.core.sim.engine.stats import Stats
 from eagle_tui.core.sim.log.dialect import DecodeStats, PrefillStats
 from eagle_tui.core.sim.log.sink import SimLog
 from eagle_tui.core.sim.model.detok import output_text
 from eagle_tui.core.sim.model.fake_model import FakeModel, plan_seed
 from eagle_tui.core.sim.model.modeldir import ModelDir
+from eagle_tui.core.sim.model.prompt_shape import read_prompt
 from eagle_tui.core.sim.request import (
     WAITING_ABORT,
     SimRequest,
@@ -41,7 +44,8 @@ class Scheduler:
     def __init__(self, *, model_dir: ModelDir, model: FakeModel, log: SimLog, stats: Stats,
                  cache: PrefixCache, tokens_per_s: float, ttft: float, capacity: int,
                  max_running: int, max_total_tokens: int, max_req_input_len: int,
-                 on_out_of_vocab: Callable[[SimRequest], None]) -> None:
+                 on_out_of_vocab: Callable[[SimRequest], None],
+                 spec: SpecSettings | None = None, decode_log_interval: int = 40) -> None:
         self._model_dir = model_dir
         self._model = model
         self._log = log
@@ -54,6 +58,9 @@ class Scheduler:
         self._max_total_tokens = max_total_tokens
         self._max_req_input_len = max_req_input_len
         self._on_out_of_vocab = on_out_of_vocab
+        self._spec = spec if spec is not None and spec.enabled else None
+        self.spec_log = SpecLogWindow()
+        self._decode_log_interval = decode_log_interval
         self._waiting: deque[SimRequest] = deque()
         self._running: list[SimRequest] = []
         self._wakeup = asyncio.Event()
@@ -166,9 +173,10 @@ class Scheduler:
         spec = request.item.sampling
         request.cached_tokens = self._cache.cached_tokens(ids)
         self._cache.insert(ids)
-        request.plan = self._model.plan(
-            ids, plan_seed(ids, spec.temperature, spec.top_p, spec.top_k, spec.sampling_seed)
-        )
+        seed = plan_seed(ids, spec.temperature, spec.top_p, spec.top_k, spec.sampling_seed)
+        request.plan = self._model.plan(ids, seed)
+        if self._spec is not None:
+            request.spec = new_counts(self._spec, read_prompt(ids, self._model_dir), seed)
         request.first_token_at = time.monotonic() + self._ttft
         self._running.append(request)
         self._stats.requests += 1
@@ -183,19 +191,54 @@ class Scheduler:
 
     def _step(self, decoding: list[SimRequest]) -> None:
         fast = self._tokens_per_s <= 0
+        verified = False
         for request in decoding:
             first = not request.output_ids
             budget = MAX_BURST if fast and not request.streaming else 1
-            for _ in range(budget):
-                if self._emit(request):
+            emitted = 0
+            while emitted < budget:
+                if request.spec is not None and request.output_ids:
+                    verified = True
+                    done, count = self._verify_step(request)
+                else:  # the prefill's token (or no speculation)
+                    done, count = self._emit(request), 1
+                emitted += count
+                if done:
                     break
             if first:
                 self._stats.ttft.observe(time.monotonic() - request.created)
             if request.streaming:  # a finish wakes every waiter; tokens only streamers
                 request.notify.set()
+        if self._spec is not None and not verified:
+            return  # a prefill-only step: SGLang logs decode lines for decode batches only
         self._decode_steps += 1
-        if self._decode_steps % self._log.dialect.decode_log_interval == 0:
+        if self._decode_steps % self._decode_log_interval == 0:
             self._log_decode()
+
+    def _verify_step(self, request: SimRequest) -> tuple[bool, int]:
+        """One verify step: 1 + accepted drafts tokens; (finished, tokens emitted)."""
+        counts = request.spec
+        assert counts is not None and request.plan is not None
+        while len(request.lookahead) < counts.drafts_per_step:
+            request.lookahead.append(next(request.plan))
+        correct = counts.accepted(request.output_ids, request.lookahead)
+        emitted = 0
+        done = False
+        while emitted < 1 + correct and not done:
+            done = self._emit(request)
+            emitted += 1
+        finish = request.finish or {}
+        if done and finish.get("type") == "stop":
+            correct = min(correct, emitted - 1)  # nothing is accepted past the stop token
+        counts.record(correct)
+        self.spec_log.add(correct, counts.drafts_per_step)
+        return done, emitted
+
+    def _next_token(self, request: SimRequest) -> int:
+        if request.lookahead:
+            return request.lookahead.popleft()
+        assert request.plan is not None
+        return next(request.plan)
 
     def _emit(self, request: SimRequest) -> bool:
         """Append one token; True when the request is finished."""
@@ -204,12 +247,13 @@ class Scheduler:
         if len(out) >= spec.max_new_tokens:
             request.finish_with(length_finish(spec.max_new_tokens))
             return True
-        assert request.plan is not None
-        token = next(request.plan)
+        token = self._next_token(request)
         honour_stop = not spec.ignore_eos
         while honour_stop and token in request.stop_ids and len(out) < spec.min_new_tokens:
-            token = next(request.plan)  # a real sampler masks stop tokens until min_new_tokens
+            token = self._next_token(request)  # a real sampler masks stop tokens until then
         out.append(token)
+        if request.spec is not None:
+            request.spec.observe(out)
         self._stats.generation_tokens += 1
         self._stats.window_tokens += 1
         # SGLang checks the length before the stop token, so a stop token at the
@@ -240,9 +284,17 @@ class Scheduler:
             if request.finished:
                 self._cache.insert(request.item.input_ids + request.output_ids)
                 self._stats.e2e.observe(request.e2e_latency)
+                self._observe_finished(request)
             else:
                 still_running.append(request)
         self._running = still_running
+
+    def _observe_finished(self, request: SimRequest) -> None:
+        stats = self._stats
+        stats.finished_requests += 1
+        stats.finished_generation_tokens += len(request.output_ids)
+        if request.spec is not None:
+            stats.spec_verify_calls += request.spec.verify_steps
 
     async def _pace(self, step_started: float) -> None:
         if self._tokens_per_s <= 0:
@@ -279,9 +331,11 @@ class Scheduler:
         )))
 
     def _log_decode(self) -> None:
+        accept = self.spec_log.close() if self._spec is not None else None
         self._log.rank(0, self._log.dialect.decode_line(DecodeStats(
             running=len(self._running), tokens=self.kv_tokens, token_usage=self.token_usage,
             throughput=self._stats.close_window(), queued=len(self._waiting),
+            accept=accept,
         )))
 
     def _too_long_message(self, request: SimRequest) -> str:

@@ -39,8 +39,13 @@ class Stats:
     prompt_tokens: int = 0
     generation_tokens: int = 0
     cached_tokens: int = 0
-    requests: int = 0
+    requests: int = 0  # admitted
     aborted: int = 0
+    # SGLang adds a request to its Prometheus counters when it finishes
+    # (observe_one_finished_request), so windows over them cover finished requests only.
+    finished_requests: int = 0
+    finished_generation_tokens: int = 0
+    spec_verify_calls: int = 0
     gen_throughput: float = 0.0  # tokens/s over the last decode-log window
     ttft: Histogram = field(default_factory=lambda: Histogram(TTFT_BUCKETS))
     inter_token: Histogram = field(default_factory=lambda: Histogram(ITL_BUCKETS))

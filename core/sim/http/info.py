@@ -59,6 +59,7 @@ async def get_server_info(request: Request) -> Response:
     return JSONResponse(server_info(
         ctx.config, ctx.capacity, ready=ctx.state.ready,
         startup_seconds=ctx.state.phase_seconds, gen_throughput=ctx.stats.gen_throughput,
+        avg_spec_accept_length=ctx.scheduler.spec_log.lifetime,
     ))
 
 
@@ -77,6 +78,7 @@ async def flush_cache(request: Request) -> Response:
                         f"#queue-req: {queued}, #running-req: {running}")
         return Response(FLUSH_TEXT, status_code=400)
     ctx.cache.clear()
+    ctx.scheduler.spec_log.flush()
     ctx.log.rank(0, "Cache flushed successfully!")
     return Response(FLUSH_TEXT, status_code=200)
 

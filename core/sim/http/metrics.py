@@ -1,4 +1,11 @@
-"""``/metrics``: Prometheus text with the series SGLang exports (``--enable-metrics``)."""
+"""``/metrics``: Prometheus text with the series SGLang exports (``--enable-metrics``).
+
+As in SGLang 0.5.23 (tests/fixtures/realsglang-spec): the ``sglang:spec_*`` gauges are
+always there (0.0 without speculation; with it, the last decode-log interval's accept length
+and rate and the configured steps and draft tokens); the counters move when a request
+finishes; ``sglang:spec_verify_calls_total`` exists only with speculation, once a finished
+request had a verify step, with only the ``engine_type`` and ``model_name`` labels.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +17,8 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 def render_metrics(ctx: SimContext) -> str:
     """The exposition text for the current state."""
-    name = ctx.config.served_model_name or ctx.config.model_path
-    labels = (f'engine_type="unified",model_name="{name}",'
+    model = ctx.config.served_model_name or ctx.config.model_path
+    labels = (f'engine_type="unified",model_name="{model}",'
               'moe_ep_rank="0",pp_rank="0",tp_rank="0"')
     stats = ctx.stats
     scheduler = ctx.scheduler
@@ -26,6 +33,7 @@ def render_metrics(ctx: SimContext) -> str:
         "max_total_num_tokens": ("Maximum total number of tokens in the KV cache pool.",
                                  ctx.capacity.max_total_num_tokens),
         "context_len": ("The context length.", ctx.capacity.context_len),
+        **_spec_gauges(ctx),
     }
     for name, (help_text, value) in gauges.items():
         lines += [f"# HELP sglang:{name} {help_text}", f"# TYPE sglang:{name} gauge",
@@ -33,8 +41,8 @@ def render_metrics(ctx: SimContext) -> str:
     counters = {
         "prompt_tokens_total": ("Number of prefill tokens processed.", stats.prompt_tokens),
         "generation_tokens_total": ("Number of generation tokens processed.",
-                                    stats.generation_tokens),
-        "num_requests_total": ("Number of requests processed.", stats.requests),
+                                    stats.finished_generation_tokens),
+        "num_requests_total": ("Number of requests processed.", stats.finished_requests),
         "num_aborted_requests_total": ("Number of requests aborted.", stats.aborted),
     }
     for name, (help_text, value) in counters.items():
@@ -50,7 +58,30 @@ def render_metrics(ctx: SimContext) -> str:
     }
     for name, (help_text, histogram) in histograms.items():
         lines += _histogram(f"sglang:{name}", help_text, labels, histogram)
+    if ctx.config.spec.enabled and stats.spec_verify_calls:
+        short = f'engine_type="unified",model_name="{model}"'
+        lines += ["# HELP sglang:spec_verify_calls_total Number of speculative decoding "
+                  "verification calls.", "# TYPE sglang:spec_verify_calls_total counter",
+                  f"sglang:spec_verify_calls_total{{{short}}} {float(stats.spec_verify_calls)}"]
     return "\n".join(lines) + "\n"
+
+
+def _spec_gauges(ctx: SimContext) -> dict[str, tuple[str, float]]:
+    spec = ctx.config.spec
+    window = ctx.scheduler.spec_log
+    on = spec.enabled
+    return {
+        "spec_accept_length": ("Mean acceptance length of speculative decoding (accepted "
+                               "drafts + bonus token per forward).",
+                               window.last_accept_length if on else 0.0),
+        "spec_accept_rate": ("Speculative acceptance rate (`accepted drafts / proposed "
+                             "drafts` in batch).", window.last_accept_rate if on else 0.0),
+        "spec_num_steps": ("Currently active speculative_num_steps.",
+                           spec.num_steps if on else 0.0),
+        "spec_num_draft_tokens": ("Currently active speculative_num_draft_tokens (decouples "
+                                  "from steps under topk>1).",
+                                  spec.num_draft_tokens if on else 0.0),
+    }
 
 
 def _histogram(name: str, help_text: str, labels: str, histogram: Histogram) -> list[str]:

@@ -5,6 +5,8 @@ Non-streaming (recorded)::
     {"text","output_ids","meta_info":{"id","finish_reason","prompt_tokens","weight_version",
      "num_retractions",[logprobs…],"reasoning_tokens","completion_tokens","cached_tokens",
      "weight_versions","cached_tokens_details","dp_rank","e2e_latency",
+     [spec_accept_rate, spec_accept_length, spec_num_correct_drafts, spec_num_proposed_drafts,
+     spec_verify_ct, spec_correct_drafts_histogram: a finished answer with a verify step],
      "response_sent_to_client_ts"}}
 
 Stream chunks drop ``weight_versions`` and ``e2e_latency`` until the last chunk,
@@ -17,6 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from eagle_tui.core.sim.engine.speculation import meta_fields
 from eagle_tui.core.sim.model.detok import output_text
 from eagle_tui.core.sim.model.logprobs import logprob_fields
 from eagle_tui.core.sim.model.modeldir import ModelDir
@@ -72,6 +75,8 @@ def meta_info(model: ModelDir, request: SimRequest, view: ChunkView, upto: int) 
     meta["dp_rank"] = None
     if view.final:
         meta["e2e_latency"] = request.e2e_latency
+        if request.spec is not None and request.finished:
+            meta.update(meta_fields(request.spec, upto))
     if view.first:
         meta["response_sent_to_client_ts"] = time.time()
     return meta

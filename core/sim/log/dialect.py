@@ -40,6 +40,15 @@ class DecodeStats:
     token_usage: float
     throughput: float
     queued: int
+    accept: tuple[float, float] | None = None  # accept length and rate, with speculation
+
+
+def accept_text(stats: DecodeStats) -> str:
+    """``accept len: 4.00, accept rate: 1.00, `` with speculation, else nothing."""
+    if stats.accept is None:
+        return ""
+    length, rate = stats.accept
+    return f"accept len: {length:.2f}, accept rate: {rate:.2f}, "
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from eagle_tui.core.sim.log.dialect import (
     LogDialect,
     PrefillStats,
     RuntimeCrash,
+    accept_text,
 )
 from eagle_tui.core.sim.log.dialect_05 import SIGQUIT_FROM_CHILD
 from eagle_tui.core.sim.log.progress import tqdm_bar
@@ -104,7 +105,7 @@ class Sglang04(LogDialect):
     def decode_line(self, stats: DecodeStats) -> str:
         """``Decode batch. …``."""
         return (f"Decode batch. #running-req: {stats.running}, #token: {stats.tokens}, "
-                f"token usage: {stats.token_usage:.2f}, "
+                f"token usage: {stats.token_usage:.2f}, {accept_text(stats)}"
                 f"gen throughput (token/s): {stats.throughput:.2f}, #queue-req: {stats.queued}")
 
     def child_failed(self, rank: int, exit_code: int) -> LaunchDeath:

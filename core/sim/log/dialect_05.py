@@ -16,6 +16,7 @@ from eagle_tui.core.sim.log.dialect import (
     LogDialect,
     PrefillStats,
     RuntimeCrash,
+    accept_text,
 )
 from eagle_tui.core.sim.log.progress import tqdm_bar
 from eagle_tui.core.sim.model.capacity import Capacity
@@ -109,7 +110,7 @@ class Sglang05(LogDialect):
     def decode_line(self, stats: DecodeStats) -> str:
         """``Decode batch, #running-req: …, gen throughput (token/s): …, #queue-req: …``."""
         return (f"Decode batch, #running-req: {stats.running}, #token: {stats.tokens}, "
-                f"token usage: {stats.token_usage:.2f}, cpu graph: False, "
+                f"token usage: {stats.token_usage:.2f}, {accept_text(stats)}cpu graph: False, "
                 f"gen throughput (token/s): {stats.throughput:.2f}, #queue-req: {stats.queued}")
 
     def child_failed(self, rank: int, exit_code: int) -> LaunchDeath:

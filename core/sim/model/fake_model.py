@@ -25,7 +25,7 @@ from eagle_tui.core.sim.model.tool_calls import (
     declared_tools,
 )
 
-RUNAWAY_ONE_IN: Final = 12  # this share of outputs never ends on its own (finish: length)
+RUNAWAY_ONE_IN: Final = 12  # this share of outputs loops and never ends (finish: length)
 # This share of tool calls is the canonical one (first declared tool, every argument the
 # first ARGUMENT_WORDS value): a dataset holding that call sees the model match it, the
 # rest diverge, both decided by the prompt, so multi-turn capture meets both paths.
@@ -99,10 +99,10 @@ class FakeModel:
         if shape.thinking and think_end is not None:
             yield from self._prose(rng, REASONING_WORDS, rng.randint(12, 80), paragraphs=True)
             if runaway:
-                yield from self._forever(rng, REASONING_WORDS)
+                yield from self._loop(rng, REASONING_WORDS)
             yield think_end
         elif runaway:
-            yield from self._forever(rng, ANSWER_WORDS)
+            yield from self._loop(rng, ANSWER_WORDS)
         if self._calls_tool(shape):
             yield from self._tool_section(rng, shape.tools_text or "")
         else:
@@ -151,6 +151,13 @@ class FakeModel:
                     yield from self._paragraph
         if sentence_left:
             yield from self._period
+
+    def _loop(self, rng: random.Random, words: Sequence[str]) -> Iterator[int]:
+        """A runaway: one sentence over and over, as a real model stuck in a loop (its
+        unique-bigram ratio falls toward 0 and a drafter predicts it perfectly)."""
+        sentence = tuple(self._prose(rng, words, rng.randint(6, 14), paragraphs=False))
+        while True:
+            yield from sentence
 
     def _forever(self, rng: random.Random, words: Sequence[str]) -> Iterator[int]:
         while True:

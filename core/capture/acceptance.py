@@ -1,0 +1,208 @@
+"""``eagle-tui accept``'s library call: replay a prompt set, report acceptance, keep results.
+
+``measure(settings)`` replays the prompts on ``server`` (and on ``against`` for an A/B, one
+server after the other so the two never share the machine), reports each side per category
+(``core.accept.summary``), the A/B difference with its 95 % bootstrap interval
+(``core.accept.ab``), the server's live alarm (1.00 per verify step), and compares the
+figures with the last stored result of the same target, config, prompt set and sampling
+(``core.accept.stored``), then stores this one. ``--from-batch`` replays exactly the batch's
+held-out split (``core.accept.heldout``), from the batch's own prompt file and tokenizer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from msgspec import UnsetType
+
+from eagle_tui.core.accept.ab import Difference, differences_by_category
+from eagle_tui.core.accept.alarms import Alarm, stuck_at_one
+from eagle_tui.core.accept.config import SpecConfig, spec_config
+from eagle_tui.core.accept.figures import AcceptFigure
+from eagle_tui.core.accept.heldout import held_out_ids
+from eagle_tui.core.accept.stored import (
+    RESULTS_FILE,
+    Comparison,
+    ResultKey,
+    StoredResult,
+    append_result,
+    compare,
+    latest_comparable,
+    load_results,
+    prompt_set_id,
+)
+from eagle_tui.core.accept.summary import AcceptReport, CategorySummary, report
+from eagle_tui.core.capture.prompts import PromptRecord, open_prompts
+from eagle_tui.core.capture.replay import ReplayRun, ReplaySettings, check_reachable, replay
+from eagle_tui.core.errors import ConfigError
+from eagle_tui.core.shards.manifest import Manifest
+from eagle_tui.core.urls import public_url
+
+
+@dataclass(frozen=True)
+class AcceptSettings:
+    """What ``accept`` was asked: the replay (``only`` set from the batch's held-out split),
+    the A/B server, where results are stored (None: not stored), a label."""
+
+    replay: ReplaySettings
+    against: str | None = None
+    results: Path | None = None
+    label: str = ""
+    batch: Path | None = None
+
+
+class Failure(msgspec.Struct, frozen=True):
+    """A prompt that got no answer."""
+
+    sample_id: str
+    reason: str
+
+
+class SideResult(msgspec.Struct, frozen=True):
+    """One server's replay: its config, its figures overall and per category, what failed,
+    the 1.00 alarm when its accept length says no draft was ever accepted."""
+
+    server: str
+    target: str
+    spec: SpecConfig
+    overall: CategorySummary
+    categories: dict[str, CategorySummary]
+    failures: list[Failure]
+    alarms: list[Alarm]
+    elapsed_s: float
+
+
+class AcceptOutcome(msgspec.Struct, frozen=True):
+    """What ``accept --json`` prints: the first server's ``overall`` and ``categories`` at
+    the top (``n``, ``accept_length`` and the rest), the other side and the differences for
+    an A/B, the comparison with the stored result and where this one was stored."""
+
+    server: str
+    target: str
+    spec: SpecConfig
+    prompt_set: str
+    held_out: bool
+    overall: CategorySummary
+    categories: dict[str, CategorySummary]
+    failures: list[Failure]
+    alarms: list[Alarm]
+    against: SideResult | None = None
+    differences: dict[str, Difference | None] | None = None
+    comparison: Comparison | None = None
+    stored_in: str | None = None
+
+
+def from_batch(batch: Path, settings: ReplaySettings, *,
+               tokenizer: Path | None = None) -> ReplaySettings:
+    """The replay of a batch's held-out split: its prompt file, its tokenizer unless given,
+    and only the prompts the split holds (ConfigError when the batch declares none)."""
+    manifest = Manifest.load(batch)
+    fraction = manifest.config.extra.held_out
+    if isinstance(fraction, UnsetType) or not fraction:
+        raise ConfigError(f"{batch} declares no held-out split; capture it with --held-out "
+                          "FRACTION, or pass --prompts FILE to replay a prompt file")
+    prompts = Path(manifest.config.prompt_file)
+    ids = held_out_ids((r.sample_id for r in _records(prompts)), fraction)
+    if not ids:
+        raise ConfigError(f"{batch}: its held-out split ({fraction:g}) holds no prompt of "
+                          f"{prompts}")
+    return replace(settings, prompts=prompts, only=ids,
+                   tokenizer=tokenizer or Path(manifest.config.tokenizer_path))
+
+
+def _records(prompts: Path) -> list[PromptRecord]:
+    return [r for r in open_prompts(prompts) if isinstance(r, PromptRecord)]
+
+
+async def measure(settings: AcceptSettings) -> AcceptOutcome:
+    """Replay, report, compare, store (see the module docstring); ConfigError before
+    anything is sent when the prompt file is unusable or a server does not answer."""
+    open_prompts(settings.replay.prompts)  # checked first: a bad file is the first thing to fix
+    for url in (settings.replay.server, settings.against):
+        if url is not None:
+            await check_reachable(url, settings.replay.api_key)
+    first = await replay(settings.replay)
+    side = _side(first, settings.replay.server)
+    other: ReplayRun | None = None
+    if settings.against is not None:
+        other = await replay(replace(settings.replay, server=settings.against))
+    keys = [r.key for r in first.requests]
+    outcome = AcceptOutcome(
+        server=side.server, target=side.target, spec=side.spec,
+        prompt_set=prompt_set_id(keys), held_out=settings.replay.only is not None,
+        overall=side.overall, categories=side.categories, failures=side.failures,
+        alarms=side.alarms)
+    if other is not None and settings.against is not None:
+        outcome = msgspec.structs.replace(
+            outcome, against=_side(other, settings.against),
+            differences=await asyncio.to_thread(
+                differences_by_category, first.requests, other.requests))
+    if settings.results is not None:
+        outcome = await asyncio.to_thread(_store, settings, outcome)
+    return outcome
+
+
+def _side(run: ReplayRun, server: str) -> SideResult:
+    config = spec_config(run.server_info)
+    summary: AcceptReport = report(run.requests)
+    alarms = [a for a in [_stuck(summary.overall, config)] if a is not None]
+    return SideResult(
+        server=public_url(server), target=_target(run.server_info), spec=config,
+        overall=summary.overall, categories=summary.categories,
+        failures=[Failure(f.sample_id, f.reason) for f in run.failures],
+        alarms=alarms, elapsed_s=run.elapsed_s)
+
+
+def _stuck(overall: CategorySummary, config: SpecConfig) -> Alarm | None:
+    """The 1.00 alarm over the replay: tokens per verify step without the prefill token
+    (1 + accepted drafts per step) is what a drafter that never hits reads as 1.00."""
+    if overall.verify_steps == 0 or overall.accept_rate is None:
+        return None
+    figure = AcceptFigure(accept_length=overall.accept_length or 0.0, source="metrics",
+                          window="this replay", accept_rate=overall.accept_rate)
+    return stuck_at_one(figure, config)
+
+
+def _target(server_info: dict[str, Any] | Any) -> str:
+    path = server_info.get("model_path") if hasattr(server_info, "get") else None
+    return path if isinstance(path, str) else ""
+
+
+def _store(settings: AcceptSettings, outcome: AcceptOutcome) -> AcceptOutcome:
+    path = settings.results
+    assert path is not None
+    replay_settings = settings.replay
+    key = ResultKey(target=outcome.target, spec=outcome.spec, prompt_set=outcome.prompt_set,
+                    temperature=replay_settings.temperature,
+                    max_new_tokens=replay_settings.max_new_tokens)
+    current = StoredResult(key=key, server=outcome.server,
+                           created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+                           report=AcceptReport(outcome.overall, outcome.categories),
+                           label=settings.label)
+    previous = latest_comparable(load_results(path), key)
+    comparison = compare(previous, current) if previous is not None else None
+    append_result(path, current)
+    alarms = [*outcome.alarms, *(comparison.alarms if comparison is not None else [])]
+    return msgspec.structs.replace(outcome, comparison=comparison, stored_in=str(path),
+                                   alarms=alarms)
+
+
+def default_results_path(settings: ReplaySettings, batch: Path | None) -> Path:
+    """``accept-results.jsonl`` beside the batch, else beside the prompt file."""
+    return (batch if batch is not None else settings.prompts.parent) / RESULTS_FILE
+
+
+__all__ = [
+    "AcceptOutcome",
+    "AcceptSettings",
+    "Failure",
+    "SideResult",
+    "default_results_path",
+    "from_batch",
+    "measure",
+]
