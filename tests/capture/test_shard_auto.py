@@ -58,10 +58,13 @@ def scheduler_free(environ: dict[str, str]) -> dict[str, str]:
 
 
 @pytest.fixture
-def in_task(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
-    """This process's environment with no scheduler in it; tests add the one they want."""
+def in_task(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyPatch:
+    """This process's environment with no scheduler in it; tests add the one they want. The
+    current directory holds BASE's prompt file (--prompts is checked to exist)."""
     for key in os.environ.keys() - scheduler_free(dict(os.environ)).keys():
         monkeypatch.delenv(key)
+    monkeypatch.chdir(tmp_path)
+    write_prompts(tmp_path / "p.jsonl", 3)
     return monkeypatch
 
 
@@ -127,6 +130,7 @@ def test_bad_values_and_environments_are_argparse_errors(
 
 
 def test_the_real_command_refuses_a_missing_scheduler_in_one_line(tmp_path: Path) -> None:
+    write_prompts(tmp_path / "p.jsonl", 3)
     done = subprocess.run(
         [sys.executable, "-m", "eagle_tui.tui.cli", "capture", *BASE, "--shard", "auto"],
         capture_output=True, text=True, cwd=tmp_path, timeout=120,
