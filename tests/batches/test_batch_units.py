@@ -183,9 +183,9 @@ def test_the_stored_config_has_every_config_field_but_the_secret() -> None:
                            tokenizer=Path("t"), api_key="k", retry_failed=True)
     stored = json.loads(config_to_json(config))
     # retry_failed is each run's own choice (`--retry-failed`), never carried to the next;
-    # partition, turns and trust_router_workers are written only when set
+    # partition, turns, trust_router_workers and held_out are written only when set
     assert set(stored) == set(CaptureConfig.__struct_fields__) - {
-        "api_key", "retry_failed", "partition", "turns", "trust_router_workers"}
+        "api_key", "retry_failed", "partition", "turns", "trust_router_workers", "held_out"}
     back = config_from_json(json.dumps(stored))
     assert (back.api_key, back.retry_failed) == (msgspec.UNSET, msgspec.UNSET)
     # the same defaults, too: a record holding only the required fields reads as the config
