@@ -22,6 +22,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import ClassVar, Literal
 
+from msgspec import UNSET, UnsetType
+
 from eagle_tui.core.accept.requests import RequestAcceptance
 from eagle_tui.core.wire import Wire
 
@@ -43,7 +45,9 @@ class RequestEvent(Wire, frozen=True):
     flags: tuple[str, ...] = ()
     error_kind: str | None = None
     detail: str | None = None
-    acceptance: RequestAcceptance | None = None  # a speculative server's finished answer
+    # a speculative server's finished answer; unset (not written) otherwise, so the
+    # documents of servers without speculation stay as they were
+    acceptance: RequestAcceptance | UnsetType = UNSET
 
 
 class DeltaEvent(Wire, frozen=True):

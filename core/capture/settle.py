@@ -7,6 +7,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from msgspec import UNSET
+
 from eagle_tui.core.accept.requests import RequestAcceptance, request_acceptance
 from eagle_tui.core.capture.events import CaptureEvent, EventSink, RequestEvent
 from eagle_tui.core.capture.failures import Failure, FailureLog
@@ -84,7 +86,7 @@ class Settler:
         self._emit(RequestEvent(kind="finished", sample_id=job.sample_id,
                                 at=self._clock.wall(), rid=outcome.rid, endpoint=endpoint,
                                 attempt=outcome.attempts, total=output_len, flags=flags,
-                                acceptance=acceptance_of(outcome.result.meta)))
+                                acceptance=acceptance_of(outcome.result.meta) or UNSET))
         return True
 
     def failed(self, job: Job, outcome: Outcome) -> None:

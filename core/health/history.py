@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 from eagle_tui.core.fsio import MIB, UnfitFile, read_small, write_atomic
 from eagle_tui.core.health import timings
@@ -44,14 +45,23 @@ class StartupRecord(msgspec.Struct, frozen=True):
     max_gaps: dict[str, float] = {}
     outcome: str = "ready"  # older records held ready ones only
     step_gaps: dict[str, float] = {}
-    server_timings: dict[str, float] = {}
-    """SGLang's own figures (``core.health.timings``: ``load_weight``, ``cuda_graph``…)."""
+    server_timings: dict[str, float] | UnsetType = UNSET
+    """SGLang's own figures (``core.health.timings``: ``load_weight``, ``cuda_graph``…);
+    unset, so not written, when the server gave none (older records read the same)."""
 
     def __post_init__(self) -> None:
         set_field = msgspec.structs.force_setattr
         set_field(self, "total_s", round(self.total_s, 3))
-        for name in ("phases", "max_gaps", "step_gaps", "server_timings"):
+        for name in ("phases", "max_gaps", "step_gaps"):
             set_field(self, name, {k: round(v, 3) for k, v in getattr(self, name).items()})
+        if not isinstance(self.server_timings, UnsetType):
+            set_field(self, "server_timings",
+                      {k: round(v, 3) for k, v in self.server_timings.items()})
+
+    @property
+    def own_timings(self) -> dict[str, float]:
+        """The server's own figures, empty when it gave none."""
+        return {} if isinstance(self.server_timings, UnsetType) else self.server_timings
 
 
 @dataclass(frozen=True)
@@ -170,7 +180,7 @@ def _slowest(recent: list[StartupRecord]) -> tuple[float, str]:
     """The slowest start-up: our own measure, or SGLang's own end-to-end figure when that is
     longer (it starts at the engine's launch, which a watch attached later does not see)."""
     ours = max(r.total_s for r in recent)
-    own = [e for r in recent if (e := timings.end_to_end(r.server_timings)) is not None]
+    own = [e for r in recent if (e := timings.end_to_end(r.own_timings)) is not None]
     if own and max(own) > ours:
         return max(own), " (SGLang's own startup timings)"
     return ours, ""
@@ -182,7 +192,7 @@ def _server_phase_limit(
     """A phase's limit from SGLang's own figure for it, when no silence was learned (the
     log's lines were not seen): the whole phase may pass silently."""
     names = [n for n, p in timings.PHASE_FIGURES.items() if p == phase]
-    figures = [r.server_timings[n] for r in recent for n in names if n in r.server_timings]
+    figures = [r.own_timings[n] for r in recent for n in names if n in r.own_timings]
     if not figures:
         return None
     limit = max(settings.min_stall_s, max(figures) * settings.stall_margin)
@@ -207,7 +217,7 @@ def _typical_phases(recent: list[StartupRecord]) -> tuple[tuple[Phase, float], .
     typical = []
     for phase in STARTUP_PHASES:
         names = [n for n, p in timings.PHASE_FIGURES.items() if p == phase]
-        own = [r.server_timings[n] for r in recent for n in names if n in r.server_timings]
+        own = [r.own_timings[n] for r in recent for n in names if n in r.own_timings]
         values = sorted(own or (r.phases[phase.value] for r in recent if phase.value in r.phases))
         if values:
             typical.append((phase, values[len(values) // 2]))

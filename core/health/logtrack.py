@@ -298,6 +298,10 @@ class LogTracker:
                 self.load, self.load_at = event, at
             case ev.WarningLine():
                 self.warnings.append(event)
+            case ev.Routine(line=line):
+                figures = timings.parse_log_line(line.text)
+                if figures is not None:  # SGLang's own phase times, for history
+                    self.engine_timings = figures
             case ev.OtherLine(line=line):
                 self._other(line)
 

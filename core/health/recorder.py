@@ -9,6 +9,8 @@ window that is too short).
 
 from __future__ import annotations
 
+from msgspec import UNSET
+
 from eagle_tui.core.health.history import (
     Expectations,
     StartupHistory,
@@ -94,7 +96,7 @@ class StartupRecorder:
         record = StartupRecord(
             signature, wall_end, end - anchor, durations, gaps, outcome, step_gaps,
             server_timings=(log.engine_timings if log and log.engine_timings
-                            else self.server_timings),
+                            else self.server_timings) or UNSET,
         )
         self._history.append(record)
         self.recorded = record

@@ -105,4 +105,4 @@ def test_phase_limits_from_server_figures_where_no_silence_was_learned() -> None
         Phase.LOADING_WEIGHTS] == 150.0  # fmt: skip
     old = msgspec.json.decode(b'{"signature": "s", "finished_at": 1, "total_s": 2}',
                               type=StartupRecord)
-    assert old.server_timings == {}  # records written before the field read back
+    assert old.own_timings == {}  # records written before the field read back

@@ -29,7 +29,7 @@ class FlagLine(msgspec.Struct, frozen=True, kw_only=True):
     """A flag raised when the verdict came."""
 
     flag: str
-    cause: str | None = None
+    cause: str | UnsetType = UNSET  # not written when the flag has none (as before)
     evidence: str
     next_step: str
 
@@ -52,7 +52,7 @@ class VerdictLine(msgspec.Struct, frozen=True, kw_only=True):
     lagging_ranks: tuple[str, ...] | UnsetType = UNSET
     unknown_lines: int | UnsetType = UNSET
     flags: tuple[FlagLine, ...] | UnsetType = UNSET
-    cause: str | UnsetType | None = UNSET
+    cause: str | UnsetType = UNSET
     processes: tuple[str, ...] | UnsetType = UNSET
     stacks: str | UnsetType = UNSET
 
@@ -66,9 +66,9 @@ class VerdictLine(msgspec.Struct, frozen=True, kw_only=True):
             pid=process.pid if process is not None else None,
             elapsed_s=_round(snapshot.elapsed_s), ready_after_s=_round(snapshot.ready_after_s),
             lagging_ranks=snapshot.lagging_ranks, unknown_lines=snapshot.unknown_lines,
-            flags=tuple(FlagLine(flag=f.name, cause=f.cause or None, evidence=f.evidence,
+            flags=tuple(FlagLine(flag=f.name, cause=f.cause or UNSET, evidence=f.evidence,
                                  next_step=f.next_step) for f in snapshot.flags),
-            cause=snapshot.verdict.cause or None if snapshot.verdict is not None else UNSET,
+            cause=(snapshot.verdict.cause or UNSET) if snapshot.verdict is not None else UNSET,
             processes=tuple(snapshot.evidence.describe()) if snapshot.evidence else UNSET,
             stacks=snapshot.stacks.describe() if snapshot.stacks is not None else UNSET)
 

@@ -15,6 +15,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from msgspec import UnsetType
+
 from eagle_tui.core.accept.requests import RequestAcceptance
 from eagle_tui.core.capture.events import CaptureEvent, DeltaEvent
 from eagle_tui.core.segments import Segment, Segmenter
@@ -214,7 +216,8 @@ class StreamBoard:
             stream.state, stream.detail = "retrying", event.detail or event.error_kind or ""
         elif event.kind == "finished":
             stream.state, stream.flags = "finished", event.flags
-            stream.acceptance = event.acceptance
+            stream.acceptance = (None if isinstance(event.acceptance, UnsetType)
+                                 else event.acceptance)
             self._note_missing(stream, event.total)
         elif event.kind in ("failed", "rejected"):
             stream.state, stream.detail = "failed", event.detail or event.error_kind or ""
