@@ -150,6 +150,8 @@ CHECKED_ACCEPTS: dict[str, Callable[[str], bool]] = {
     "_finishes": lambda v: False,
     "_model_dir": lambda v: _kind(v) == "dir",
     "_phase_factor": lambda v: False,
+    "shard_option": lambda v: CHECKED_ACCEPTS["_partition"](v),  # auto needs a scheduler
+    "slurm_job_id": lambda v: v.strip().isdigit(),
 }
 
 

@@ -196,7 +196,7 @@ def _add_spec_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--speculative-eagle-topk", type=Whole(1, 64), default=1)
     parser.add_argument("--speculative-num-draft-tokens", type=Whole(2, 1024), default=4)
     parser.add_argument(
-        "--speculative-draft-model-path", default=None,
+        "--speculative-draft-model-path", type=Line("a draft model path"), default=None,
         help="the drafter; a path naming EAGLE3 under --speculative-algorithm EAGLE accepts "
         "no draft (1.00 per step), as real SGLang does",
     )

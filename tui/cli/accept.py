@@ -30,6 +30,7 @@ import msgspec
 
 from eagle_tui.core.accept.ab import Difference
 from eagle_tui.core.accept.summary import CategorySummary
+from eagle_tui.core.argtypes import DirIn, FileIn, FileOut, Line, Number, Whole, seconds
 from eagle_tui.core.capture.acceptance import (
     AcceptOutcome,
     AcceptSettings,
@@ -38,7 +39,7 @@ from eagle_tui.core.capture.acceptance import (
     from_batch,
     measure,
 )
-from eagle_tui.core.capture.config import RetryPolicy
+from eagle_tui.core.capture.config import MAX_CONCURRENCY, RetryPolicy
 from eagle_tui.core.capture.replay import ReplaySettings
 from eagle_tui.core.errors import EagleError
 from eagle_tui.core.sglang import API_KEY_ENV
@@ -48,38 +49,42 @@ from eagle_tui.tui.options import server_url
 EXIT_OK, EXIT_ATTENTION, EXIT_REFUSED, EXIT_CRASHED = 0, 1, 2, 3
 
 
+MAX_INT32 = (1 << 31) - 1
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``accept`` flags (named as ``capture`` names them)."""
     what = parser.add_argument_group("what to replay").add_mutually_exclusive_group(
         required=True)
-    what.add_argument("--prompts", type=Path, metavar="FILE",
+    what.add_argument("--prompts", type=FileIn("the prompt file"), metavar="FILE",
                       help="a prompt file (JSONL or parquet, as capture reads; a record's "
                       "'category' field groups the figures)")
-    what.add_argument("--from-batch", type=Path, metavar="DIR",
+    what.add_argument("--from-batch", type=DirIn("the batch directory"), metavar="DIR",
                       help="a capture batch: replay exactly its held-out split")
     where = parser.add_argument_group("where")
     where.add_argument("--server", required=True, type=server_url, metavar="URL")
     where.add_argument("--against", type=server_url, metavar="URL",
                        help="a second server (B) for an A/B: B - A per category, 95 %% CI")
-    where.add_argument("--tokenizer", type=Path, metavar="DIR",
+    where.add_argument("--tokenizer", type=DirIn("the tokenizer directory"), metavar="DIR",
                        help="the target's tokenizer (default with --from-batch: the batch's)")
     sampling = parser.add_argument_group("sampling")
-    sampling.add_argument("--max-new-tokens", type=_positive_int, default=1024)
-    sampling.add_argument("--temperature", type=_temperature, default=0.0,
+    sampling.add_argument("--max-new-tokens", type=Whole(1, MAX_INT32), default=1024)
+    sampling.add_argument("--temperature", type=Number(0, 100), default=0.0,
                           help="default 0 (greedy), as benchmarks measure acceptance")
     running = parser.add_argument_group("running and results")
-    running.add_argument("--concurrency", type=_positive_int, default=16,
+    running.add_argument("--concurrency", type=Whole(1, MAX_CONCURRENCY), default=16,
                          help="requests in flight per server (acceptance depends on it)")
-    running.add_argument("--timeout", type=_positive_float, default=600.0,
+    running.add_argument("--timeout", type=seconds(), default=600.0,
                          help="seconds per request")
-    running.add_argument("--retries", type=_positive_int, default=6)
-    running.add_argument("--results", type=Path, metavar="FILE",
+    running.add_argument("--retries", type=Whole(1, 100), default=6)
+    running.add_argument("--results", type=FileOut("the results file"), metavar="FILE",
                          help="stored results (default: accept-results.jsonl beside the "
                          "batch or prompt file)")
     running.add_argument("--no-store", action="store_true",
                          help="compare with the stored results but do not add this one")
-    running.add_argument("--label", default="", help="a name for this result (the drafter)")
-    running.add_argument("--api-key-file", type=Path)
+    running.add_argument("--label", default="", type=Line("a label"),
+                         help="a name for this result (the drafter)")
+    running.add_argument("--api-key-file", type=FileIn("API key file"))
     running.add_argument("--json", action="store_true",
                          help="print one JSON object (overall, categories, ...)")
 
@@ -209,22 +214,3 @@ def _api_key(path: Path | None) -> str | None:
     return path.read_text(encoding="utf-8").strip() or None
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
-    return value
-
-
-def _temperature(text: str) -> float:
-    value = float(text)
-    if not 0 <= value <= 100:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 100, got {text}")
-    return value

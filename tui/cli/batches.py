@@ -19,6 +19,7 @@ from pathlib import Path
 
 import msgspec
 
+from eagle_tui.core.argtypes import Checked, DirIn
 from eagle_tui.core.batches.api import StatusDoc
 from eagle_tui.core.batches.registry import Registry
 from eagle_tui.core.batches.slurmjob import follow
@@ -64,10 +65,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--forget", action="store_true",
                         help="remove BATCH's record (not while it runs; its files stay)")
-    parser.add_argument("--slurm-job", metavar="ID", type=slurm_job_id,
+    parser.add_argument("--slurm-job", metavar="ID", type=Checked(slurm_job_id),
                         help="show the tasks of this Slurm array of capture --shard auto "
                              "(squeue, and the slice directories under --runs)")
-    parser.add_argument("--runs", metavar="DIR", type=existing_dir, action="append",
+    parser.add_argument("--runs", metavar="DIR", type=DirIn("a slice directory"), action="append",
                         help="with --slurm-job: a slice directory, or the directory holding "
                              "them (repeat; default: the current directory)")
 
@@ -80,15 +81,6 @@ def slurm_job_id(text: str) -> str:
                                          "(sbatch --parsable prints it)")
     return job
 
-
-def existing_dir(text: str) -> Path:
-    """``--runs``'s type: a directory that exists."""
-    path = Path(text)
-    if not path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text!r} is not a directory: give the slice "
-                                         "directories' parent (the --out of each task, "
-                                         "without slice-N)")
-    return path
 
 
 def run(args: argparse.Namespace) -> int:

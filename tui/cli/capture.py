@@ -134,7 +134,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     need.add_argument("--model-dir", type=DirIn("model directory"),
                       help="model directory whose config.json gives the vocabulary size "
                            "(default: the tokenizer directory, else the largest token id)")
-    need.add_argument("--held-out", type=float, default=None, metavar="FRACTION",
+    need.add_argument("--held-out", type=Number(0, 1, above=True), default=None, metavar="FRACTION",
                       help="declare a held-out split: this share of prompts (chosen by "
                       "sample id) is captured but left out of export, for accept --from-batch")
     need.add_argument("--trust-remote-code", action="store_true",
@@ -194,7 +194,7 @@ def _run_arguments(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--health-interval", type=seconds(), default=10.0)
     group.add_argument("--server-down-limit", type=seconds(), default=1800.0,
                        help="give up when no server has been healthy this many seconds")
-    group.add_argument("--shard", metavar="I/N|auto[/N]", type=shard_option,
+    group.add_argument("--shard", metavar="I/N|auto[/N]", type=Checked(shard_option),
                        help="capture only slice I (0-based) of N of the prompts, by sample id: "
                             "N batches (on N nodes) with 0/N..N-1/N split one job; auto: the "
                             "slice from the scheduler that started this process (Slurm array "

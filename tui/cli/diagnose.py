@@ -16,8 +16,8 @@ import argparse
 import asyncio
 import json
 import sys
-from pathlib import Path
 
+from eagle_tui.core.argtypes import FileIn, Whole
 from eagle_tui.core.health.diagnose import Bundle, NoServer, Target, collect, resolve
 from eagle_tui.tui.options import server_url
 
@@ -25,24 +25,17 @@ EXIT_OK = 0
 EXIT_USAGE = 2
 
 
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``diagnose`` options."""
     parser.add_argument("--url", type=server_url, help="the server's base URL")
-    parser.add_argument("--pid", type=_pid, help="PID of the server's main process")
-    parser.add_argument("--log", type=Path, metavar="FILE", help="the server's log file")
+    parser.add_argument("--pid", type=Whole(1, 1 << 22), help="PID of the server's main process")
+    parser.add_argument("--log", type=FileIn("the server's log file"), metavar="FILE",
+                        help="the server's log file")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--no-stacks", action="store_true",
                         help="do not run py-spy (no ptrace of the server's processes)")
 
-
-def _pid(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a PID: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"not a PID: {text!r} (must be at least 1)")
-    return value
 
 
 def run(args: argparse.Namespace) -> int:
