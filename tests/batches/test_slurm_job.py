@@ -65,7 +65,7 @@ def test_a_plain_job_and_a_missing_squeue_are_refused() -> None:
 @pytest.mark.parametrize(("argv", "said"), [
     (("--slurm-job", "812_3"), "argument --slurm-job: '812_3': want the array's job id"),
     (("--slurm-job", "1", "--runs", "/nonexistent/runs"),
-     "argument --runs: '/nonexistent/runs' is not a directory"),
+     "argument --runs: '/nonexistent/runs' does not exist; give the slice directory"),
 ])
 def test_bad_values_are_argparse_errors(argv: tuple[str, ...], said: str,
                                         capsys: pytest.CaptureFixture[str]) -> None:

@@ -82,7 +82,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                          "batch or prompt file)")
     running.add_argument("--no-store", action="store_true",
                          help="compare with the stored results but do not add this one")
-    running.add_argument("--label", default="", type=Line("a label"),
+    running.add_argument("--label", type=Line("a label"),
                          help="a name for this result (the drafter)")
     running.add_argument("--api-key-file", type=FileIn("API key file"))
     running.add_argument("--json", action="store_true",
@@ -125,7 +125,7 @@ def settings_from_args(args: argparse.Namespace) -> AcceptSettings:
     results = args.results or default_results_path(replay, args.from_batch)
     return AcceptSettings(
         replay=replay, against=args.against.for_requests if args.against else None,
-        results=None if args.no_store else results, label=args.label, batch=args.from_batch)
+        results=None if args.no_store else results, label=args.label or "", batch=args.from_batch)
 
 
 def report_text(outcome: AcceptOutcome) -> str:

@@ -68,7 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--slurm-job", metavar="ID", type=Checked(slurm_job_id),
                         help="show the tasks of this Slurm array of capture --shard auto "
                              "(squeue, and the slice directories under --runs)")
-    parser.add_argument("--runs", metavar="DIR", type=DirIn("a slice directory"), action="append",
+    parser.add_argument("--runs", metavar="DIR", type=DirIn("slice directory"), action="append",
                         help="with --slurm-job: a slice directory, or the directory holding "
                              "them (repeat; default: the current directory)")
 
