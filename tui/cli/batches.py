@@ -19,7 +19,7 @@ from eagle_tui.core.batches.registry import Registry
 from eagle_tui.core.batches.survey import BatchView, survey, survey_all
 from eagle_tui.core.batchstate import BatchState
 from eagle_tui.core.errors import WrongState
-from eagle_tui.core.wire import ENCODER
+from eagle_tui.core.wire import printable_json
 from eagle_tui.tui.cli.batch_table import counts_json, details, record_json, table
 from eagle_tui.tui.cli.batch_verbs import EXIT_OK, run_verb
 
@@ -87,4 +87,4 @@ def _forget(registry: Registry, view: BatchView) -> int:
 
 
 def _indented(document: BatchDoc | list[BatchDoc]) -> str:
-    return msgspec.json.format(ENCODER.encode(document), indent=1).decode()
+    return printable_json(document, indent=1)

@@ -22,7 +22,7 @@ from eagle_tui.core.export.tally import KeepCounts, KeepTally
 from eagle_tui.core.samples.job import open_job
 from eagle_tui.core.shards.conversations import ConversationStats
 from eagle_tui.core.shards.stats import BatchStats, Distribution, compute_stats_over
-from eagle_tui.core.wire import ENCODER
+from eagle_tui.core.wire import printable_json
 from eagle_tui.tui.cli.export_filters import add_filter_arguments, row_filter_from
 from eagle_tui.tui.cli.inspect import make_console
 from eagle_tui.tui.render.literal_rich import Literal
@@ -70,7 +70,7 @@ def stats_json(stats: BatchStats, keep: KeepCounts, job: str) -> str:
     document["export"] = keep
     if job:
         document["job"] = job
-    return msgspec.json.format(ENCODER.encode(document), indent=1).decode()
+    return printable_json(document, indent=1)
 
 
 def summary_tables(stats: BatchStats) -> list[Table]:
