@@ -201,7 +201,7 @@ async def test_several_servers_select_whose_log_is_shown() -> None:
         await wait_for(pilot, lambda: len(screen.buffers[1]) == 1, what="second log")
         log = screen.query_one(ServerLog)
         assert list(log.lines) == ["first server line"]
-        await pilot.press("bracketright")
+        await pilot.press("right_square_bracket")
         await pilot.pause()
         assert screen.selected == 1 and list(log.lines) == ["second server line"]
         assert screen.query_one("#server-card-1").has_class("-selected")

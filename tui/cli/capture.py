@@ -327,7 +327,7 @@ class _StderrHandler(logging.StreamHandler[TextIO]):
 async def _capture(config: CaptureConfig, args: argparse.Namespace) -> CaptureSummary:
     engine = CaptureEngine(config)
     _install_signal_handlers(engine, config.stop_grace_s)
-    display = asyncio.ensure_future(_display(engine, args))
+    display = asyncio.ensure_future(_show_progress(engine, args))
     try:
         return await engine.run()
     finally:
@@ -335,7 +335,7 @@ async def _capture(config: CaptureConfig, args: argparse.Namespace) -> CaptureSu
         await asyncio.gather(display, return_exceptions=True)
 
 
-async def _display(engine: CaptureEngine, args: argparse.Namespace) -> None:
+async def _show_progress(engine: CaptureEngine, args: argparse.Namespace) -> None:
     use_rich = args.display == "rich" or (args.display == "auto" and sys.stderr.isatty())
     if use_rich:
         from rich.console import Console

@@ -105,9 +105,9 @@ class ServerScreen(ViewScreen):
     AUTO_FOCUS = "ServerLog"
     MUTATING_ACTIONS = frozenset({"restart_server", "stop_server"})
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("bracketright", "select_server(1)", "Next server", key_display="]",
+        Binding("right_square_bracket", "select_server(1)", "Next server", key_display="]",
                 id="server.next"),
-        Binding("bracketleft", "select_server(-1)", "Prev server", key_display="[",
+        Binding("left_square_bracket", "select_server(-1)", "Prev server", key_display="[",
                 id="server.prev"),
         Binding("r", "restart_server", "Restart", id="server.restart"),
         Binding("x", "stop_server", "Stop server", id="server.stop"),
