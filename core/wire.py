@@ -11,7 +11,7 @@ failing somewhere downstream.
   ignored so an older reader accepts a newer writer);
 - ``where_what(error)`` / ``explain(error)``: msgspec's error as ``field.path: problem``;
 - ``ENCODER``: one shared compact encoder (structs, dataclasses, enums, builtins, paths and
-  ``TextValue``s);
+  ``TextValue``s); ``printable_json``: its output for a terminal (non-ASCII escaped);
 - ``TextValue``: base of value types a document holds as text (``--shard``'s ``"2/5"``);
   ``enc_hook``/``dec_hook`` write and read them, and paths, for any encoder or decoder
   (``decoder(Shape)`` is a JSON decoder with them).
@@ -83,6 +83,28 @@ ENCODER = msgspec.json.Encoder(enc_hook=enc_hook)
 """Compact JSON of any struct, dataclass, enum, builtin, path or ``TextValue`` (thread-safe,
 reusable)."""
 
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+
+
+def printable_json(value: object, *, indent: int | None = None) -> str:
+    """``value`` as JSON text with every non-ASCII character escaped (``\\u00e9``), as
+    ``json.dumps`` writes it: what a ``--json`` output prints. msgspec writes text as UTF-8,
+    and a terminal runs the C1 controls (``\\x9b`` is CSI) and bidi overrides that a batch
+    name, a path or a server's answer may hold; escaped, they are data again."""
+    data = ENCODER.encode(value)
+    if indent is not None:
+        data = msgspec.json.format(data, indent=indent)
+    return _NON_ASCII.sub(_escaped, data.decode())
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match[0])
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000  # above the BMP: a UTF-16 surrogate pair, as JSON spells it
+    return f"\\u{0xD800 | code >> 10:04x}\\u{0xDC00 | code & 0x3FF:04x}"
+
+
 _AT = re.compile(r" - at `\$(?P<path>[^`]*)`$")
 
 
@@ -112,4 +134,4 @@ class Wire(msgspec.Struct, frozen=True, kw_only=True):
 
 
 __all__ = ["ENCODER", "TextValue", "Wire", "dec_hook", "decoder", "enc_hook", "explain",
-           "where_what"]
+           "printable_json", "where_what"]

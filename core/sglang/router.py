@@ -94,7 +94,7 @@ def worker_url(text: str) -> ServerURL | str:
     return ServerURL.parse(text)
 
 
-def _display(text: str) -> str:
+def _public_form(text: str) -> str:
     """A listed URL for people and files: its public form, or a safe quote of a bad one."""
     checked = worker_url(text)
     return checked.public if isinstance(checked, ServerURL) else shown(text)
@@ -275,15 +275,15 @@ class RouterProbe:
         if isinstance(listed, str):
             return RouterView(self.url, time.time(), readiness, error=listed)
         total, listed = len(listed), listed[:MAX_WORKERS]
-        known = {_display(w.url) for w in listed}
-        extra = [u for u in also_workers if _display(u) not in known][:MAX_WORKERS]
+        known = {_public_form(w.url) for w in listed}
+        extra = [u for u in also_workers if _public_form(u) not in known][:MAX_WORKERS]
         probes = await asyncio.gather(
             *(self.probe_worker(w.url, with_load=with_load) for w in listed),
             *(self.probe_worker(u, with_load=with_load) for u in extra))
-        views = [WorkerView(_display(w.url), True, w.is_healthy,
+        views = [WorkerView(_public_form(w.url), True, w.is_healthy,
                             w.load if w.load >= 0 else None, w.model_path, p)
                  for w, p in zip(listed, probes, strict=False)]
-        views += [WorkerView(_display(u), False, False, None, None, p)
+        views += [WorkerView(_public_form(u), False, False, None, None, p)
                   for u, p in zip(extra, probes[len(listed):], strict=True)]
         return RouterView(self.url, time.time(), readiness, tuple(views), listed_total=total,
                           contacted=(self.url, *sorted(self.contacted)))

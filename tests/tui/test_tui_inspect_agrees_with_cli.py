@@ -36,7 +36,7 @@ from eagle_tui.core.capture.batch import prepare_batch
 from eagle_tui.core.capture.config import CaptureConfig
 from eagle_tui.core.sampling import SamplingIdentity, SamplingPreset
 from eagle_tui.core.shards.manifest import BatchConfig, Manifest
-from eagle_tui.core.shards.schema import ShardMetadata, ShardRow
+from eagle_tui.core.shards.schema import FooterTokenizer, ShardMetadata, ShardRow
 from eagle_tui.core.shards.writer import ShardWriter
 from eagle_tui.core.tokenizer import LoadedTokenizer, bundled_tokenizer_path, load_tokenizer
 from eagle_tui.core.validate import validate_sample
@@ -86,10 +86,12 @@ def rows_for(tokenizer: LoadedTokenizer) -> list[ShardRow]:
 
 def footer(tokenizer: LoadedTokenizer, path: str,
            boundary_ids: dict[str, object] | None = None) -> ShardMetadata:
-    return ShardMetadata(tokenizer.name, path, tokenizer.fingerprint(),
-                         tokenizer.template_hash(), {}, None, None,
-                         boundary_ids if boundary_ids is not None
-                         else dict(tokenizer.boundary_ids().as_dict()), 163840)
+    return ShardMetadata(
+        tokenizer=FooterTokenizer(name=tokenizer.name, path=path,
+                                  fingerprint=tokenizer.fingerprint(), vocab_size=163840),
+        template_hash=tokenizer.template_hash(),
+        boundary_ids=(boundary_ids if boundary_ids is not None
+                      else dict(tokenizer.boundary_ids().as_dict())))
 
 
 def write_batch(directory: Path, tokenizer: LoadedTokenizer, meta: ShardMetadata,

@@ -26,7 +26,7 @@ from eagle_tui.core.batches.slurmjob import follow
 from eagle_tui.core.batches.survey import BatchView, survey, survey_all
 from eagle_tui.core.batchstate import BatchState
 from eagle_tui.core.errors import ConfigError, WrongState
-from eagle_tui.core.wire import ENCODER
+from eagle_tui.core.wire import printable_json
 from eagle_tui.tui.cli.batch_table import (
     counts_json,
     details,
@@ -115,7 +115,7 @@ def _slurm(args: argparse.Namespace) -> int:
     if args.batch is not None or args.forget:
         raise ConfigError("--slurm-job shows a Slurm job; give no BATCH and no --forget with it")
     view = follow(args.slurm_job, args.runs or [Path.cwd()])
-    print(msgspec.json.format(ENCODER.encode(slurm_json(view)), indent=1).decode()
+    print(printable_json(slurm_json(view), indent=1)
           if args.json else slurm_table(view))
     return EXIT_OK
 
@@ -130,4 +130,4 @@ def _forget(registry: Registry, view: BatchView) -> int:
 
 
 def _indented(document: BatchDoc | list[BatchDoc]) -> str:
-    return msgspec.json.format(ENCODER.encode(document), indent=1).decode()
+    return printable_json(document, indent=1)

@@ -473,7 +473,7 @@ async def _capture(config: CaptureConfig, args: argparse.Namespace) -> _Ended:
         print(f"eagle-tui capture: {terminal_safe(scheduler.describe())}", file=sys.stderr)
     engine = CaptureEngine(config, scheduler=scheduler)
     signals = _install_signal_handlers(engine, config.stop_grace_s)
-    display = asyncio.ensure_future(_display(engine, args))
+    display = asyncio.ensure_future(_show_progress(engine, args))
     try:
         return _Ended(await engine.run(), signals[0] if signals else None)
     finally:
@@ -481,7 +481,7 @@ async def _capture(config: CaptureConfig, args: argparse.Namespace) -> _Ended:
         await asyncio.gather(display, return_exceptions=True)
 
 
-async def _display(engine: CaptureEngine, args: argparse.Namespace) -> None:
+async def _show_progress(engine: CaptureEngine, args: argparse.Namespace) -> None:
     use_rich = args.display == "rich" or (args.display == "auto" and sys.stderr.isatty())
     if use_rich:
         from rich.console import Console

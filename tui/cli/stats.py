@@ -27,7 +27,7 @@ from eagle_tui.core.shards.conversations import ConversationStats
 from eagle_tui.core.shards.manifest import Manifest
 from eagle_tui.core.shards.stats import BatchStats, Distribution, compute_stats_over
 from eagle_tui.core.text import counts_text, terminal_safe
-from eagle_tui.core.wire import ENCODER
+from eagle_tui.core.wire import printable_json
 from eagle_tui.tui.cli.export_filters import add_filter_arguments, row_filter_from
 from eagle_tui.tui.cli.inspect import make_console
 from eagle_tui.tui.render.literal_rich import Literal
@@ -99,7 +99,7 @@ def stats_json(stats: BatchStats, keep: KeepCounts, job: str,
         document["missing_slices"] = list(missing)
     if not_generated:
         document["turns_not_generated"] = not_generated
-    return msgspec.json.format(ENCODER.encode(document), indent=1).decode()
+    return printable_json(document, indent=1)
 
 
 def held_out_split(path: Path) -> HeldOutSplit | None:

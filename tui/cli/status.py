@@ -34,7 +34,7 @@ from eagle_tui.core.paths import state_dir
 from eagle_tui.core.sglang.router import WorkerAccess, look_at
 from eagle_tui.core.text import duration, terminal_safe
 from eagle_tui.core.urls import ServerURL
-from eagle_tui.core.wire import ENCODER
+from eagle_tui.core.wire import printable_json
 from eagle_tui.tui.cli.batch_table import counts_json
 from eagle_tui.tui.options import server_url
 from eagle_tui.tui.render.accept import AcceptanceDoc, acceptance_lines
@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     except UntrustedState as e:  # another user could have planted what we would read
         print(f"eagle-tui status: {terminal_safe(str(e))}", file=sys.stderr)
         return EXIT_USAGE
-    print(ENCODER.encode(report).decode() if args.json
+    print(printable_json(report) if args.json
           else terminal_safe(render_text(report), multiline=True))
     return report.exit_code
 

@@ -22,7 +22,7 @@ from eagle_tui.core.health.changes import Change
 from eagle_tui.core.health.phase import Phase
 from eagle_tui.core.health.snapshot import HealthSnapshot, Verdict
 from eagle_tui.core.text import duration
-from eagle_tui.core.wire import ENCODER
+from eagle_tui.core.wire import printable_json
 
 
 class FlagLine(msgspec.Struct, frozen=True, kw_only=True):
@@ -129,7 +129,7 @@ class Output:
         self._text(f"{server} {verdict.outcome.value.upper()}: {verdict.diagnosis}{step}")
 
     def _json(self, data: dict[str, Any] | VerdictLine) -> None:
-        self._text(ENCODER.encode(data).decode())
+        self._text(printable_json(data))
 
     def _text(self, line: str) -> None:
         self.stream.write(line + "\n")

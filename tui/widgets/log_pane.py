@@ -288,7 +288,7 @@ class LogPane(Vertical):
         self.buffer.extend(lines)
         kept = self._kept(lines)
         if kept:
-            shown = self._display(kept, continue_open=True)
+            shown = self._lines_to_show(kept, continue_open=True)
             if shown is None:  # the open line gained ranks: its text changed
                 self._refeed()
                 return
@@ -307,7 +307,7 @@ class LogPane(Vertical):
         pattern = self._pattern if self.matches_only else None
         return filter_lines(lines, pattern, QUIET if self.hide_noise else None)
 
-    def _display(self, lines: Sequence[str], *, continue_open: bool) -> list[str] | None:
+    def _lines_to_show(self, lines: Sequence[str], *, continue_open: bool) -> list[str] | None:
         """Kept lines as shown: stamps, rank runs, wrapping. None when the first lines join
         the line shown last (more ranks): the caller re-feeds."""
         if not self.timestamps:
@@ -332,7 +332,7 @@ class LogPane(Vertical):
 
     def _refeed(self) -> None:
         self._open_group = None
-        shown = self._display(self._kept(self.buffer.matching(None)), continue_open=False)
+        shown = self._lines_to_show(self._kept(self.buffer.matching(None)), continue_open=False)
         self.server_log.replace_lines(shown or [])
         self._show_status()
 
