@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from eagle_tui.core.text import clip
 from eagle_tui.tui.render.flags import flag_severity
 from eagle_tui.tui.render.gpu import GB, server_pids
 from eagle_tui.tui.render.server import SHORT_PHASE, PhaseTone, phase_tone
@@ -26,8 +27,12 @@ if TYPE_CHECKING:
     from eagle_tui.tui.render.accept import AcceptanceReading
     from eagle_tui.tui.render.batch import BatchSnapshot
 
-COLUMNS = ("server", "phase", "run", "queue", "tok/s", "KV", "accept", "GPU GB", "capture",
-           "rows/s", "flag")
+COLUMNS = ("server", "phase", "run", "que", "tok/s", "KV", "acc", "GPU", "cap", "cap/s",
+           "flag")
+"""Narrow on purpose (80 columns hold them all): ``que`` queued requests, ``acc`` accept
+length, ``GPU`` GB held of GB, ``cap`` capture requests in flight on the server, ``cap/s``
+rows it finishes there a second."""
+NAME_CELLS = 22
 RATE_WINDOW_S = 30.0
 _SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
@@ -182,7 +187,7 @@ def cells(row: FleetRow) -> tuple[str, ...]:
     """The row's cells as text, in ``COLUMNS`` order ("-" where nothing is known)."""
     gpu = "-" if row.gpu_used is None or row.gpu_total is None else (
         f"{row.gpu_used:.0f}/{row.gpu_total:.0f}")
-    return (row.name, row.phase, _num(row.running), _num(row.queued), _num(row.tokens_per_s),
+    return (clip(row.name, NAME_CELLS), row.phase, _num(row.running), _num(row.queued), _num(row.tokens_per_s),
             "-" if row.kv_use is None else f"{row.kv_use:.0%}",
             "-" if row.accept is None else f"{row.accept:.2f}", gpu,
             _num(row.capture_in_flight),
