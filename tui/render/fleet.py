@@ -187,7 +187,8 @@ def cells(row: FleetRow) -> tuple[str, ...]:
     """The row's cells as text, in ``COLUMNS`` order ("-" where nothing is known)."""
     gpu = "-" if row.gpu_used is None or row.gpu_total is None else (
         f"{row.gpu_used:.0f}/{row.gpu_total:.0f}")
-    return (clip(row.name, NAME_CELLS), row.phase, _num(row.running), _num(row.queued), _num(row.tokens_per_s),
+    return (clip(row.name, NAME_CELLS), row.phase, _num(row.running), _num(row.queued),
+            _num(row.tokens_per_s),
             "-" if row.kv_use is None else f"{row.kv_use:.0%}",
             "-" if row.accept is None else f"{row.accept:.2f}", gpu,
             _num(row.capture_in_flight),

@@ -33,8 +33,9 @@ each is watched like a server; otherwise shown as the router lists them): its **
 (or the router's word for a worker), requests running (**run**) and queued (**que**),
 **tok/s** and **KV** cache use from its newest per-batch log line, the accept length
 (**acc**) while it speculates, the **GPU** memory its processes hold (GB of the GPUs they
-hold it on; `-` for a server on another host), the requests a running capture has in flight on it (**cap**) and the rows a
-second it finishes there (**cap/s**), and its most severe **flag**. The line above sums the fleet.
+hold it on; `-` for a server on another host), the requests a running capture has in
+flight on it (**cap**) and the rows a second it finishes there (**cap/s**), and its most
+severe **flag**. The line above sums the fleet.
 
 `o` sorts by the next column (or click a header), `O` reverses: numbers largest first, the
 phase down-first, flags by severity. `/` filters: only rows with the text in a cell stay
