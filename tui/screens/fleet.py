@@ -78,13 +78,16 @@ class FleetScreen(ViewScreen):
     def table(self) -> FleetTable:
         return self.query_one(FleetTable)
 
-    def rows(self) -> list[FleetRow]:
-        """Every server, filtered by the search text and in the chosen order."""
+    def every_row(self) -> list[FleetRow]:
+        """Every server, with the capture columns."""
         control = self.eagle.sources.capture
         batches = control.batches() if control is not None else ()
-        rows = self.eagle.fleet.rows(self.rates.update(self.eagle.clock.monotonic(), batches))
+        return self.eagle.fleet.rows(self.rates.update(self.eagle.clock.monotonic(), batches))
+
+    def shown_rows(self, rows: list[FleetRow]) -> list[FleetRow]:
+        """``rows`` filtered by the search text, in the chosen order."""
         wanted = self.table.search
-        shown = [row for row in rows if row_matches(row, wanted)] if wanted else rows
+        shown = [row for row in rows if row_matches(row, wanted)] if wanted else list(rows)
         if self.sort_column is not None:
             column = self.sort_column
             shown.sort(key=lambda row: sort_value(row, column), reverse=self.sort_reverse)
@@ -92,8 +95,8 @@ class FleetScreen(ViewScreen):
 
     def refresh_fleet(self) -> None:
         """Redraw from what the feeds and the capture source last gave."""
-        everyone = self.eagle.fleet.rows()
-        rows = self.rows()
+        everyone = self.every_row()
+        rows = self.shown_rows(everyone)
         text = summary(everyone) if everyone else "no server watched yet"
         if self.table.search:
             text += f" · showing {len(rows)} matching {self.table.search!r} (Esc: all)"
