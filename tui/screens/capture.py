@@ -28,6 +28,7 @@ from eagle_tui.tui.screens.batch_forms import NewBatchScreen, StopBatchScreen
 from eagle_tui.tui.sources.capture import BatchRequest, CaptureControl
 from eagle_tui.tui.widgets.batch_detail import BatchDetail
 from eagle_tui.tui.widgets.nav_table import NavTable
+from eagle_tui.tui.widgets.slurm_job import SlurmJobPanel
 
 HELP = """\
 Every capture batch in the registry (detached workers: they keep running when the
@@ -47,6 +48,12 @@ ETA is shown only while the batch is running, finishing samples and has a server
 otherwise the bar says why there is none. Rates are drawn from zero (a flat line is no
 progress). `o` sorts by the next column (or click a header), `O` reverses; `j`/`k`, `g`/`G`
 move, `/` searches the table, `n`/`N` next/previous match.
+
+Started with `--slurm-job ID` (and `--runs DIR`), the view first shows that Slurm array of
+`capture --shard auto` tasks as **one job**: rows stored of the job's total (the prompt
+file's records × presets), rows/s over the last minute, ETA, the slices done, running,
+pending and failed, the requeues, and one line per task (failed and running first: state,
+node, slice, rows). It asks `squeue` every 5 seconds and reads each slice's manifest.
 """
 COLUMNS = (
     "batch", "name", "state", "%", "done/total", "smp/s", "tok/s", "ETA", "failed", "flagged"
@@ -87,6 +94,9 @@ class CaptureScreen(ViewScreen):
         return self.eagle.sources.capture
 
     def compose_body(self) -> ComposeResult:
+        slurm = self.eagle.sources.slurm
+        if slurm is not None:
+            yield SlurmJobPanel(slurm.job_id, id="slurm-job")
         table = NavTable(id="batch-table", cursor_type="row")
         table.add_columns(*COLUMNS)
         yield table
@@ -94,6 +104,8 @@ class CaptureScreen(ViewScreen):
         yield BatchDetail(id="batch-detail")
 
     def on_mount(self) -> None:
+        if self.eagle.sources.slurm is not None:
+            self.eagle.sources.slurm.start()
         self.refresh_batches()
         self.set_interval(self.eagle.options.refresh_s, self.refresh_batches)
 
@@ -109,7 +121,13 @@ class CaptureScreen(ViewScreen):
         if self._wanted is not None:
             self.select_batch(self._wanted)
         self._update_detail()
+        self._update_slurm()
         self.refresh_bindings()
+
+    def _update_slurm(self) -> None:
+        slurm = self.eagle.sources.slurm
+        if slurm is not None:
+            self.query_one(SlurmJobPanel).show(slurm.latest())
 
     def _update_table(self) -> None:
         table = self.query_one("#batch-table", DataTable)
