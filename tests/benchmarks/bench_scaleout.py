@@ -3,8 +3,8 @@
 One capture process against 16 simulated servers of finite capacity (``--capacity`` requests
 at once, ``--tokens-per-s`` each), in the same run: directly (16 ``--server``), through
 SGLang's router (``sglang-router``, round robin) in front of the same 16, and a bare loop
-(plain httpx/asyncio: one pool of ``--capacity`` connections per server, ``--capacity``
-requests in flight on each, the same ``/generate`` bodies pre-rendered, answers discarded),
+(plain httpx/asyncio: ``--capacity`` requests in flight on each server, in pools of at most
+8 connections, the same ``/generate`` bodies pre-rendered, answers discarded),
 the reference of what a client can reach on this machine. Over a steady-state window each
 prints samples/s, the client's CPU per sample (the router's too), the share of the servers'
 token capacity achieved (generated tokens counted by the sims themselves), and the CPU the
@@ -50,6 +50,7 @@ ROUTER_FLAGS = ("--policy", "round_robin", "--disable-circuit-breaker",
                 "--health-check-interval-secs", "5", "--log-level", "warn")
 SATURATED = 0.97
 """A share of the servers' capacity at or above which the servers, not the client, limit."""
+POOL = 8
 BUSY = 0.9
 """The share of the machine's cores busy at or above which the machine is the limit."""
 
@@ -151,11 +152,15 @@ def engine_load(name: str, urls: list[str], args: argparse.Namespace, work: Path
 
 
 def bare_load(urls: list[str], bodies: Iterator[dict[str, Any]], per_server: int) -> Load:
-    """``per_server`` plain loops on each server's own httpx pool, posting the next body and
-    discarding the answer."""
+    """``per_server`` plain loops per server, posting the next body and discarding the
+    answer; each loop keeps to one httpx pool of at most POOL connections (the best bare
+    loop of bench_capture: a large pool costs more CPU per request)."""
     finished = [0]
-    limits = httpx.Limits(max_connections=per_server, max_keepalive_connections=per_server)
-    clients = [httpx.AsyncClient(base_url=url, limits=limits, timeout=600) for url in urls]
+    size = min(per_server, POOL)
+    limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
+    pools = -(-per_server // size)
+    clients = [httpx.AsyncClient(base_url=url, limits=limits, timeout=600)
+               for url in urls for _ in range(pools)]
 
     async def loop(client: httpx.AsyncClient) -> None:
         for body in bodies:
@@ -165,7 +170,8 @@ def bare_load(urls: list[str], bodies: Iterator[dict[str, Any]], per_server: int
 
     async def run() -> None:
         try:
-            await asyncio.gather(*(loop(c) for c in clients for _ in range(per_server)))
+            await asyncio.gather(*(loop(clients[server * pools + j // size])
+                                   for server in range(len(urls)) for j in range(per_server)))
         finally:
             await asyncio.gather(*(c.aclose() for c in clients))
 
