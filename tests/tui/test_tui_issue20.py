@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import os
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -21,11 +22,13 @@ from support.waiting import pilot_wait
 from test_tui_capture_view import prompts_file
 from textual import events
 from textual.widgets import DataTable, Input, Static
-from tui_fakes import FakeCapture, batch
+from tui_fakes import FakeCapture, FakeServerFeed, batch, health
 from tui_shards import make_row, synthetic_rows, write_shards
 
 from eagle_tui.core import kimi
 from eagle_tui.core.batchstate import BatchState
+from eagle_tui.core.health.snapshot import Flag
+from eagle_tui.core.proc.discover import ServerProcess
 from eagle_tui.core.tokenizer import bundled_tokenizer_path, load_tokenizer
 from eagle_tui.tui.app import EagleApp
 from eagle_tui.tui.cli import inspect as inspect_cli
@@ -39,9 +42,11 @@ from eagle_tui.tui.screens.inspect import InspectScreen
 from eagle_tui.tui.screens.sample import SampleScreen, sample_header
 from eagle_tui.tui.sources import Sources
 from eagle_tui.tui.sources.batches import shard_flag_counts
+from eagle_tui.tui.sources.server import ServerDiscovery
 from eagle_tui.tui.sources.tokenizers import TokenizerCache
 from eagle_tui.tui.widgets.field import Field
 from eagle_tui.tui.widgets.log_pane import HEALTH_NOISE
+from eagle_tui.tui.widgets.server_card import ServerCard
 
 UPSTREAM = Path(__file__).parents[1] / "fixtures" / "upstream" / "textual_input_burst.py"
 
@@ -319,3 +324,28 @@ async def test_help_says_how_to_close_it() -> None:
         assert "esc" in str(app.screen.query_one("#help-close", Static).render())
         await pilot.press("escape")
         await pilot_wait(pilot, lambda: isinstance(app.screen, CaptureScreen), what="closed")
+
+
+def found_server(port: int, uid: int | None) -> ServerProcess:
+    return ServerProcess(pid=4000 + port, kind="launch_server", cmdline="python -m sglang…",
+                         host="127.0.0.1", port=port, log_path=None, create_time=0.0, uid=uid)
+
+
+async def test_discovery_toasts_only_about_this_users_servers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    theirs, mine = found_server(30001, os.getuid() + 1), found_server(30002, os.getuid())
+    targets = ServerDiscovery(lambda: [theirs, mine]).new_targets()
+    assert [target.quiet for target in targets] == [True, False]
+    crash = Flag("crashed", "process exited with code 1")
+    feeds = [FakeServerFeed(target, [health(flags=[crash])]) for target in targets]
+    app = EagleApp(DashboardOptions(servers=tuple(targets)),
+                   sources=Sources(servers=tuple(feeds), capture=FakeCapture()))
+    async with app.run_test(size=(120, 40)) as pilot:
+        said: list[str] = []
+        monkeypatch.setattr(app.screen, "notify", lambda _m, **kw: said.append(kw["title"]))
+        await pilot_wait(pilot, lambda: bool(said), what="the toast about our own server")
+        await pilot.pause(0.5)
+        assert said == [f"{targets[1].label}: crashed"]  # listed both; toasted only ours
+        assert "(user " in targets[0].label and "(user" not in targets[1].label
+        assert len(app.screen.query(ServerCard)) == 2
