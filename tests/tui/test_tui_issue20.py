@@ -21,7 +21,7 @@ from rich.console import Console
 from support.waiting import pilot_wait
 from test_tui_capture_view import prompts_file
 from textual import events
-from textual.widgets import DataTable, Input, Static
+from textual.widgets import DataTable, Footer, Input, Static
 from tui_fakes import FakeCapture, FakeServerFeed, batch, health
 from tui_shards import make_row, synthetic_rows, write_shards
 
@@ -349,3 +349,27 @@ async def test_discovery_toasts_only_about_this_users_servers(
         assert said == [f"{targets[1].label}: crashed"]  # listed both; toasted only ours
         assert "(user " in targets[0].label and "(user" not in targets[1].label
         assert len(app.screen.query(ServerCard)) == 2
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+async def test_the_capture_view_fits_its_table_and_footer_keys(size: tuple[int, int]) -> None:
+    control = FakeCapture([batch("20260102-030405-ab12", "finished", name="kimi-en"),
+                           batch("20260102-041500-cd34", "running", name="kimi-zh")])
+    app = capture_app(control)
+    async with app.run_test(size=size) as pilot:
+        screen = app.screen
+        assert isinstance(screen, CaptureScreen)
+        table = screen.query_one("#batch-table", DataTable)
+        await pilot_wait(pilot, lambda: table.row_count == 2, what="the batches")
+        await pilot.pause()
+        headers = [str(column.label) for column in table.columns.values()]
+        assert {"batch", "name", "state", "done/total", "ETA", "failed", "flagged"} <= set(headers)
+        assert table.virtual_size.width <= table.size.width, headers  # nothing cut off
+        footer = screen.query_one(Footer)
+        assert footer.virtual_size.width <= footer.size.width  # every key whole
+        await pilot.press("down")  # the selection survives a narrower terminal
+        await pilot.resize_terminal(70, 24)
+        await pilot_wait(pilot, lambda: len(table.columns) < len(headers), what="fewer columns")
+        chosen = screen.selected()
+        assert chosen is not None and chosen.batch_id == "20260102-041500-cd34"
+        assert table.virtual_size.width <= table.size.width

@@ -140,7 +140,7 @@ def test_capture_new_batch_and_inspect_follow_the_selection(
         if flags:  # item 14: the kinds come from the shards
             kind, count = max(flags.items(), key=lambda item: item[1])
             assert f"{kind} {count}" in screen, screen
-        help_lists(term, "Capture", ["n  New batch", "i  Inspect", "o  Sort"])
+        help_lists(term, "Capture", ["n  New", "i  Inspect", "o  Sort"])
         term.press("i")  # item 17: the selection opens in Inspect
         term.wait_for(str(tmp_path / "second-out"))
         term.wait_for("12 rows in")
