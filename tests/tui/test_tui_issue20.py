@@ -27,6 +27,7 @@ from tui_shards import make_row, synthetic_rows, write_shards
 
 from eagle_tui.core import kimi
 from eagle_tui.core.batchstate import BatchState
+from eagle_tui.core.capture.events import RequestEvent
 from eagle_tui.core.health.snapshot import Flag
 from eagle_tui.core.proc.discover import ServerProcess
 from eagle_tui.core.tokenizer import bundled_tokenizer_path, load_tokenizer
@@ -40,6 +41,7 @@ from eagle_tui.tui.screens.capture import CaptureScreen
 from eagle_tui.tui.screens.help import HelpScreen
 from eagle_tui.tui.screens.inspect import InspectScreen
 from eagle_tui.tui.screens.sample import SampleScreen, sample_header
+from eagle_tui.tui.screens.streams import StreamsScreen
 from eagle_tui.tui.sources import Sources
 from eagle_tui.tui.sources.batches import shard_flag_counts
 from eagle_tui.tui.sources.server import ServerDiscovery
@@ -373,3 +375,21 @@ async def test_the_capture_view_fits_its_table_and_footer_keys(size: tuple[int, 
         chosen = screen.selected()
         assert chosen is not None and chosen.batch_id == "20260102-041500-cd34"
         assert table.virtual_size.width <= table.size.width
+
+
+@pytest.mark.parametrize(("width", "columns"), [(80, 1), (120, 1), (200, 2), (250, 3)])
+async def test_streams_boxes_sit_side_by_side_on_wide_terminals(width: int, columns: int) -> None:
+    control = FakeCapture([batch("b1", "running")])
+    app = EagleApp(DashboardOptions(start_view="streams"), sources=Sources(capture=control))
+    app.watching = "b1"
+    async with app.run_test(size=(width, 60)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, StreamsScreen)
+        control.add_events("b1", [RequestEvent(kind="sent", sample_id=f"p{n}", at=0.0,
+                                               rid=f"r{n}", watched=True) for n in range(8)])
+        await pilot_wait(pilot, lambda: len(screen.slots) == 8, what="eight boxes")
+        await pilot.pause()
+        rows = {box.region.y for box in screen.slots}
+        assert len(rows) == -(-8 // columns)  # 8 boxes, `columns` to a row
+        assert all(box.region.width >= 78 for box in screen.slots)  # never squeezed
+        assert all(box.region.right <= width for box in screen.slots)

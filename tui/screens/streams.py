@@ -37,6 +37,7 @@ from eagle_tui.tui.widgets.token_view import TokenLegend
 MAX_FLUSH_HZ = 10.0
 AUTO_WATCH_S = 1.0
 WATCH_COUNT = 8
+BOX_MIN_WIDTH = 80
 HELP = """\
 The requests the selected batch streams live (`w` in the Capture view, or `w` here, asks
 it to stream its next 8 requests; every other request is sent without streaming). Each box
@@ -89,6 +90,11 @@ class StreamsScreen(ViewScreen):
 
     VIEW = "streams"
     HELP_TEXT = HELP
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [
+        (0, "-one-column"), (BOX_MIN_WIDTH * 2, "-two-columns"),
+        (BOX_MIN_WIDTH * 3, "-three-columns"),
+    ]
+    """Boxes side by side when each can still be ``BOX_MIN_WIDTH`` wide (tcss: the grid)."""
     MUTATING_ACTIONS = frozenset({"watch_more", "toggle_auto"})
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("t", "toggle_mode", "Text/ids", id="streams.mode"),
