@@ -90,7 +90,8 @@ class StreamsScreen(ViewScreen):
 
     VIEW = "streams"
     HELP_TEXT = HELP
-    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [
+    # Textual types it as an instance attribute (ClassVar[...] | None), so no ClassVar here.
+    HORIZONTAL_BREAKPOINTS = [  # noqa: RUF012
         (0, "-one-column"), (BOX_MIN_WIDTH * 2, "-two-columns"),
         (BOX_MIN_WIDTH * 3, "-three-columns"),
     ]
