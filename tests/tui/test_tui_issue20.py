@@ -393,3 +393,24 @@ async def test_streams_boxes_sit_side_by_side_on_wide_terminals(width: int, colu
         assert len(rows) == -(-8 // columns)  # 8 boxes, `columns` to a row
         assert all(box.region.width >= 78 for box in screen.slots)  # never squeezed
         assert all(box.region.right <= width for box in screen.slots)
+
+
+@pytest.mark.parametrize("readonly", [False, True])
+async def test_streams_follows_the_running_batch_after_a_restart(readonly: bool) -> None:
+    # A dashboard started while batches run: nothing was watched by this one yet.
+    control = FakeCapture([batch("b1-old", "done"), batch("b2-night", "running"),
+                           batch("b3-later", "stopped")])
+    app = EagleApp(DashboardOptions(start_view="capture", readonly=readonly),
+                   sources=Sources(capture=control))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("3")
+        await pilot_wait(pilot, lambda: isinstance(app.screen, StreamsScreen), what="Streams")
+        screen = app.screen
+        assert isinstance(screen, StreamsScreen)
+        await pilot_wait(pilot, lambda: screen.status_text().startswith("batch b2-night"),
+                         what=lambda: f"the running batch followed ({screen.status_text()})")
+        asked = [call for call in control.calls if call[0] == "watch"]
+        assert asked == ([] if readonly else [("watch", "b2-night", "8")])
+        control.add_events("b2-night", [RequestEvent(kind="sent", sample_id="p7", at=0.0,
+                                                     rid="r7", watched=True)])
+        await pilot_wait(pilot, lambda: "p7" in screen.boxes, what="its stream")

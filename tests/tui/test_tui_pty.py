@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -26,6 +26,7 @@ from test_tui_capture_view import prompts_file
 from tui_shards import make_row, synthetic_rows, write_shards
 
 from eagle_tui.core import kimi
+from eagle_tui.core.batches.control_client import BatchClient
 from eagle_tui.core.batches.detach import launch_detached
 from eagle_tui.core.batches.registry import Registry
 from eagle_tui.core.sim.launcher import SimProcess
@@ -203,3 +204,33 @@ def test_inspect_search_bursts_and_the_copy_that_reaches_the_terminal(tmp_path: 
         exported = tmp_path / "eagle-sample-s00000.json"
         term.wait_until(exported.exists, "the export")
         assert json.loads(exported.read_text())["decoded"]["output"] == copied
+
+
+def test_streams_follows_a_batch_that_was_running_before_the_dashboard(
+    tmp_path: Path, start_sim: Callable[..., SimProcess]
+) -> None:
+    # Low item of issue 20: a dashboard (re)started while a batch runs; Streams (3) finds
+    # the running batch and follows it instead of saying that nothing is watched.
+    sim = start_sim("--tokens-per-s", "5")  # slow streams: the batch outlives the test
+    request = BatchRequest(prompts_file(tmp_path / "p.jsonl", 20), tmp_path / "out",
+                           (sim.url,), bundled_tokenizer_path(), concurrency=2,
+                           max_new_tokens=400)
+    launched = asyncio.run(asyncio.to_thread(launch_detached, request.to_config()))
+    batch_id = str(launched.record.id)
+    try:
+        args = ["--view", "capture", "--url", sim.url, "--refresh", "0.3"]
+        with PtyTerminal(args, cols=140, rows=50, cwd=tmp_path) as term:
+            term.wait_for(batch_id)
+            term.press("3")
+            term.wait_for(f"batch {batch_id} · running")
+            term.wait_for(" ids · streaming")  # a box of one of the next 8 requests
+    finally:
+        asyncio.run(abort(launched.record.socket))
+        wait_until(lambda: Registry().load(batch_id).final_state is not None, 60,
+                   f"batch {batch_id} to stop")
+
+
+async def abort(socket: str) -> None:
+    """Abort a detached batch through its control socket."""
+    async with BatchClient(socket) as client:
+        await client.stop(abort=True)
