@@ -12,6 +12,7 @@ import importlib.util
 import json
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
@@ -21,6 +22,7 @@ from rich.console import Console
 from support.waiting import pilot_wait
 from test_tui_capture_view import prompts_file
 from textual import events
+from textual.pilot import Pilot
 from textual.widgets import DataTable, Footer, Input, Static
 from tui_fakes import FakeCapture, FakeServerFeed, batch, health
 from tui_shards import make_row, synthetic_rows, write_shards
@@ -30,11 +32,14 @@ from eagle_tui.core.batchstate import BatchState
 from eagle_tui.core.capture.events import RequestEvent
 from eagle_tui.core.health.snapshot import Flag
 from eagle_tui.core.proc.discover import ServerProcess
+from eagle_tui.core.sglang.types import ModelInfo
+from eagle_tui.core.sim.launcher import SimProcess
 from eagle_tui.core.tokenizer import bundled_tokenizer_path, load_tokenizer
+from eagle_tui.core.urls import ServerURL
 from eagle_tui.tui.app import EagleApp
 from eagle_tui.tui.cli import inspect as inspect_cli
 from eagle_tui.tui.cli.main import build_parser
-from eagle_tui.tui.options import DashboardOptions
+from eagle_tui.tui.options import DashboardOptions, ServerTarget
 from eagle_tui.tui.render.capture import batch_note
 from eagle_tui.tui.screens.batch_forms import NewBatchScreen
 from eagle_tui.tui.screens.capture import CaptureScreen
@@ -44,6 +49,7 @@ from eagle_tui.tui.screens.sample import SampleScreen, sample_header
 from eagle_tui.tui.screens.streams import StreamsScreen
 from eagle_tui.tui.sources import Sources
 from eagle_tui.tui.sources.batches import shard_flag_counts
+from eagle_tui.tui.sources.model_info import local_tokenizer_dir
 from eagle_tui.tui.sources.server import ServerDiscovery
 from eagle_tui.tui.sources.tokenizers import TokenizerCache
 from eagle_tui.tui.widgets.field import Field
@@ -414,3 +420,58 @@ async def test_streams_follows_the_running_batch_after_a_restart(readonly: bool)
         control.add_events("b2-night", [RequestEvent(kind="sent", sample_id="p7", at=0.0,
                                                      rid="r7", watched=True)])
         await pilot_wait(pilot, lambda: "p7" in screen.boxes, what="its stream")
+
+
+# -- the New-batch form: tokenizer from the server, name, rows per shard --------------------
+
+
+async def open_form(app: EagleApp, pilot: Pilot[None]) -> NewBatchScreen:
+    await pilot.press("n")
+    await pilot_wait(pilot, lambda: isinstance(app.screen, NewBatchScreen), what="form")
+    form = app.screen
+    assert isinstance(form, NewBatchScreen)
+    return form
+
+
+@pytest.mark.slow
+async def test_the_form_prefills_the_tokenizer_the_server_names(
+    start_sim: Callable[..., SimProcess],
+) -> None:
+    sim = start_sim()  # its /model_info names the bundled tokenizer's directory
+    target = ServerTarget(ServerURL.parse(sim.url))
+    app = EagleApp(DashboardOptions(start_view="capture", servers=(target,)),
+                   sources=Sources(servers=(FakeServerFeed(target),), capture=FakeCapture()))
+    async with app.run_test(size=(80, 24)) as pilot:
+        form = await open_form(app, pilot)
+        field = form.query_one("#form-tokenizer", Input)
+        await pilot_wait(pilot, lambda: field.value != "", 30, "the tokenizer prefilled")
+        assert Path(field.value) == bundled_tokenizer_path()
+        note = str(form.query_one("#form-error", Static).render())
+        assert f"{sim.url}/model_info" in note
+
+
+def test_only_a_local_tokenizer_directory_is_prefilled(tmp_path: Path) -> None:
+    def info(model: str, tokenizer: str | None = None) -> ModelInfo:
+        return ModelInfo(model_path=model, tokenizer_path=tokenizer, served_model_name=None,
+                         architectures=(), model_type=None, raw={})
+
+    bundled = bundled_tokenizer_path()
+    assert local_tokenizer_dir(info("moonshotai/Kimi-K2.5")) is None  # a Hugging Face id
+    assert local_tokenizer_dir(info(str(tmp_path))) is None  # a directory with no tokenizer
+    assert local_tokenizer_dir(info(str(tmp_path), str(bundled))) == bundled
+    assert local_tokenizer_dir(info(str(bundled), "/elsewhere/tok")) == bundled
+
+
+async def test_the_form_has_a_name_and_rows_per_shard(tmp_path: Path) -> None:
+    control = FakeCapture()
+    app = capture_app(control)
+    async with app.run_test(size=(80, 24)) as pilot:
+        form = await open_form(app, pilot)
+        assert form.field_values()["shard_rows"] == "2000"
+        await pilot.press(*str(prompts_file(tmp_path / "p.jsonl", 3)), "tab", *str(tmp_path / "o"),
+                          "tab", *"http://127.0.0.1:9", "tab", "tab", "tab", "tab")
+        await pilot.press("ctrl+u", *"500", "tab", *"night run")
+        await pilot_wait(pilot, lambda: form.field_values()["name"] == "night run", what="name")
+        await pilot.press("ctrl+s")
+        await pilot_wait(pilot, lambda: len(control.started) == 1, 60, "started")
+        assert (control.started[0].name, control.started[0].shard_rows) == ("night run", 500)

@@ -150,6 +150,7 @@ def test_capture_new_batch_and_inspect_follow_the_selection(
         new_batch_form(term, prompts, tmp_path / "third-out", sim_server.url)
         term.wait_for("third-out")  # item 17: the detail follows the started batch
         term.wait_until(lambda: "third-out" in detail_title(term), "the new batch selected")
+        assert "(pty-night)" in detail_title(term)  # the name typed in the form
 
 
 def detail_title(term: PtyTerminal) -> str:
@@ -168,8 +169,11 @@ def new_batch_form(term: PtyTerminal, prompts: Path, out: Path, server: str) -> 
                     "the server typed over the default (ctrl+u in the burst)")
     term.burst("tab", "tab")  # to max new tokens ("4096")
     term.burst("backspace", "backspace", "backspace", "backspace", "2", "0")
-    term.wait_until(lambda: any(row.strip(" │") == "20" for row in term.lines()),
-                    "max new tokens 20 (the burst in order)")
+    term.wait_until(lambda: any(re.match(r"8 +20 +2000", row.strip(" │"))
+                                for row in term.lines()),
+                    "max new tokens 20 (the burst in order), beside concurrency 8")
+    term.burst("tab", "tab", "pty-night")  # past rows per shard, to the batch's name
+    term.wait_for("pty-night")
     term.press("escape")  # item 13: leaves the field, the form stays
     term.wait_for("no field has the keys")
     term.press("q")  # a key outside any field: typed nowhere, quits nothing

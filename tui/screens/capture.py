@@ -9,6 +9,7 @@ batch keeps running when the dashboard quits.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 from typing import ClassVar
 
 from rich.text import Text
@@ -241,7 +242,8 @@ class CaptureScreen(ViewScreen):
         return True
 
     def action_new_batch(self) -> None:
-        self.app.push_screen(NewBatchScreen(self._form_defaults()), self._start)
+        form = NewBatchScreen(self._form_defaults(), find_tokenizer=self._server_tokenizer)
+        self.app.push_screen(form, self._start)
 
     def _form_defaults(self) -> dict[str, str]:
         servers = " ".join(feed.target.url.public for feed in self.eagle.sources.servers)
@@ -251,7 +253,16 @@ class CaptureScreen(ViewScreen):
             "concurrency": "8",
             "max_new_tokens": "4096",
             "tokenizer": str(tokenizer) if tokenizer else "",
+            "shard_rows": str(BatchRequest.shard_rows),
         }
+
+    def _server_tokenizer(self) -> tuple[Path, str] | None:
+        """The local tokenizer directory a watched server's ``/model_info`` names, and that
+        server (BLOCKING: the form asks from a worker)."""
+        from eagle_tui.tui.sources.model_info import server_tokenizer
+
+        found = server_tokenizer(tuple(feed.target.url for feed in self.eagle.sources.servers))
+        return (found[0], found[1].public) if found is not None else None
 
     def _start(self, request: BatchRequest | None) -> None:
         if request is None or self.control is None:
