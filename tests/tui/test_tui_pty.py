@@ -9,6 +9,8 @@ editing keys in every text field keeps its order (2); Inspect's ``/`` finds a ro
 page (8); the copy that reaches the terminal keeps the boundary tokens (12); Esc in the
 New-batch form leaves the field (13); a finished batch's detail is a note with flag kinds
 (14); starting and ``i`` follow the selection (17); and the keys each help screen lists.
+Low items: the New-batch form takes a name, Streams follows a batch that was running
+before the dashboard started, and a foreground capture stopping after Ctrl-C shows no ETA.
 """
 
 from __future__ import annotations
@@ -238,3 +240,24 @@ async def abort(socket: str) -> None:
     """Abort a detached batch through its control socket."""
     async with BatchClient(socket) as client:
         await client.stop(abort=True)
+
+
+def test_a_foreground_capture_stopping_after_ctrl_c_shows_no_eta(
+    tmp_path: Path, start_sim: Callable[..., SimProcess]
+) -> None:
+    # Low item of issue 20: the live panel read `ETA 37s [stopping]` after Ctrl-C. The sim
+    # runs 4 requests at a time, so the 16 in flight take seconds to drain.
+    sim = start_sim("--tokens-per-s", "40", "--max-running-requests", "4")
+    args = ["capture", "--display", "rich", "--prompts", str(prompts_file(tmp_path / "p.jsonl",
+            400)), "--out", str(tmp_path / "out"), "--server", sim.url, "--tokenizer",
+            TOKENIZER, "--max-new-tokens", "48", "--concurrency", "16", "--grace", "60"]
+    with PtyTerminal(args, cols=140, rows=30, cwd=tmp_path) as term:
+        term.wait_until(lambda: re.search(r"ETA \d+s\s+\[running\]", term.text()) is not None,
+                        "an ETA while running", timeout=120)
+        term.write(b"\x03")  # Ctrl-C as the terminal sends it (the tty makes it SIGINT)
+        term.wait_for("[stopping]")
+        term.wait_until(lambda: term.alive() is not None, "the capture to end", timeout=120)
+    frames = bytes(term.raw).decode("utf-8", "replace")
+    stopping = re.findall(r"ETA (\S+)\s+\[stopping\]", frames)
+    assert stopping and set(stopping) == {"—"}, stopping
+    assert term.exit_status == 130
