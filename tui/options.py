@@ -36,6 +36,9 @@ class ServerTarget:
     log_file: Path | None = None
     argv: tuple[str, ...] = ()
     pid: int | None = None
+    quiet: bool = False
+    """Listed but never toasted: another user's server found by discovery (not ours to
+    act on; its troubles are shown on its card only)."""
 
     @property
     def label(self) -> str:

@@ -327,9 +327,9 @@ class ServerScreen(ViewScreen):
     def _toast_incidents(self) -> None:
         """One toast per incident, naming its root cause (see ``render.incidents``)."""
         now = self.eagle.clock.monotonic()
-        for desk in self.desks:
+        for desk, feed in zip(self.desks, self.feeds, strict=False):
             toast = desk.due(now)
-            if toast is not None:
+            if toast is not None and not feed.target.quiet:
                 severity: SeverityLevel = "error" if toast.severity == "error" else "warning"
                 self.notify(literal.shown(toast.message), title=literal.shown(toast.title),
                             severity=severity, markup=False, timeout=10)
