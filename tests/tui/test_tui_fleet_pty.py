@@ -44,7 +44,9 @@ def test_fleet_keys_sort_filter_and_enter(tmp_path: Path, three_sims: list[SimPr
         term.wait_for("3 servers:")
         term.wait_until(lambda: "crashed" in term.text() and "2 ready" in term.text(),
                         "two ready, one crashed")
-        assert "fatal:oom" in term.lines()[row_of(term, gamma.port)]
+        # waited for, not read once: a frame can be caught half-written ("fata")
+        term.wait_until(lambda: "fatal:oom" in term.lines()[row_of(term, gamma.port)],
+                        "the crashed server's flag on its row")
         with beta.log_path.open("a") as log:  # followed from its end: written once watched
             log.write("beta marker line\n")
 

@@ -42,7 +42,9 @@ class FleetTable(NavTable):
                 continue
             for column, before, after in zip(self.columns, cells(old), cells(new), strict=True):
                 if before != after or old.tone != new.tone:
-                    self.update_cell(new.key, column, _cell(new, column == 1, after))
+                    # a flag raised later is longer than the cell was: widen, never cut it
+                    self.update_cell(new.key, column, _cell(new, column == 1, after),
+                                     update_width=True)
 
     def _rebuild(self, rows: Sequence[FleetRow]) -> None:
         current = self.selected_row()
