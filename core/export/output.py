@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from eagle_tui.core.export.encode import JSONL_COLUMNS, MASK_TYPE, jsonl_lines, with_loss_mask
+from eagle_tui.core.export.encode import JSONL_COLUMNS, MASK_TYPE, jsonl_chunk, with_loss_mask
 from eagle_tui.core.export.options import ExportFormat, MaskStart
 from eagle_tui.core.fsio import HashingFile
 from eagle_tui.core.shards.schema import COLUMNS, SHARD_SCHEMA, SHARD_SCHEMA_V2, TURN_COLUMNS
@@ -74,8 +74,7 @@ class ExportSink:
             table = with_loss_mask(self._shard_columns(table), self.mask_start)
             self._parquet.write_table(table.cast(self.schema), row_group_size=table.num_rows)
             return
-        text = jsonl_lines(table, self.fmt, self.mask_start, self.fingerprint)
-        self.file.write(text.encode("utf-8"))
+        self.file.write(jsonl_chunk(table, self.fmt, self.mask_start, self.fingerprint))
 
     def _shard_columns(self, table: pa.Table) -> pa.Table:
         """The shard columns of this file's schema; turn columns null where a batch has none."""
