@@ -32,6 +32,9 @@ ID_TABLE_LIMIT = 1 << 20
 """Ids below this are looked up in a table of their texts (at most ~8 MiB, built once per
 size); larger or negative ids are cast directly (same text, slower)."""
 SEPARATOR = b", "
+SMALL_OFFSETS_IDS = 1 << 27
+"""Up to this many ids in a row group, their texts (9 bytes each at most from the table) fit
+32-bit offsets."""
 
 Index = npt.NDArray[np.int64]
 
@@ -78,33 +81,39 @@ def id_texts(ids: pa.ChunkedArray | pa.ListArray) -> IdTexts:
     return IdTexts(data, starts.tolist(), stops.tolist())
 
 
-def _byte_offsets(texts: pa.LargeStringArray) -> Index:
+def _byte_offsets(texts: pa.StringArray | pa.LargeStringArray) -> Index:
     """Where each text starts in the data buffer, then where the last one ends."""
-    every = np.frombuffer(texts.buffers()[1], np.int64)
-    return every[texts.offset:texts.offset + len(texts) + 1]
+    width = np.int64 if pa.types.is_large_string(texts.type) else np.int32
+    every = np.frombuffer(texts.buffers()[1], width)
+    return every[texts.offset:texts.offset + len(texts) + 1].astype(np.int64)
 
 
-def _texts_with_separator(values: pa.Array) -> pa.LargeStringArray:
+def _texts_with_separator(values: pa.Array) -> pa.StringArray | pa.LargeStringArray:
     """``"<id>, "`` per id (values non-null: nulls are dropped as invalid before)."""
     if not len(values):
         return pa.array([], pa.large_string())
-    low, high = pc.min_max(values).values()
-    if low.as_py() is None or low.as_py() < 0 or high.as_py() >= ID_TABLE_LIMIT:
-        return _decimal_with_separator(values)
-    size = 1 << max(int(high.as_py()).bit_length(), 10)
-    return _id_table(size).take(values)
+    low, high = (scalar.as_py() for scalar in pc.min_max(values).values())
+    if low is None or low < 0 or high >= ID_TABLE_LIMIT:
+        return _decimal_with_separator(values, pa.large_string())
+    size = 1 << max(int(high).bit_length(), 10)
+    # 32-bit offsets take faster; they hold up to 2 GiB of text, 9 bytes per id at most here
+    large = len(values) >= SMALL_OFFSETS_IDS
+    return _id_table(size, large=large).take(values)
 
 
 @functools.lru_cache(maxsize=4)
-def _id_table(size: int) -> pa.LargeStringArray:
+def _id_table(size: int, *, large: bool) -> pa.StringArray | pa.LargeStringArray:
     """``"0, "``, ``"1, "``, … ``"size-1, "``: the texts the direct cast would give."""
-    return _decimal_with_separator(pa.array(np.arange(size, dtype=np.int32)))
+    kind = pa.large_string() if large else pa.string()
+    return _decimal_with_separator(pa.array(np.arange(size, dtype=np.int32)), kind)
 
 
-def _decimal_with_separator(values: pa.Array) -> pa.LargeStringArray:
-    decimal = pc.cast(values, pa.large_string())
-    separator, nothing = (pa.scalar(text, pa.large_string()) for text in (SEPARATOR.decode(), ""))
-    texts: pa.LargeStringArray = pc.binary_join_element_wise(decimal, separator, nothing)
+def _decimal_with_separator(values: pa.Array,
+                            kind: pa.DataType) -> pa.StringArray | pa.LargeStringArray:
+    decimal = pc.cast(values, kind)
+    separator, nothing = (pa.scalar(text, kind) for text in (SEPARATOR.decode(), ""))
+    texts: pa.StringArray | pa.LargeStringArray = pc.binary_join_element_wise(
+        decimal, separator, nothing)
     return texts
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from eagle_tui.core.export.background import BackgroundFile
 from eagle_tui.core.export.encode import JSONL_COLUMNS, MASK_TYPE, jsonl_chunk, with_loss_mask
 from eagle_tui.core.export.options import ExportFormat, MaskStart
 from eagle_tui.core.fsio import HashingFile
@@ -47,6 +48,7 @@ class ExportSink:
         self.schema = EXPORT_SCHEMA_TURNS if turns else EXPORT_SCHEMA
         self.rows = 0
         self.file = HashingFile(tmp)
+        self._out = BackgroundFile(self.file)
         self._parquet: Any = None
         if fmt == "parquet":
             footer = {b"eagle_tui.export": json.dumps(
@@ -54,7 +56,7 @@ class ExportSink:
                 sort_keys=True).encode()}
             try:
                 self._parquet = pq.ParquetWriter(
-                    self.file, self.schema.with_metadata(footer), compression=COMPRESSION,
+                    self._out, self.schema.with_metadata(footer), compression=COMPRESSION,
                     write_statistics=STATISTICS_COLUMNS, use_dictionary=DICTIONARY_COLUMNS,
                 )
             except BaseException:
@@ -74,7 +76,7 @@ class ExportSink:
             table = with_loss_mask(self._shard_columns(table), self.mask_start)
             self._parquet.write_table(table.cast(self.schema), row_group_size=table.num_rows)
             return
-        self.file.write(jsonl_chunk(table, self.fmt, self.mask_start, self.fingerprint))
+        self._out.write(jsonl_chunk(table, self.fmt, self.mask_start, self.fingerprint))
 
     def _shard_columns(self, table: pa.Table) -> pa.Table:
         """The shard columns of this file's schema; turn columns null where a batch has none."""
@@ -89,6 +91,7 @@ class ExportSink:
         """Footer (parquet), flush and fsync: the bytes are final and hashed."""
         if self._parquet is not None:
             self._parquet.close()
+        self._out.drain()
         self.file.sync()
         self.file.close()
 
@@ -97,6 +100,8 @@ class ExportSink:
         with contextlib.suppress(Exception):
             if self._parquet is not None:
                 self._parquet.close()
+        with contextlib.suppress(Exception):  # the writer thread's error is already raised
+            self._out.drain()
         with contextlib.suppress(OSError):  # closing flushes, and the disk may still be full
             self.file.close()
         self.tmp.unlink(missing_ok=True)

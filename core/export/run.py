@@ -18,9 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from eagle_tui.core.errors import ExportError, ShardError
+from eagle_tui.core.export.background import prefetched
 from eagle_tui.core.export.manifest import build_manifest, manifest_path_for
 from eagle_tui.core.export.options import ExportOptions
 from eagle_tui.core.export.output import ExportSink
@@ -157,21 +159,33 @@ def _clear_stale(tmp: Path) -> None:
 
 def _stream(batches: list[SourceBatch], sink: ExportSink, tally: KeepTally,
             progress: Progress | None, *, include_held_out: bool = False) -> None:
-    """Every row group of every batch, in order, filtered into ``sink``."""
+    """Every row group of every batch, in order, filtered into ``sink`` (the next row group
+    is read by a thread while this one is encoded)."""
     columns = sorted(set(sink.columns) | set(tally.columns), key=sink.columns.index)
     total = sum(batch.rows for batch in batches)
     done = 0
+    current: SourceBatch | None = None
+    for batch, table in prefetched(_tables(batches, columns)):
+        if batch is not current:
+            current = batch
+            tally.held_out = None if include_held_out else batch_split(batch.manifest)
+        keep = tally.decide(table)
+        kept = table if pc.all(keep).as_py() else table.filter(keep)
+        if kept.num_rows:
+            _write(sink, kept)
+        done += table.num_rows
+        if progress is not None:
+            progress(done, total)
+
+
+def _tables(batches: list[SourceBatch],
+            columns: list[str]) -> Iterator[tuple[SourceBatch, pa.Table]]:
+    """Each row group of each shard of each batch, with its batch."""
     for batch in batches:
-        tally.held_out = None if include_held_out else batch_split(batch.manifest)
         read = [*columns, *TURN_COLUMNS] if is_multi_turn(batch.reader) else columns
         for shard in batch.shards:
             for table in _row_groups(batch, shard, read):
-                kept = table.filter(tally.decide(table))
-                if kept.num_rows:
-                    _write(sink, kept)
-                done += table.num_rows
-                if progress is not None:
-                    progress(done, total)
+                yield batch, table
 
 
 def _row_groups(batch: SourceBatch, shard: SourceShard, columns: list[str]) -> Iterator[pa.Table]:

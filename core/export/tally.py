@@ -135,20 +135,30 @@ def invalid_reasons(table: pa.Table, vocab_size: int | None) -> list[str | None]
     ids = table.column("input_ids").combine_chunks()
     lengths = pc.fill_null(pc.list_value_length(ids), 0)
     prompts = pc.fill_null(table.column("prompt_len").combine_chunks(), -1)
-    flat = pc.list_flatten(ids)
-    outside = pc.less(flat, 0)
-    if vocab_size is not None:
-        outside = pc.or_(outside, pc.greater_equal(flat, vocab_size))
     checks = (
         ("bad_prompt_len", pc.indices_nonzero(
             pc.or_(pc.less(prompts, 0), pc.greater(prompts, lengths)))),
-        ("id_out_of_range", pc.filter(pc.list_parent_indices(ids), outside)),
+        ("id_out_of_range", _rows_out_of_range(ids, vocab_size)),
         ("empty_ids", pc.indices_nonzero(pc.equal(lengths, 0))),
     )
     for reason, rows in checks:  # the last that applies wins: the plainest reason
         for row in rows.to_pylist():
             reasons[row] = reason
     return reasons
+
+
+def _rows_out_of_range(ids: pa.ListArray, vocab_size: int | None) -> pa.Array:
+    """Rows holding an id below 0, at or above ``vocab_size``, or missing (null). One
+    min/max pass settles the usual row group, where every id is in range."""
+    flat = pc.list_flatten(ids)
+    low, high = (scalar.as_py() for scalar in pc.min_max(flat).values())
+    if not flat.null_count and (low is None or (
+            low >= 0 and (vocab_size is None or high < vocab_size))):
+        return pa.array([], pa.int64())
+    outside = pc.less(flat, 0)
+    if vocab_size is not None:
+        outside = pc.or_(outside, pc.greater_equal(flat, vocab_size))
+    return pc.filter(pc.list_parent_indices(ids), pc.fill_null(outside, True))
 
 
 def batch_split(manifest: Manifest) -> HeldOutSplit | None:
