@@ -16,9 +16,9 @@ from typing import TypeVar
 
 from eagle_tui.core.fsio import HashingFile
 
-DEPTH = 2
-"""Chunks (or row groups) in flight: enough to overlap, little memory (a chunk is one row
-group's output)."""
+DEPTH = 1
+"""Chunks (or row groups) waiting in a queue, beside the one each side holds: enough to
+overlap, little memory (a chunk is one row group's output)."""
 
 Item = TypeVar("Item")
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from eagle_tui.core.export.background import BackgroundFile
@@ -69,14 +70,21 @@ class ExportSink:
         behind); a multi-turn batch adds :data:`TURN_COLUMNS`."""
         return list(COLUMNS) if self.fmt == "parquet" else list(JSONL_COLUMNS)
 
-    def write(self, table: pa.Table) -> None:
-        """Append the kept rows of one row group (``table`` has every shard column)."""
-        self.rows += table.num_rows
-        if self._parquet is not None:
-            table = with_loss_mask(self._shard_columns(table), self.mask_start)
-            self._parquet.write_table(table.cast(self.schema), row_group_size=table.num_rows)
+    def write(self, table: pa.Table, keep: pa.BooleanArray) -> None:
+        """Append the rows of one row group that ``keep`` marks (``table`` has every shard
+        column this format needs)."""
+        kept = pc.indices_nonzero(keep).to_pylist()
+        if not kept:
             return
-        self._out.write(jsonl_chunk(table, self.fmt, self.mask_start, self.fingerprint))
+        self.rows += len(kept)
+        if self._parquet is not None:
+            self._write_parquet(table if len(kept) == table.num_rows else table.filter(keep))
+            return
+        self._out.write(jsonl_chunk(table, kept, self.fmt, self.mask_start, self.fingerprint))
+
+    def _write_parquet(self, table: pa.Table) -> None:
+        table = with_loss_mask(self._shard_columns(table), self.mask_start)
+        self._parquet.write_table(table.cast(self.schema), row_group_size=table.num_rows)
 
     def _shard_columns(self, table: pa.Table) -> pa.Table:
         """The shard columns of this file's schema; turn columns null where a batch has none."""

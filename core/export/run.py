@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from eagle_tui.core.errors import ExportError, ShardError
@@ -169,10 +168,7 @@ def _stream(batches: list[SourceBatch], sink: ExportSink, tally: KeepTally,
         if batch is not current:
             current = batch
             tally.held_out = None if include_held_out else batch_split(batch.manifest)
-        keep = tally.decide(table)
-        kept = table if pc.all(keep).as_py() else table.filter(keep)
-        if kept.num_rows:
-            _write(sink, kept)
+        _write(sink, table, tally.decide(table))
         done += table.num_rows
         if progress is not None:
             progress(done, total)
@@ -202,9 +198,9 @@ def _row_groups(batch: SourceBatch, shard: SourceShard, columns: list[str]) -> I
         ) from e
 
 
-def _write(sink: ExportSink, table: pa.Table) -> None:
+def _write(sink: ExportSink, table: pa.Table, keep: pa.BooleanArray) -> None:
     try:
-        sink.write(table)
+        sink.write(table, keep)
     except OSError as e:
         raise _write_error(sink.tmp, e) from e
 

@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import msgspec
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -103,7 +104,7 @@ class KeepTally:
         self.dropped.update(reason for reason in reasons if reason is not None)
         if self.max_length is not None:
             self._count_lengths(table, keep, self.max_length)
-        return pa.array(keep, pa.bool_())
+        return _booleans(keep)
 
     def _count_lengths(self, table: pa.Table, keep: list[bool], limit: int) -> None:
         lengths = pc.list_value_length(table.column("input_ids")).to_pylist()
@@ -124,6 +125,14 @@ class KeepTally:
         if self.max_length is not None:
             length = LengthReport(self.max_length, self.cut, self.too_long)
         return KeepCounts(self.rows, self.kept, ordered, length)
+
+
+def _booleans(values: list[bool]) -> pa.BooleanArray:
+    """``values`` as Arrow booleans (``pa.array`` would import pandas)."""
+    bits = np.packbits(np.array(values, dtype=np.bool_), bitorder="little")
+    array: pa.BooleanArray = pa.Array.from_buffers(pa.bool_(), len(values),
+                                                   [None, pa.py_buffer(bits)])
+    return array
 
 
 def invalid_reasons(table: pa.Table, vocab_size: int | None) -> list[str | None]:
@@ -154,7 +163,7 @@ def _rows_out_of_range(ids: pa.ListArray, vocab_size: int | None) -> pa.Array:
     low, high = (scalar.as_py() for scalar in pc.min_max(flat).values())
     if not flat.null_count and (low is None or (
             low >= 0 and (vocab_size is None or high < vocab_size))):
-        return pa.array([], pa.int64())
+        return pa.nulls(0, pa.int64())
     outside = pc.less(flat, 0)
     if vocab_size is not None:
         outside = pc.or_(outside, pc.greater_equal(flat, vocab_size))
