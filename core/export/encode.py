@@ -32,6 +32,8 @@ ID_TABLE_LIMIT = 1 << 20
 """Ids below this are looked up in a table of their texts (at most ~8 MiB, built once per
 size); larger or negative ids are cast directly (same text, slower)."""
 SEPARATOR = b", "
+ROWS_PER_CHUNK = 64
+"""Rows per chunk handed to the writer thread (a few MiB: memory stays flat)."""
 SMALL_OFFSETS_IDS = 1 << 27
 """Up to this many ids in a row group, their texts (9 bytes each at most from the table) fit
 32-bit offsets."""
@@ -75,17 +77,17 @@ def id_texts(ids: pa.ChunkedArray | pa.ListArray) -> IdTexts:
     texts = _texts_with_separator(values)
     ends = _byte_offsets(texts)
     rows = offsets.to_numpy()
-    starts = ends[rows[:-1]]
+    starts = ends[rows[:-1]].astype(np.int64)
     stops = np.maximum(ends[rows[1:]] - len(SEPARATOR), starts)  # the last ", " dropped
     data = memoryview(texts.buffers()[2] or b"")
     return IdTexts(data, starts.tolist(), stops.tolist())
 
 
-def _byte_offsets(texts: pa.StringArray | pa.LargeStringArray) -> Index:
+def _byte_offsets(texts: pa.StringArray | pa.LargeStringArray) -> npt.NDArray[np.integer[Any]]:
     """Where each text starts in the data buffer, then where the last one ends."""
     width = np.int64 if pa.types.is_large_string(texts.type) else np.int32
-    every = np.frombuffer(texts.buffers()[1], width)
-    return every[texts.offset:texts.offset + len(texts) + 1].astype(np.int64)
+    every: npt.NDArray[np.integer[Any]] = np.frombuffer(texts.buffers()[1], width)
+    return every[texts.offset:texts.offset + len(texts) + 1]
 
 
 def _texts_with_separator(values: pa.Array) -> pa.StringArray | pa.LargeStringArray:
@@ -127,7 +129,9 @@ def numpy_array(values: npt.NDArray[Any]) -> pa.Array:
 def _flat(ids: pa.ChunkedArray | pa.ListArray) -> tuple[pa.Array, pa.Array]:
     """Offsets starting at 0 and the values they index, for a list column that may be
     chunked or a slice (``.values`` would ignore a slice; ``flatten`` does not)."""
-    lists = ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids
+    lists = ids
+    if isinstance(ids, pa.ChunkedArray):  # one chunk (a row group) is used as it is, not copied
+        lists = ids.chunk(0) if ids.num_chunks == 1 else ids.combine_chunks()
     offsets = lists.offsets
     first = offsets[0].as_py() if len(offsets) else 0
     if first:
@@ -153,20 +157,25 @@ class MaskTexts:
         return self._zeros[:3 * start], self._ones[:3 * (length - start) - 2]
 
 
-def jsonl_chunk(table: pa.Table, kept: list[int], fmt: ExportFormat, mask_start: MaskStart,
-                fingerprint: str) -> bytes:
+def jsonl_chunks(table: pa.Table, kept: list[int], fmt: ExportFormat, mask_start: MaskStart,
+                 fingerprint: str) -> Iterator[bytes]:
     """The JSONL bytes of ``table``'s rows numbered in ``kept`` (each line ends with a
-    newline); the others are encoded too, which costs less than copying the table without them.
+    newline), :data:`ROWS_PER_CHUNK` rows at a time; the other rows' ids are encoded too,
+    which costs less than copying the table without them.
 
     speculators: ``{"id", "input_ids", "loss_mask", "metadata"}`` (the row shape its own
     regeneration writes); specforge: ``{"input_ids", "loss_mask"}`` (``data.prompts_path``).
     """
     ids = id_texts(table.column("input_ids"))
     masks = MaskTexts(RowBounds.of(table, mask_start))
-    if fmt == "specforge":
-        return b"".join(_specforge_pieces(ids, masks, kept))
-    rows = table.drop_columns(["input_ids"]).take(kept).to_pylist()
-    return b"".join(_speculators_pieces(ids, masks, zip(kept, rows, strict=True), fingerprint))
+    rows = [] if fmt == "specforge" else table.drop_columns(["input_ids"]).take(kept).to_pylist()
+    for at in range(0, len(kept), ROWS_PER_CHUNK):
+        part = kept[at:at + ROWS_PER_CHUNK]
+        if fmt == "specforge":
+            yield b"".join(_specforge_pieces(ids, masks, part))
+        else:
+            numbered = zip(part, rows[at:at + ROWS_PER_CHUNK], strict=True)
+            yield b"".join(_speculators_pieces(ids, masks, numbered, fingerprint))
 
 
 def _specforge_pieces(ids: IdTexts, masks: MaskTexts,

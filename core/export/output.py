@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from eagle_tui.core.export.background import BackgroundFile
-from eagle_tui.core.export.encode import JSONL_COLUMNS, MASK_TYPE, jsonl_chunk, with_loss_mask
+from eagle_tui.core.export.encode import JSONL_COLUMNS, MASK_TYPE, jsonl_chunks, with_loss_mask
 from eagle_tui.core.export.options import ExportFormat, MaskStart
 from eagle_tui.core.fsio import HashingFile
 from eagle_tui.core.shards.schema import COLUMNS, SHARD_SCHEMA, SHARD_SCHEMA_V2, TURN_COLUMNS
@@ -80,7 +80,8 @@ class ExportSink:
         if self._parquet is not None:
             self._write_parquet(table if len(kept) == table.num_rows else table.filter(keep))
             return
-        self._out.write(jsonl_chunk(table, kept, self.fmt, self.mask_start, self.fingerprint))
+        for chunk in jsonl_chunks(table, kept, self.fmt, self.mask_start, self.fingerprint):
+            self._out.write(chunk)
 
     def _write_parquet(self, table: pa.Table) -> None:
         table = with_loss_mask(self._shard_columns(table), self.mask_start)
