@@ -5,7 +5,8 @@ Steps: check the output name is free (or ``force``); open and verify the batches
 ``OUT.manifest.json.tmp``; then remove an old manifest, rename the data file, rename the
 manifest, fsync the directory. The manifest appears last, so a data file is only vouched
 for once it is complete; on any failure both temporary files are removed and an existing
-output stays as it was. Memory holds one row group (plus the sample ids while verifying).
+output stays as it was. Memory holds a few row groups (the one encoded, the next read ahead,
+the previous being written: :mod:`.background`) plus the sample ids while verifying.
 """
 
 from __future__ import annotations
