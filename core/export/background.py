@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import TypeVar
 
 from eagle_tui.core.fsio import HashingFile
@@ -86,19 +86,28 @@ class BackgroundFile:
             raise self._error
 
 
-def prefetched(items: Iterator[Item]) -> Iterator[Item]:
+def prefetched(items: Iterator[Item]) -> Generator[Item, None, None]:
     """``items`` produced by a thread up to :data:`DEPTH` ahead; its exception is raised here
-    where the item would have been."""
+    where the item would have been. The thread always ends with one last entry, which this
+    side takes even when it stops early, so neither side can wait on the other for ever."""
     feed: queue.Queue[tuple[Item | None, BaseException | None, bool]] = queue.Queue(DEPTH)
     stop = threading.Event()
     thread = threading.Thread(target=_produce, args=(items, feed, stop), daemon=True,
                               name="export-reader")
     thread.start()
+    last = False
     try:
-        yield from _consume(feed)
+        while True:
+            item, error, last = feed.get()
+            if error is not None:
+                raise error
+            if last:
+                return
+            yield item  # type: ignore[misc]  # an item unless last or error
     finally:
         stop.set()
-        _empty(feed)
+        while not last:
+            last = feed.get()[2]
         thread.join()
 
 
@@ -108,28 +117,8 @@ def _produce(items: Iterator[Item],
     try:
         for item in items:
             if stop.is_set():
-                return
+                break
             feed.put((item, None, False))
         feed.put((None, None, True))
     except BaseException as error:  # raised in the consumer's thread
         feed.put((None, error, True))
-
-
-def _consume(feed: queue.Queue[tuple[Item | None, BaseException | None, bool]]) -> Iterator[Item]:
-    while True:
-        item, error, done = feed.get()
-        if error is not None:
-            raise error
-        if done:
-            return
-        yield item  # type: ignore[misc]  # not None unless done or error
-
-
-def _empty(feed: queue.Queue[tuple[Item | None, BaseException | None, bool]]) -> None:
-    """Unblock a producer waiting to put (the consumer stopped early)."""
-    while True:
-        try:
-            feed.get_nowait()
-        except queue.Empty:
-            return
-

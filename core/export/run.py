@@ -165,14 +165,16 @@ def _stream(batches: list[SourceBatch], sink: ExportSink, tally: KeepTally,
     total = sum(batch.rows for batch in batches)
     done = 0
     current: SourceBatch | None = None
-    for batch, table in prefetched(_tables(batches, columns)):
-        if batch is not current:
-            current = batch
-            tally.held_out = None if include_held_out else batch_split(batch.manifest)
-        _write(sink, table, tally.decide(table))
-        done += table.num_rows
-        if progress is not None:
-            progress(done, total)
+    # closed on the way out, so a failed write stops the reader at once
+    with contextlib.closing(prefetched(_tables(batches, columns))) as tables:
+        for batch, table in tables:
+            if batch is not current:
+                current = batch
+                tally.held_out = None if include_held_out else batch_split(batch.manifest)
+            _write(sink, table, tally.decide(table))
+            done += table.num_rows
+            if progress is not None:
+                progress(done, total)
 
 
 def _tables(batches: list[SourceBatch],
