@@ -56,8 +56,10 @@ class ExportSink:
                 {"mask_start": mask_start, "tokenizer_fingerprint": fingerprint},
                 sort_keys=True).encode()}
             try:
+                # written directly: zstd in this thread is the limit, and the writer
+                # thread would only hold copies of pyarrow's buffers
                 self._parquet = pq.ParquetWriter(
-                    self._out, self.schema.with_metadata(footer), compression=COMPRESSION,
+                    self.file, self.schema.with_metadata(footer), compression=COMPRESSION,
                     write_statistics=STATISTICS_COLUMNS, use_dictionary=DICTIONARY_COLUMNS,
                 )
             except BaseException:

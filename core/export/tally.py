@@ -141,7 +141,7 @@ def invalid_reasons(table: pa.Table, vocab_size: int | None) -> list[str | None]
     reasons: list[str | None] = [None] * table.num_rows
     if "input_ids" not in table.column_names or "prompt_len" not in table.column_names:
         return reasons
-    ids = table.column("input_ids").combine_chunks()
+    ids = _one_array(table.column("input_ids"))
     lengths = pc.fill_null(pc.list_value_length(ids), 0)
     prompts = pc.fill_null(table.column("prompt_len").combine_chunks(), -1)
     checks = (
@@ -154,6 +154,11 @@ def invalid_reasons(table: pa.Table, vocab_size: int | None) -> list[str | None]
         for row in rows.to_pylist():
             reasons[row] = reason
     return reasons
+
+
+def _one_array(column: pa.ChunkedArray) -> pa.Array:
+    """The column as one array; a row group's single chunk as it is (combining copies it)."""
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
 
 
 def _rows_out_of_range(ids: pa.ListArray, vocab_size: int | None) -> pa.Array:
