@@ -67,6 +67,13 @@ class ExportSink:
                 raise
 
     @property
+    def reads_ahead(self) -> bool:
+        """Whether the next row group is read while this one is written: for JSONL. Parquet
+        is limited by zstd in this thread, and two more row groups held would take its peak
+        RSS past 300 MiB (measured with tests/benchmarks/bench_export.py)."""
+        return self._parquet is None
+
+    @property
     def columns(self) -> list[str]:
         """Shard columns this format needs from every batch (JSONL leaves latency and time
         behind); a multi-turn batch adds :data:`TURN_COLUMNS`."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -159,14 +159,15 @@ def _clear_stale(tmp: Path) -> None:
 
 def _stream(batches: list[SourceBatch], sink: ExportSink, tally: KeepTally,
             progress: Progress | None, *, include_held_out: bool = False) -> None:
-    """Every row group of every batch, in order, filtered into ``sink`` (the next row group
-    is read by a thread while this one is encoded)."""
+    """Every row group of every batch, in order, filtered into ``sink`` (for JSONL the next
+    row group is read by a thread while this one is encoded)."""
     columns = sorted(set(sink.columns) | set(tally.columns), key=sink.columns.index)
     total = sum(batch.rows for batch in batches)
     done = 0
     current: SourceBatch | None = None
     # closed on the way out, so a failed write stops the reader at once
-    with contextlib.closing(prefetched(_tables(batches, columns))) as tables:
+    read = _tables(batches, columns)
+    with contextlib.closing(prefetched(read) if sink.reads_ahead else read) as tables:
         for batch, table in tables:
             if batch is not current:
                 current = batch
@@ -178,7 +179,7 @@ def _stream(batches: list[SourceBatch], sink: ExportSink, tally: KeepTally,
 
 
 def _tables(batches: list[SourceBatch],
-            columns: list[str]) -> Iterator[tuple[SourceBatch, pa.Table]]:
+            columns: list[str]) -> Generator[tuple[SourceBatch, pa.Table], None, None]:
     """Each row group of each shard of each batch, with its batch."""
     for batch in batches:
         read = [*columns, *TURN_COLUMNS] if is_multi_turn(batch.reader) else columns
