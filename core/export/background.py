@@ -1,5 +1,6 @@
-"""Threads that keep the export's other core busy: the data file is hashed and written, and
-the next row group read, while this one is encoded.
+"""Threads that keep the export's other core busy on JSONL: the data file is hashed and
+written, and the next row group read, while this one is encoded (parquet uses neither: its
+limit is zstd, and read-ahead would cost it memory).
 
 sha256 and file writes release the GIL, as do Arrow's parquet reads, so on two cores the
 three overlap instead of adding up. Order is kept (one thread each, FIFO queues), so the bytes
