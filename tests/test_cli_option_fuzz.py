@@ -260,6 +260,8 @@ def run_case(case: Case, value: str, capsys: pytest.CaptureFixture[str],
         return f"not one line: {err[:300]!r}"
     if "Traceback" in err:
         return f"traceback: {err[:200]!r}"
+    if re.search(r"\b(the|a|an) (the|a|an)\b", err):  # "give the the log file"
+        return f"garbled wording: {err[:200]!r}"
     named = case.name if case.action.option_strings else (case.action.metavar or case.name)
     if str(named) not in err:
         return f"does not name {named}: {err[:200]!r}"

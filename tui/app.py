@@ -24,6 +24,7 @@ from eagle_tui.tui.clipboard import ClipboardReach, clipboard_reach
 from eagle_tui.tui.driver import diffing_driver
 from eagle_tui.tui.options import VIEW_TITLES, VIEWS, DashboardOptions
 from eagle_tui.tui.render import literal
+from eagle_tui.tui.render.fleet import FleetBoard
 from eagle_tui.tui.screens.base import ViewScreen
 from eagle_tui.tui.sources import Sources, default_sources
 from eagle_tui.tui.termdiff import TerminalDiff
@@ -78,6 +79,8 @@ class EagleApp(App[int]):
         """The directory of the batch selected in the Capture view (Inspect opens it)."""
         self.inspect_request: Path | None = None
         """A batch directory the Inspect view is asked to open when it is shown next."""
+        self.fleet = FleetBoard()
+        """What the Server view's feeds last sent about each server (the Fleet view's rows)."""
         self.clipboard_reach = ClipboardReach("unknown", "not checked yet")
         """Whether a copy can reach the user's clipboard (checked off the UI thread)."""
         self._theme_problems = self._register_themes()
@@ -121,6 +124,8 @@ class EagleApp(App[int]):
         threading.Thread(target=check, name="clipboard-check", daemon=True).start()
 
     def on_unmount(self) -> None:
+        if self.sources.slurm is not None:
+            self.sources.slurm.close()
         if self.sources.capture is not None:
             try:
                 self.sources.capture.close()
@@ -142,9 +147,19 @@ class EagleApp(App[int]):
     # -- views -----------------------------------------------------------------------------
 
     def switch_view(self, view: str) -> None:
-        """Show ``view`` (one of ``VIEWS``); unknown names are ignored."""
+        """Show ``view`` (one of ``VIEWS``); unknown names are ignored. The Fleet view shows
+        what the Server view's feeds see, so the Server view is started first."""
+        if view == "fleet" and not self.fleet.watching and self.current_mode != "server":
+            self.switch_mode("server")
         if view in VIEWS and view != self.current_mode:
             self.switch_mode(view)
+
+    def open_server(self, index: int) -> None:
+        """The Server view with server ``index``'s card and log selected."""
+        self.switch_view("server")
+        screen = self.screen
+        if isinstance(screen, ViewScreen) and screen.VIEW == "server":
+            screen.show_server(index)
 
     def action_view(self, view: str) -> None:
         self.switch_view(view)

@@ -36,7 +36,13 @@ from eagle_tui.core.fsio import MIB, UnfitFile, read_small
 from eagle_tui.core.paths import config_dir
 from eagle_tui.core.urls import ServerURL
 from eagle_tui.core.wire import where_what
-from eagle_tui.tui.options import VIEWS, DashboardOptions, ServerTarget, server_url
+from eagle_tui.tui.options import (
+    VIEWS,
+    DashboardOptions,
+    ServerTarget,
+    server_url,
+    slurm_job_id,
+)
 
 EXIT_USAGE = 2
 MAX_PID = 1 << 22  # Linux's pid_max ceiling
@@ -128,6 +134,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="ask the workers a router lists directly (a card each), sending them the API "
              "key; without it only the URLs you name are contacted",
     )
+    parser.add_argument("--slurm-job", metavar="ID", type=Checked(slurm_job_id),
+                        help="follow this Slurm array of capture --shard auto in the Capture "
+                             "view as one job (squeue, and the slice directories under --runs)")
+    parser.add_argument("--runs", metavar="DIR", type=DirIn("slice directory"), action="append",
+                        default=[], help="with --slurm-job: a slice directory, or the "
+                        "directory holding them (repeat; default: the current directory)")
     add_refresh_argument(parser)
     parser.add_argument("--log-file", type=FileOut("log file"),
                         help="where eagle-tui logs (default: state dir)")
@@ -224,6 +236,8 @@ def options_from(
 ) -> DashboardOptions:
     """Merge command line > environment > config file > defaults."""
     theme = config.theme if config.theme is not None else "eagle-dark"
+    if getattr(args, "runs", None) and getattr(args, "slurm_job", None) is None:
+        raise ConfigError("--runs goes with --slurm-job ID")
     return DashboardOptions(
         servers=server_targets(args.url, args.log, args.pid),
         shard_dirs=tuple(args.shards),
@@ -231,10 +245,17 @@ def options_from(
         theme=args.theme or env.get("EAGLE_TUI_THEME") or theme,
         readonly=_first_bool(args.readonly, config.readonly, default=False),
         mouse=not _first_bool(args.no_mouse, _negate(config.mouse), default=False),
-        start_view=_view(args.view or config.view or "server"),
+        start_view=_view(args.view or config.view or _default_view(args)),
         refresh_s=_first_float(getattr(args, "refresh", None), config.refresh, default=1.0),
         trust_router_workers=bool(getattr(args, "trust_router_workers", False)),
+        slurm_job=getattr(args, "slurm_job", None),
+        slurm_runs=tuple(getattr(args, "runs", ())),
     )
+
+
+def _default_view(args: argparse.Namespace) -> str:
+    """The Capture view when following a Slurm job (what was asked for), else Server."""
+    return "capture" if getattr(args, "slurm_job", None) else "server"
 
 
 def server_targets(

@@ -13,12 +13,13 @@ from pathlib import Path
 
 from eagle_tui.core.urls import BadURL, ServerURL, argument_error
 
-VIEWS: tuple[str, ...] = ("server", "capture", "streams", "inspect")
+VIEWS: tuple[str, ...] = ("server", "capture", "streams", "inspect", "fleet")
 VIEW_TITLES: dict[str, str] = {
     "server": "Server",
     "capture": "Capture",
     "streams": "Streams",
     "inspect": "Inspect",
+    "fleet": "Fleet",
 }
 
 
@@ -35,6 +36,9 @@ class ServerTarget:
     log_file: Path | None = None
     argv: tuple[str, ...] = ()
     pid: int | None = None
+    quiet: bool = False
+    """Listed but never toasted: another user's server found by discovery (not ours to
+    act on; its troubles are shown on its card only)."""
 
     @property
     def label(self) -> str:
@@ -63,6 +67,10 @@ class DashboardOptions:
     extra_theme_dirs: tuple[Path, ...] = field(default_factory=tuple)
     trust_router_workers: bool = False
     """Ask a router's listed workers directly (a card each), sending them the API key."""
+    slurm_job: str | None = None
+    """A Slurm array of ``capture --shard auto`` tasks the Capture view follows as one job."""
+    slurm_runs: tuple[Path, ...] = ()
+    """Where its slice directories are (each one, or a directory holding them)."""
 
 
 def server_url(text: str) -> ServerURL:
@@ -73,3 +81,13 @@ def server_url(text: str) -> ServerURL:
         return ServerURL.parse(text)
     except BadURL as e:
         raise argparse.ArgumentTypeError(argument_error(text, str(e))) from None
+
+
+def slurm_job_id(text: str) -> str:
+    """``--slurm-job``'s type (``batches`` and the dashboard): an array's job id (digits;
+    ``812`` of ``812_3``)."""
+    job = text.strip()
+    if not job.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r}: want the array's job id, e.g. 812 "
+                                         "(sbatch --parsable prints it)")
+    return job

@@ -80,7 +80,9 @@ class ProgressTracker:
     def __init__(self, clock: Clock) -> None:
         self._clock = clock
         self._started = clock.monotonic()
-        self.state = BatchState.STARTING
+        self._rate_start = self._started
+        self._paused_at: float | None = None
+        self._state = BatchState.STARTING
         self.total: int | None = None
         self.already_done = 0
         self.done = 0
@@ -98,6 +100,27 @@ class ProgressTracker:
         self.failures: Counter[str] = Counter()
         self.flags: Counter[str] = Counter()
         self._window: deque[tuple[float, int, int]] = deque()
+
+    @property
+    def state(self) -> BatchState:
+        """Where the batch is (starting, running, paused, stopping, …)."""
+        return self._state
+
+    @state.setter
+    def state(self, state: BatchState) -> None:
+        now = self._clock.monotonic()
+        if state == BatchState.PAUSED and self._paused_at is None:
+            self._paused_at = now
+        elif state != BatchState.PAUSED and self._paused_at is not None:
+            self._skip_pause(now - self._paused_at)
+            self._paused_at = None
+        self._state = state
+
+    def _skip_pause(self, paused_s: float) -> None:
+        """Rates (and so the ETA) after a resume leave the pause out: the window's points
+        move forward by its length, as if the batch had not stopped."""
+        self._rate_start += paused_s
+        self._window = deque((t + paused_s, done, tokens) for t, done, tokens in self._window)
 
     # -- updates -----------------------------------------------------------------------
 
@@ -144,8 +167,10 @@ class ProgressTracker:
         settled = (self.already_done + self.done + self.failed + self.rejected
                    + self.ended_early)
         remaining = None if self.total is None else max(0, self.total - settled)
-        if remaining is None or samples_per_s <= 0:
-            eta = 0.0 if remaining == 0 else None
+        if remaining == 0:
+            eta: float | None = 0.0
+        elif remaining is None or samples_per_s <= 0 or self._state != BatchState.RUNNING:
+            eta = None  # a promise only while requests are being sent (not paused, stopping)
         else:
             eta = remaining / samples_per_s
         return Progress(
@@ -173,7 +198,7 @@ class ProgressTracker:
             return 0.0, 0.0
         start_t, start_done, start_tokens = self._window[0]
         if len(self._window) == 1:
-            start_t, start_done, start_tokens = self._started, 0, 0
+            start_t, start_done, start_tokens = self._rate_start, 0, 0
         span = self._clock.monotonic() - start_t
         if span <= 0:
             return 0.0, 0.0

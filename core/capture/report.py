@@ -20,7 +20,7 @@ def progress_line(snapshot: CaptureProgress) -> str:
         f"{p.already_done} done before, {p.failed} failed, {p.flagged} flagged, "
         f"{p.rejected} rejected | {p.in_flight} in flight, {p.retrying} retrying | "
         f"{p.samples_per_s:.1f} samples/s, {p.tokens_per_s:,.0f} tok/s | "
-        f"ETA {duration(p.eta_s)} | errors: {counts_text(snapshot.errors)} | {servers}"
+        f"ETA {duration(p.eta_s, '—')} | errors: {counts_text(snapshot.errors)} | {servers}"
         + (f" | {snapshot.ended_early} turns not generated (conversations ended early)"
            if snapshot.ended_early else "")
     )

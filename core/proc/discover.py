@@ -60,6 +60,13 @@ class ServerProcess:
     port: int | None
     log_path: Path | None
     create_time: float
+    uid: int | None = None
+    """The process's real user id (None when the process table would not say)."""
+
+    @property
+    def mine(self) -> bool:
+        """Started by the user running eagle-tui (another user's server is theirs to act on)."""
+        return self.uid is None or self.uid == os.getuid()
 
     @property
     def url(self) -> ServerURL | None:
@@ -187,7 +194,7 @@ def _candidates(within: int | None = None) -> Iterable[Any]:
     ourselves = self_and_ancestors()
     scope = process_tree(within) if within is not None else None
     table = {proc.info["pid"]: proc for proc in
-             psutil.process_iter(["pid", "cmdline", "create_time", "ppid"])}
+             psutil.process_iter(["pid", "cmdline", "create_time", "ppid", "uids"])}
     found: dict[int, tuple[Any, list[str], str, bool]] = {}
     for pid, proc in table.items():
         argv = proc.info.get("cmdline") or []
@@ -251,9 +258,15 @@ def discover_servers(within: int | None = None) -> list[ServerProcess]:
                 port=_port_of(proc, argv, kind),
                 log_path=log_file_of(proc.info["pid"]),
                 create_time=proc.info.get("create_time") or 0.0,
+                uid=_real_uid(proc),
             )
         )
     return sorted(found, key=lambda s: (s.create_time, s.pid))
+
+
+def _real_uid(proc: Any) -> int | None:
+    uids = proc.info.get("uids")
+    return int(uids.real) if uids is not None else None
 
 
 def find_server_pid(port: int) -> int | None:

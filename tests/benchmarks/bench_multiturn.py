@@ -11,7 +11,8 @@ fed, in turn, by:
 Both run at the same concurrency; the server's own counter of generated tokens gives its
 utilisation over a steady-state window. Each run is a fresh child process and a fresh sim.
 
-    python tests/benchmarks/bench_multiturn.py [--conversations 600] [--window 20]
+    python tests/benchmarks/bench_multiturn.py [--conversations 600] [--warmup 5] [--window 20]
+        [--repeats 2]
 """
 
 from __future__ import annotations
@@ -95,6 +96,13 @@ def run_child(*args: str) -> dict[str, Any]:
     return result
 
 
+def ratio(shares: dict[str, float]) -> float:
+    """Multi-turn's share over single-turn's (NaN when single-turn generated nothing, as in a
+    window shorter than one answer)."""
+    single = shares["single-turn"]
+    return shares["multi-turn"] / single if single else float("nan")
+
+
 def main() -> None:
     if sys.argv[1:2] == ["_child"]:
         parser = argparse.ArgumentParser()
@@ -106,12 +114,15 @@ def main() -> None:
         parser.add_argument("--window", type=float, default=20.0)
         print(json.dumps(asyncio.run(child(parser.parse_args(sys.argv[2:])))))
         return
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--conversations", type=int, default=600)
-    parser.add_argument("--window", type=float, default=20.0)
-    parser.add_argument("--repeats", type=int, default=2)
-    args = parser.parse_args()
+    from eagle_tui.core.argtypes import OneLineParser, Whole, seconds
     from eagle_tui.core.sim.launcher import SimProcess
+
+    parser = OneLineParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--conversations", type=Whole(1, 1_000_000), default=600)
+    parser.add_argument("--warmup", type=seconds(zero=True, high=600), default=5.0)
+    parser.add_argument("--window", type=seconds(high=3600), default=20.0)
+    parser.add_argument("--repeats", type=Whole(1, 100), default=2)
+    args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -130,13 +141,13 @@ def main() -> None:
                         r = run_child("--url", sim.url, "--prompts", str(prompts), "--out",
                                       str(work / f"out-{name}-{concurrency}-{repeat}"),
                                       "--concurrency", str(concurrency),
+                                      "--warmup", str(args.warmup),
                                       "--window", str(args.window), *flag)
                     shares[name] = 100 * r["tokens_per_s"] / (CAPACITY * TPS)
                     print(f"  concurrency {concurrency:3d} run {repeat + 1} {name:11s} "
                           f"{r['tokens_per_s']:7,.0f} tokens/s = {shares[name]:5.1f}% of "
                           f"capacity ({r['rows']} rows in the window)")
-                print(f"    multi-turn / single-turn: "
-                      f"{shares['multi-turn'] / shares['single-turn']:.3f}")
+                print(f"    multi-turn / single-turn: {ratio(shares):.3f}")
 
 
 if __name__ == "__main__":

@@ -7,8 +7,12 @@ plus the Server view's watcher and log follower. Measures the UI event loop's la
 a 10 ms sleep wakes up: p50, p99, max), the UI thread's CPU share, the dashboard process's
 CPU (UI + batch follower thread) and the worker's. Target: p99 lag <= 50 ms.
 
+``--fleet 4,64`` measures the Fleet view instead, once per count in the same run: that many
+simulated servers (each its own process, each watched by its own feed: watcher, log
+follower, acceptance look) and the capture batch sending to the first four.
+
     .venv/bin/python tests/benchmarks/bench_tui_responsiveness.py [--seconds 20]
-        [--concurrency 64] [--tokens-per-s 100] [--max-new-tokens 256]
+        [--concurrency 64] [--tokens-per-s 100] [--max-new-tokens 256] [--fleet 4,64]
 """
 
 from __future__ import annotations
@@ -150,6 +154,62 @@ async def measure(args: argparse.Namespace, sim: SimProcess, workdir: Path) -> d
     return result
 
 
+async def measure_fleet(args: argparse.Namespace, sims: list[SimProcess], workdir: Path
+                        ) -> dict[str, float]:
+    """The Fleet view watching every sim while a batch captures on the first four."""
+    targets = [ServerTarget(ServerURL.parse(sim.url), name=f"sim{i:02d}",
+                            log_file=sim.log_path, pid=sim.pid) for i, sim in enumerate(sims)]
+    control = DetachedCapture()
+    app = EagleApp(
+        DashboardOptions(servers=tuple(targets), start_view="fleet"),
+        sources=Sources(servers=tuple(ServerFeed(t, use_history=False) for t in targets),
+                        capture=control, tokenizers=TokenizerCache()),
+    )
+    async with app.run_test(size=(120, 40)) as pilot:
+        prompts = write_prompts(workdir / f"prompts-{len(sims)}.jsonl", args.prompts)
+        batch_id = await asyncio.to_thread(control.start, BatchRequest(
+            prompts, workdir / f"out-{len(sims)}", tuple(sim.url for sim in sims[:4]),
+            bundled_tokenizer_path(), concurrency=args.concurrency // 4,
+            max_new_tokens=args.max_new_tokens))
+        while sum(1 for entry in app.fleet.servers.values() if entry.snapshot) < len(sims):
+            await pilot.pause(0.2)
+        probe = LagProbe()
+        started = time.time()
+        probe.start()
+        await asyncio.sleep(args.seconds)
+        probe.stop()
+        result = {"seconds": time.time() - started,
+                  "lag_p50_ms": statistics.median(probe.lags_ms),
+                  "lag_p99_ms": statistics.quantiles(probe.lags_ms, n=100)[98],
+                  "lag_max_ms": max(probe.lags_ms)}
+    await asyncio.to_thread(control.abort_and_wait, batch_id)
+    return result
+
+
+def fleet_run(args: argparse.Namespace, sim_args: list[str], tmp: Path) -> None:
+    """``--fleet``: the Fleet view's lag with each count of servers, in one run."""
+    counts = [int(n) for n in args.fleet.split(",")]
+    results = {}
+    sims = [SimProcess(sim_args, log_path=tmp / f"sim{i}.log") for i in range(max(counts))]
+    try:
+        for sim in sims:
+            sim.start()
+        for sim in sims:
+            sim.wait_ready(300)
+        for count in counts:
+            results[count] = asyncio.run(measure_fleet(args, sims[:count], tmp))
+    finally:
+        for sim in sims:
+            sim.close()
+    for count, result in results.items():
+        print(f"Fleet view, {count:>3} servers, capture on 4: UI event-loop lag over "
+              f"{result['seconds']:.0f} s: p50 {result['lag_p50_ms']:.1f} ms, p99 "
+              f"{result['lag_p99_ms']:.1f} ms, max {result['lag_max_ms']:.1f} ms")
+    first, last = counts[0], counts[-1]
+    print(f"p99 with {last} servers / with {first}: "
+          f"x{results[last]['lag_p99_ms'] / results[first]['lag_p99_ms']:.2f}")
+
+
 async def baseline(seconds: float) -> list[float]:
     """Lag of an idle event loop in this process: what the machine itself adds right now."""
     probe = LagProbe()
@@ -171,6 +231,7 @@ def main() -> None:
     parser.add_argument("--tokens-per-s", type=float, default=100.0)
     parser.add_argument("--max-new-tokens", type=int, default=256)
     parser.add_argument("--prompts", type=int, default=20000)
+    parser.add_argument("--fleet", default="", help="server counts, e.g. 4,64")
     args = parser.parse_args()
     idle = asyncio.run(baseline(5.0))
     load = os.getloadavg()[0]
@@ -188,6 +249,10 @@ def main() -> None:
             "--max-running-requests",
             "4096",
         ]
+        if args.fleet:
+            fleet_run(args, sim_args, Path(tmp))
+            print(f"baseline (idle loop, no app, load average {load:.1f}): {summary(idle)}")
+            return
         with SimProcess(sim_args, log_path=Path(tmp) / "sim.log") as sim:
             sim.wait_ready(60)
             result = asyncio.run(measure(args, sim, Path(tmp)))

@@ -41,10 +41,11 @@ def test_a_hung_rank_in_text_and_json_without_the_key(
 
 
 @pytest.mark.parametrize(("args", "says"), [
-    (("--pid", "abc"), "argument --pid: not a PID: 'abc'"),
-    (("--pid", "0"), "argument --pid: not a PID: '0' (must be at least 1)"),
+    (("--pid", "abc"), "argument --pid: 'abc' is not a whole number"),
+    (("--pid", "0"), "argument --pid: '0' is out of range"),
     (("--url", "http://h:1/?token=x"), "has a query string"),
-    (("--log", "/nonexistent/server.log"), "--log /nonexistent/server.log: no such file"),
+    (("--log", "/nonexistent/server.log"),
+     "argument --log: '/nonexistent/server.log' does not exist; give the server's log file"),
 ])
 def test_bad_options_are_one_line_and_exit_2(
     args: tuple[str, ...], says: str, capsys: pytest.CaptureFixture[str]

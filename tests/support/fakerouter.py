@@ -22,6 +22,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from types import TracebackType
 from typing import Self
 
@@ -160,22 +161,18 @@ if __name__ == "__main__":
 def run_measured(argv: Sequence[str], *, env: dict[str, str], cwd: str, timeout: float,
                  workdir: str) -> tuple[int, str, str, float]:
     """Run ``argv`` to its end; (exit code, stdout, stderr, peak RSS in MiB of that process,
-    from ``wait4``: the kernel's own high-water mark, not a sample)."""
-    import os
-    import signal
+    from ``wait4`` in a small launcher: the kernel's own high-water mark, not a sample, and not
+    this test worker's size inherited through ``fork``)."""
     import subprocess
 
     out_path, err_path = f"{workdir}/measured.out", f"{workdir}/measured.err"
+    rss_path = f"{workdir}/measured.rss"
+    launcher = [sys.executable, str(Path(__file__).with_name("peak_rss.py")), rss_path,
+                str(timeout), "--"]
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
-        process = subprocess.Popen(list(argv), stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                   env=env, cwd=cwd)
-    timer = threading.Timer(timeout, lambda: os.kill(process.pid, signal.SIGKILL))
-    timer.start()
-    try:
-        _, status, usage = os.wait4(process.pid, 0)
-    finally:
-        timer.cancel()
-    process.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+        done = subprocess.run([*launcher, *argv], stdout=out, stderr=err,
+                              stdin=subprocess.DEVNULL, env=env, cwd=cwd)
     with open(out_path, encoding="utf-8", errors="replace") as out_text, \
-            open(err_path, encoding="utf-8", errors="replace") as err_text:
-        return process.returncode, out_text.read(), err_text.read(), usage.ru_maxrss / 1024
+            open(err_path, encoding="utf-8", errors="replace") as err_text, \
+            open(rss_path, encoding="ascii") as rss_text:
+        return done.returncode, out_text.read(), err_text.read(), int(rss_text.read()) / 1024

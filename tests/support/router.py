@@ -59,6 +59,13 @@ class RouterProcess:
     def metrics_url(self) -> str:
         return f"http://127.0.0.1:{self.metrics_port}"
 
+    @property
+    def pid(self) -> int:
+        """The router's process id (for its CPU times)."""
+        if self._process is None:
+            raise RuntimeError("the router has not been started")
+        return self._process.pid
+
     def start(self) -> Self:
         command = [sys.executable, "-m", "sglang_router.launch_router",
                    "--host", "127.0.0.1", "--port", str(self.port),

@@ -10,7 +10,9 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import os
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
@@ -20,28 +22,39 @@ from rich.console import Console
 from support.waiting import pilot_wait
 from test_tui_capture_view import prompts_file
 from textual import events
-from textual.widgets import DataTable, Input, Static
-from tui_fakes import FakeCapture, batch
+from textual.pilot import Pilot
+from textual.widgets import DataTable, Footer, Input, Static
+from tui_fakes import FakeCapture, FakeServerFeed, batch, health
 from tui_shards import make_row, synthetic_rows, write_shards
 
 from eagle_tui.core import kimi
 from eagle_tui.core.batchstate import BatchState
+from eagle_tui.core.capture.events import RequestEvent
+from eagle_tui.core.health.snapshot import Flag
+from eagle_tui.core.proc.discover import ServerProcess
+from eagle_tui.core.sglang.types import ModelInfo
+from eagle_tui.core.sim.launcher import SimProcess
 from eagle_tui.core.tokenizer import bundled_tokenizer_path, load_tokenizer
+from eagle_tui.core.urls import ServerURL
 from eagle_tui.tui.app import EagleApp
 from eagle_tui.tui.cli import inspect as inspect_cli
 from eagle_tui.tui.cli.main import build_parser
-from eagle_tui.tui.options import DashboardOptions
+from eagle_tui.tui.options import DashboardOptions, ServerTarget
 from eagle_tui.tui.render.capture import batch_note
 from eagle_tui.tui.screens.batch_forms import NewBatchScreen
 from eagle_tui.tui.screens.capture import CaptureScreen
 from eagle_tui.tui.screens.help import HelpScreen
 from eagle_tui.tui.screens.inspect import InspectScreen
 from eagle_tui.tui.screens.sample import SampleScreen, sample_header
+from eagle_tui.tui.screens.streams import StreamsScreen
 from eagle_tui.tui.sources import Sources
 from eagle_tui.tui.sources.batches import shard_flag_counts
+from eagle_tui.tui.sources.model_info import local_tokenizer_dir
+from eagle_tui.tui.sources.server import ServerDiscovery
 from eagle_tui.tui.sources.tokenizers import TokenizerCache
 from eagle_tui.tui.widgets.field import Field
 from eagle_tui.tui.widgets.log_pane import HEALTH_NOISE
+from eagle_tui.tui.widgets.server_card import ServerCard
 
 UPSTREAM = Path(__file__).parents[1] / "fixtures" / "upstream" / "textual_input_burst.py"
 
@@ -317,5 +330,149 @@ async def test_help_says_how_to_close_it() -> None:
         await pilot.press("question_mark")
         await pilot_wait(pilot, lambda: isinstance(app.screen, HelpScreen), what="help")
         assert "esc" in str(app.screen.query_one("#help-close", Static).render())
+        assert "ctrl+p" in str(app.screen.query_one("#help-palette", Static).render())
         await pilot.press("escape")
         await pilot_wait(pilot, lambda: isinstance(app.screen, CaptureScreen), what="closed")
+
+
+def found_server(port: int, uid: int | None) -> ServerProcess:
+    return ServerProcess(pid=4000 + port, kind="launch_server", cmdline="python -m sglang…",
+                         host="127.0.0.1", port=port, log_path=None, create_time=0.0, uid=uid)
+
+
+async def test_discovery_toasts_only_about_this_users_servers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    theirs, mine = found_server(30001, os.getuid() + 1), found_server(30002, os.getuid())
+    targets = ServerDiscovery(lambda: [theirs, mine]).new_targets()
+    assert [target.quiet for target in targets] == [True, False]
+    crash = Flag("crashed", "process exited with code 1")
+    feeds = [FakeServerFeed(target, [health(flags=[crash])]) for target in targets]
+    app = EagleApp(DashboardOptions(servers=tuple(targets)),
+                   sources=Sources(servers=tuple(feeds), capture=FakeCapture()))
+    async with app.run_test(size=(120, 40)) as pilot:
+        said: list[str] = []
+        monkeypatch.setattr(app.screen, "notify", lambda _m, **kw: said.append(kw["title"]))
+        await pilot_wait(pilot, lambda: bool(said), what="the toast about our own server")
+        await pilot.pause(0.5)
+        assert said == [f"{targets[1].label}: crashed"]  # listed both; toasted only ours
+        assert "(user " in targets[0].label and "(user" not in targets[1].label
+        assert len(app.screen.query(ServerCard)) == 2
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+async def test_the_capture_view_fits_its_table_and_footer_keys(size: tuple[int, int]) -> None:
+    control = FakeCapture([batch("20260102-030405-ab12", "finished", name="kimi-en"),
+                           batch("20260102-041500-cd34", "running", name="kimi-zh")])
+    app = capture_app(control)
+    async with app.run_test(size=size) as pilot:
+        screen = app.screen
+        assert isinstance(screen, CaptureScreen)
+        table = screen.query_one("#batch-table", DataTable)
+        await pilot_wait(pilot, lambda: table.row_count == 2, what="the batches")
+        await pilot.pause()
+        headers = [str(column.label) for column in table.columns.values()]
+        assert {"batch", "name", "state", "done/total", "ETA", "failed", "flagged"} <= set(headers)
+        assert table.virtual_size.width <= table.size.width, headers  # nothing cut off
+        footer = screen.query_one(Footer)
+        assert footer.virtual_size.width <= footer.size.width  # every key whole
+        await pilot.press("down")  # the selection survives a narrower terminal
+        await pilot.resize_terminal(70, 24)
+        await pilot_wait(pilot, lambda: len(table.columns) < len(headers), what="fewer columns")
+        chosen = screen.selected()
+        assert chosen is not None and chosen.batch_id == "20260102-041500-cd34"
+        assert table.virtual_size.width <= table.size.width
+
+
+@pytest.mark.parametrize(("width", "columns"), [(80, 1), (120, 1), (200, 2), (250, 3)])
+async def test_streams_boxes_sit_side_by_side_on_wide_terminals(width: int, columns: int) -> None:
+    control = FakeCapture([batch("b1", "running")])
+    app = EagleApp(DashboardOptions(start_view="streams"), sources=Sources(capture=control))
+    app.watching = "b1"
+    async with app.run_test(size=(width, 60)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, StreamsScreen)
+        control.add_events("b1", [RequestEvent(kind="sent", sample_id=f"p{n}", at=0.0,
+                                               rid=f"r{n}", watched=True) for n in range(8)])
+        await pilot_wait(pilot, lambda: len(screen.slots) == 8, what="eight boxes")
+        await pilot.pause()
+        rows = {box.region.y for box in screen.slots}
+        assert len(rows) == -(-8 // columns)  # 8 boxes, `columns` to a row
+        assert all(box.region.width >= 78 for box in screen.slots)  # never squeezed
+        assert all(box.region.right <= width for box in screen.slots)
+
+
+@pytest.mark.parametrize("readonly", [False, True])
+async def test_streams_follows_the_running_batch_after_a_restart(readonly: bool) -> None:
+    # A dashboard started while batches run: nothing was watched by this one yet.
+    control = FakeCapture([batch("b1-old", "done"), batch("b2-night", "running"),
+                           batch("b3-later", "stopped")])
+    app = EagleApp(DashboardOptions(start_view="capture", readonly=readonly),
+                   sources=Sources(capture=control))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("3")
+        await pilot_wait(pilot, lambda: isinstance(app.screen, StreamsScreen), what="Streams")
+        screen = app.screen
+        assert isinstance(screen, StreamsScreen)
+        await pilot_wait(pilot, lambda: screen.status_text().startswith("batch b2-night"),
+                         what=lambda: f"the running batch followed ({screen.status_text()})")
+        asked = [call for call in control.calls if call[0] == "watch"]
+        assert asked == ([] if readonly else [("watch", "b2-night", "8")])
+        control.add_events("b2-night", [RequestEvent(kind="sent", sample_id="p7", at=0.0,
+                                                     rid="r7", watched=True)])
+        await pilot_wait(pilot, lambda: "p7" in screen.boxes, what="its stream")
+
+
+# -- the New-batch form: tokenizer from the server, name, rows per shard --------------------
+
+
+async def open_form(app: EagleApp, pilot: Pilot[None]) -> NewBatchScreen:
+    await pilot.press("n")
+    await pilot_wait(pilot, lambda: isinstance(app.screen, NewBatchScreen), what="form")
+    form = app.screen
+    assert isinstance(form, NewBatchScreen)
+    return form
+
+
+@pytest.mark.slow
+async def test_the_form_prefills_the_tokenizer_the_server_names(
+    start_sim: Callable[..., SimProcess],
+) -> None:
+    sim = start_sim()  # its /model_info names the bundled tokenizer's directory
+    target = ServerTarget(ServerURL.parse(sim.url))
+    app = EagleApp(DashboardOptions(start_view="capture", servers=(target,)),
+                   sources=Sources(servers=(FakeServerFeed(target),), capture=FakeCapture()))
+    async with app.run_test(size=(80, 24)) as pilot:
+        form = await open_form(app, pilot)
+        field = form.query_one("#form-tokenizer", Input)
+        await pilot_wait(pilot, lambda: field.value != "", 30, "the tokenizer prefilled")
+        assert Path(field.value) == bundled_tokenizer_path()
+        note = str(form.query_one("#form-error", Static).render())
+        assert f"{sim.url}/model_info" in note
+
+
+def test_only_a_local_tokenizer_directory_is_prefilled(tmp_path: Path) -> None:
+    def info(model: str, tokenizer: str | None = None) -> ModelInfo:
+        return ModelInfo(model_path=model, tokenizer_path=tokenizer, served_model_name=None,
+                         architectures=(), model_type=None, raw={})
+
+    bundled = bundled_tokenizer_path()
+    assert local_tokenizer_dir(info("moonshotai/Kimi-K2.5")) is None  # a Hugging Face id
+    assert local_tokenizer_dir(info(str(tmp_path))) is None  # a directory with no tokenizer
+    assert local_tokenizer_dir(info(str(tmp_path), str(bundled))) == bundled
+    assert local_tokenizer_dir(info(str(bundled), "/elsewhere/tok")) == bundled
+
+
+async def test_the_form_has_a_name_and_rows_per_shard(tmp_path: Path) -> None:
+    control = FakeCapture()
+    app = capture_app(control)
+    async with app.run_test(size=(80, 24)) as pilot:
+        form = await open_form(app, pilot)
+        assert form.field_values()["shard_rows"] == "2000"
+        await pilot.press(*str(prompts_file(tmp_path / "p.jsonl", 3)), "tab", *str(tmp_path / "o"),
+                          "tab", *"http://127.0.0.1:9", "tab", "tab", "tab", "tab")
+        await pilot.press("ctrl+u", *"500", "tab", *"night run")
+        await pilot_wait(pilot, lambda: form.field_values()["name"] == "night run", what="name")
+        await pilot.press("ctrl+s")
+        await pilot_wait(pilot, lambda: len(control.started) == 1, 60, "started")
+        assert (control.started[0].name, control.started[0].shard_rows) == ("night run", 500)

@@ -9,6 +9,8 @@ editing keys in every text field keeps its order (2); Inspect's ``/`` finds a ro
 page (8); the copy that reaches the terminal keeps the boundary tokens (12); Esc in the
 New-batch form leaves the field (13); a finished batch's detail is a note with flag kinds
 (14); starting and ``i`` follow the selection (17); and the keys each help screen lists.
+Low items: the New-batch form takes a name, Streams follows a batch that was running
+before the dashboard started, and a foreground capture stopping after Ctrl-C shows no ETA.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -26,6 +28,7 @@ from test_tui_capture_view import prompts_file
 from tui_shards import make_row, synthetic_rows, write_shards
 
 from eagle_tui.core import kimi
+from eagle_tui.core.batches.control_client import BatchClient
 from eagle_tui.core.batches.detach import launch_detached
 from eagle_tui.core.batches.registry import Registry
 from eagle_tui.core.sim.launcher import SimProcess
@@ -140,7 +143,7 @@ def test_capture_new_batch_and_inspect_follow_the_selection(
         if flags:  # item 14: the kinds come from the shards
             kind, count = max(flags.items(), key=lambda item: item[1])
             assert f"{kind} {count}" in screen, screen
-        help_lists(term, "Capture", ["n  New batch", "i  Inspect", "o  Sort"])
+        help_lists(term, "Capture", ["n  New", "i  Inspect", "o  Sort"])
         term.press("i")  # item 17: the selection opens in Inspect
         term.wait_for(str(tmp_path / "second-out"))
         term.wait_for("12 rows in")
@@ -149,6 +152,7 @@ def test_capture_new_batch_and_inspect_follow_the_selection(
         new_batch_form(term, prompts, tmp_path / "third-out", sim_server.url)
         term.wait_for("third-out")  # item 17: the detail follows the started batch
         term.wait_until(lambda: "third-out" in detail_title(term), "the new batch selected")
+        assert "(pty-night)" in detail_title(term)  # the name typed in the form
 
 
 def detail_title(term: PtyTerminal) -> str:
@@ -167,8 +171,11 @@ def new_batch_form(term: PtyTerminal, prompts: Path, out: Path, server: str) -> 
                     "the server typed over the default (ctrl+u in the burst)")
     term.burst("tab", "tab")  # to max new tokens ("4096")
     term.burst("backspace", "backspace", "backspace", "backspace", "2", "0")
-    term.wait_until(lambda: any(row.strip(" │") == "20" for row in term.lines()),
-                    "max new tokens 20 (the burst in order)")
+    term.wait_until(lambda: any(re.match(r"8 +20 +2000", row.strip(" │"))
+                                for row in term.lines()),
+                    "max new tokens 20 (the burst in order), beside concurrency 8")
+    term.burst("tab", "tab", "pty-night")  # past rows per shard, to the batch's name
+    term.wait_for("pty-night")
     term.press("escape")  # item 13: leaves the field, the form stays
     term.wait_for("no field has the keys")
     term.press("q")  # a key outside any field: typed nowhere, quits nothing
@@ -203,3 +210,54 @@ def test_inspect_search_bursts_and_the_copy_that_reaches_the_terminal(tmp_path: 
         exported = tmp_path / "eagle-sample-s00000.json"
         term.wait_until(exported.exists, "the export")
         assert json.loads(exported.read_text())["decoded"]["output"] == copied
+
+
+def test_streams_follows_a_batch_that_was_running_before_the_dashboard(
+    tmp_path: Path, start_sim: Callable[..., SimProcess]
+) -> None:
+    # Low item of issue 20: a dashboard (re)started while a batch runs; Streams (3) finds
+    # the running batch and follows it instead of saying that nothing is watched.
+    sim = start_sim("--tokens-per-s", "5")  # slow streams: the batch outlives the test
+    request = BatchRequest(prompts_file(tmp_path / "p.jsonl", 20), tmp_path / "out",
+                           (sim.url,), bundled_tokenizer_path(), concurrency=2,
+                           max_new_tokens=400)
+    launched = asyncio.run(asyncio.to_thread(launch_detached, request.to_config()))
+    batch_id = str(launched.record.id)
+    try:
+        args = ["--view", "capture", "--url", sim.url, "--refresh", "0.3"]
+        with PtyTerminal(args, cols=140, rows=50, cwd=tmp_path) as term:
+            term.wait_for(batch_id)
+            term.press("3")
+            term.wait_for(f"batch {batch_id} · running")
+            term.wait_for(" ids · streaming")  # a box of one of the next 8 requests
+    finally:
+        asyncio.run(abort(launched.record.socket))
+        wait_until(lambda: Registry().load(batch_id).final_state is not None, 60,
+                   f"batch {batch_id} to stop")
+
+
+async def abort(socket: str) -> None:
+    """Abort a detached batch through its control socket."""
+    async with BatchClient(socket) as client:
+        await client.stop(abort=True)
+
+
+def test_a_foreground_capture_stopping_after_ctrl_c_shows_no_eta(
+    tmp_path: Path, start_sim: Callable[..., SimProcess]
+) -> None:
+    # Low item of issue 20: the live panel read `ETA 37s [stopping]` after Ctrl-C. The sim
+    # runs 4 requests at a time, so the 16 in flight take seconds to drain.
+    sim = start_sim("--tokens-per-s", "40", "--max-running-requests", "4")
+    args = ["capture", "--display", "rich", "--prompts", str(prompts_file(tmp_path / "p.jsonl",
+            400)), "--out", str(tmp_path / "out"), "--server", sim.url, "--tokenizer",
+            TOKENIZER, "--max-new-tokens", "48", "--concurrency", "16", "--grace", "60"]
+    with PtyTerminal(args, cols=140, rows=30, cwd=tmp_path) as term:
+        term.wait_until(lambda: re.search(r"ETA \d+s\s+\[running\]", term.text()) is not None,
+                        "an ETA while running", timeout=120)
+        term.write(b"\x03")  # Ctrl-C as the terminal sends it (the tty makes it SIGINT)
+        term.wait_for("[stopping]")
+        term.wait_until(lambda: term.alive() is not None, "the capture to end", timeout=120)
+    frames = bytes(term.raw).decode("utf-8", "replace")
+    stopping = re.findall(r"ETA (\S+)\s+\[stopping\]", frames)
+    assert stopping and set(stopping) == {"—"}, stopping
+    assert term.exit_status == 130

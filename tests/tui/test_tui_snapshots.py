@@ -1,4 +1,5 @@
-"""SVG snapshots of each view at 80×24 and 120×40, in eagle-dark and eagle-light.
+"""SVG snapshots of each view at 80×24 and 120×40 (Streams at 200×60 too), in eagle-dark and
+eagle-light.
 
 Deterministic on purpose: fake sources with fixed figures (no clock reaches the screen),
 no cursor blink, toasts cleared, relative paths. A changed rendering fails the test; after
@@ -234,7 +235,8 @@ def delta(sample_id: str, new_ids: tuple[int, ...]) -> DeltaEvent:
     return DeltaEvent(sample_id=sample_id, rid=None, new_ids=new_ids, total=0, at=0.0)
 
 
-@pytest.mark.parametrize(("size", "theme"), [((120, 40), "eagle-dark"), ((80, 24), "ansi-dark")])
+@pytest.mark.parametrize(("size", "theme"), [((120, 40), "eagle-dark"), ((80, 24), "ansi-dark"),
+                                           ((200, 60), "eagle-dark")])
 async def test_streams_view(size: tuple[int, int], theme: str, no_blink: None) -> None:
     control = FakeCapture([batch("b1", "running", tokenizer=bundled_tokenizer_path())])
     app = EagleApp(

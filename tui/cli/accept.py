@@ -56,16 +56,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``accept`` flags (named as ``capture`` names them)."""
     what = parser.add_argument_group("what to replay").add_mutually_exclusive_group(
         required=True)
-    what.add_argument("--prompts", type=FileIn("the prompt file"), metavar="FILE",
+    what.add_argument("--prompts", type=FileIn("prompt file"), metavar="FILE",
                       help="a prompt file (JSONL or parquet, as capture reads; a record's "
                       "'category' field groups the figures)")
-    what.add_argument("--from-batch", type=DirIn("the batch directory"), metavar="DIR",
+    what.add_argument("--from-batch", type=DirIn("batch directory"), metavar="DIR",
                       help="a capture batch: replay exactly its held-out split")
     where = parser.add_argument_group("where")
     where.add_argument("--server", required=True, type=server_url, metavar="URL")
     where.add_argument("--against", type=server_url, metavar="URL",
                        help="a second server (B) for an A/B: B - A per category, 95 %% CI")
-    where.add_argument("--tokenizer", type=DirIn("the tokenizer directory"), metavar="DIR",
+    where.add_argument("--tokenizer", type=DirIn("tokenizer directory"), metavar="DIR",
                        help="the target's tokenizer (default with --from-batch: the batch's)")
     sampling = parser.add_argument_group("sampling")
     sampling.add_argument("--max-new-tokens", type=Whole(1, MAX_INT32), default=1024)
@@ -77,7 +77,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     running.add_argument("--timeout", type=seconds(), default=600.0,
                          help="seconds per request")
     running.add_argument("--retries", type=Whole(1, 100), default=6)
-    running.add_argument("--results", type=FileOut("the results file"), metavar="FILE",
+    running.add_argument("--results", type=FileOut("results file"), metavar="FILE",
                          help="stored results (default: accept-results.jsonl beside the "
                          "batch or prompt file)")
     running.add_argument("--no-store", action="store_true",

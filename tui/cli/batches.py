@@ -36,6 +36,7 @@ from eagle_tui.tui.cli.batch_table import (
     table,
 )
 from eagle_tui.tui.cli.batch_verbs import EXIT_OK, run_verb
+from eagle_tui.tui.options import slurm_job_id
 
 
 class BatchDoc(msgspec.Struct, frozen=True, kw_only=True):
@@ -71,15 +72,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--runs", metavar="DIR", type=DirIn("slice directory"), action="append",
                         help="with --slurm-job: a slice directory, or the directory holding "
                              "them (repeat; default: the current directory)")
-
-
-def slurm_job_id(text: str) -> str:
-    """``--slurm-job``'s type: an array's job id (digits; ``812`` of ``812_3``)."""
-    job = text.strip()
-    if not job.isdigit():
-        raise argparse.ArgumentTypeError(f"{text!r}: want the array's job id, e.g. 812 "
-                                         "(sbatch --parsable prints it)")
-    return job
 
 
 

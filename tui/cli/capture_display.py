@@ -51,7 +51,7 @@ def panel(snapshot: CaptureProgress) -> Any:
     total = p.total or 0
     bar = ProgressBar(total=max(total, 1), completed=min(p.settled, max(total, 1)), width=50)
     head = Text(f" {p.settled}/{p.total if p.total is not None else '?'} rows  "
-                f"ETA {duration(p.eta_s)}  [{snapshot.state}]")
+                f"ETA {duration(p.eta_s, '—')}  [{snapshot.state}]")
     counts = Table.grid(padding=(0, 2))
     for _ in range(6):
         counts.add_column(justify="right")

@@ -30,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``diagnose`` options."""
     parser.add_argument("--url", type=server_url, help="the server's base URL")
     parser.add_argument("--pid", type=Whole(1, 1 << 22), help="PID of the server's main process")
-    parser.add_argument("--log", type=FileIn("the server's log file"), metavar="FILE",
+    parser.add_argument("--log", type=FileIn("server's log file"), metavar="FILE",
                         help="the server's log file")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--no-stacks", action="store_true",

@@ -241,7 +241,7 @@ def batch_text(batch: BatchLine) -> str:
               if counts.get(name)]
     if counts.get("samples_per_s"):
         parts.append(f"{counts['samples_per_s']:.2f} samples/s")
-    if counts.get("eta_s") is not None:
+    if counts.get("eta_s") is not None and batch.state == BatchState.RUNNING:
         parts.append(f"ETA {duration(counts['eta_s'])}")
     detail = f"  ({batch.detail})" if batch.detail else ""
     return f"{head}  {' · '.join(parts)}{detail}"

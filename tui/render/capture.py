@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping, Sequence
 
+from rich.cells import cell_len
+
 from eagle_tui.core.batchstate import BatchState
 from eagle_tui.core.capture.progress import CaptureProgress, Progress
 from eagle_tui.core.text import duration
@@ -12,6 +14,15 @@ from eagle_tui.tui.render.batch import BatchSnapshot
 from eagle_tui.tui.render.meter import MeterValue
 
 RATE_POINTS = 120
+COLUMNS = (
+    "batch", "name", "state", "%", "done/total", "smp/s", "tok/s", "ETA", "failed", "flagged"
+)
+COLUMNS_BY_USE = (
+    "batch", "state", "done/total", "ETA", "failed", "flagged", "name", "%", "smp/s", "tok/s"
+)
+"""Which columns a narrow terminal keeps first: what a batch is and whether it needs a look
+(the detail pane below the table draws the rates)."""
+CELL_PADDING = 2
 
 
 def progress_fraction(snapshot: CaptureProgress | None) -> float | None:
@@ -84,6 +95,21 @@ def table_cells(snapshot: BatchSnapshot) -> tuple[str, ...]:
         f"{p.failed:,}",
         f"{p.flagged:,}",
     )
+
+
+def columns_that_fit(rows: Sequence[Sequence[str]], width: int) -> tuple[int, ...]:
+    """Indices (in table order) of the ``COLUMNS`` that fit in ``width`` cells, taken in
+    ``COLUMNS_BY_USE`` order; the batch id always."""
+    widths = [
+        max([cell_len(header), *(cell_len(row[i]) for row in rows)]) + CELL_PADDING
+        for i, header in enumerate(COLUMNS)
+    ]
+    chosen: list[int] = []
+    for name in COLUMNS_BY_USE:
+        index = COLUMNS.index(name)
+        if not chosen or sum(widths[i] for i in chosen) + widths[index] <= width:
+            chosen.append(index)
+    return tuple(sorted(chosen))
 
 
 def counts_text(p: Progress) -> str:

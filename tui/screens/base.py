@@ -79,6 +79,9 @@ class ViewScreen(Screen[None]):
         """Commands this view adds to the command palette."""
         return ()
 
+    def show_server(self, index: int) -> None:
+        """Bring server ``index`` forward (the Server view selects its card and log)."""
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Hide mutating actions in read-only mode (False); otherwise ask ``action_state``."""
         if action in self.MUTATING_ACTIONS and self.eagle.options.readonly:

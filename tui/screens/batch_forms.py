@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
@@ -41,7 +42,16 @@ def parse_request(fields: dict[str, str], preset: str, resume: bool) -> BatchReq
         concurrency=_positive(fields["concurrency"], "concurrency"),
         max_new_tokens=_positive(fields["max_new_tokens"], "max new tokens"),
         resume=resume,
+        shard_rows=_positive(fields["shard_rows"], "rows per shard"),
+        name=_name(fields["name"]),
     )
+
+
+def _name(value: str) -> str:
+    name = value.strip()
+    if not name.isprintable():
+        raise ConfigError("the batch name holds control characters; type a plain name")
+    return name
 
 
 def _positive(value: str, name: str) -> int:
@@ -67,21 +77,50 @@ class NewBatchScreen(ModalScreen[BatchRequest | None]):
         ("out_dir", "output directory"),
         ("servers", "servers (URLs, space or comma separated)"),
         ("tokenizer", "tokenizer directory"),
-        ("concurrency", "concurrency per server"),
+        ("concurrency", "concurrency"),
         ("max_new_tokens", "max new tokens"),
+        ("shard_rows", "rows per shard"),
+        ("name", "batch name"),
     )
+    IN_A_ROW = 4
+    """The last fields (short values) share one row: the form fits 80x24 whole."""
 
-    def __init__(self, defaults: dict[str, str]) -> None:
+    def __init__(self, defaults: dict[str, str],
+                 find_tokenizer: Callable[[], tuple[Path, str] | None] | None = None) -> None:
+        """``find_tokenizer``: asks the servers for a local tokenizer directory (BLOCKING;
+        run in a worker) when the tokenizer field has no default."""
         super().__init__()
         self._defaults = defaults
+        self._find_tokenizer = find_tokenizer
+
+    def on_mount(self) -> None:
+        if self._find_tokenizer is not None and not self._defaults.get("tokenizer"):
+            self._prefill_tokenizer(self._find_tokenizer)
+
+    @work(thread=True, group="form-tokenizer", exit_on_error=False)
+    def _prefill_tokenizer(self, find: Callable[[], tuple[Path, str] | None]) -> None:
+        found = find()
+        if found is not None:
+            self.app.call_from_thread(self._use_tokenizer, *found)
+
+    def _use_tokenizer(self, path: Path, server: str) -> None:
+        """Fill the tokenizer field with the directory ``server`` names, unless typed in."""
+        field = self.query_one("#form-tokenizer", Input)
+        if field.value:
+            return
+        field.value = str(path)
+        self.show_error(f"tokenizer: the directory {server}/model_info names")
 
     def compose(self) -> ComposeResult:
         with Vertical(id="form-box"):
             yield Static(literal.styled("New capture batch", "bold"), id="form-title")
-            for name, label in self.FIELDS:
-                yield Label(label)  # literal: FIELDS, constants
-                yield Field(self._defaults.get(name, ""), id=f"form-{name}", compact=True,
-                            select_on_focus=False)  # a burst typed after Tab appends
+            lines, row = self.FIELDS[:-self.IN_A_ROW], self.FIELDS[-self.IN_A_ROW:]
+            for name, label in lines:
+                yield from self._field(name, label)
+            with Horizontal(classes="form-fields-row"):
+                for name, label in row:
+                    with Vertical():
+                        yield from self._field(name, label)
             with Horizontal(classes="form-row"):
                 yield Select(  # literal: the preset names, constants
                     [(name, name) for name in PRESETS],
@@ -96,6 +135,13 @@ class NewBatchScreen(ModalScreen[BatchRequest | None]):
             with Horizontal(id="form-buttons"):
                 yield Button("Start (ctrl+s)", id="form-start", variant="primary")
                 yield Button("Cancel (ctrl+g)", id="form-cancel")
+
+    def _field(self, name: str, label: str) -> ComposeResult:
+        yield Label(label)  # literal: FIELDS, constants
+        placeholder = "the output directory's" if name == "name" else ""
+        yield Field(self._defaults.get(name, ""), id=f"form-{name}", compact=True,
+                    placeholder=placeholder,
+                    select_on_focus=False)  # a burst typed after Tab appends
 
     def field_values(self) -> dict[str, str]:
         """The text of every field."""

@@ -9,6 +9,7 @@ batch keeps running when the dashboard quits.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 from typing import ClassVar
 
 from rich.text import Text
@@ -22,12 +23,19 @@ from eagle_tui.core.batchstate import BatchState
 from eagle_tui.core.errors import ConfigError
 from eagle_tui.tui.render import literal
 from eagle_tui.tui.render.batch import BatchSnapshot
-from eagle_tui.tui.render.capture import BatchHistory, sort_key, table_cells
+from eagle_tui.tui.render.capture import (
+    COLUMNS,
+    BatchHistory,
+    columns_that_fit,
+    sort_key,
+    table_cells,
+)
 from eagle_tui.tui.screens.base import ViewScreen
 from eagle_tui.tui.screens.batch_forms import NewBatchScreen, StopBatchScreen
 from eagle_tui.tui.sources.capture import BatchRequest, CaptureControl
 from eagle_tui.tui.widgets.batch_detail import BatchDetail
 from eagle_tui.tui.widgets.nav_table import NavTable
+from eagle_tui.tui.widgets.slurm_job import SlurmJobPanel
 
 HELP = """\
 Every capture batch in the registry (detached workers: they keep running when the
@@ -47,11 +55,16 @@ ETA is shown only while the batch is running, finishing samples and has a server
 otherwise the bar says why there is none. Rates are drawn from zero (a flat line is no
 progress). `o` sorts by the next column (or click a header), `O` reverses; `j`/`k`, `g`/`G`
 move, `/` searches the table, `n`/`N` next/previous match.
+
+Started with `--slurm-job ID` (and `--runs DIR`), the view first shows that Slurm array of
+`capture --shard auto` tasks as **one job**: rows stored of the job's total (the prompt
+file's records × presets), rows/s over the last minute, ETA, the slices done, running,
+pending and failed, the requeues, and one line per task (failed and running first: state,
+node, slice, rows). It asks `squeue` every 5 seconds and reads each slice's manifest.
 """
-COLUMNS = (
-    "batch", "name", "state", "%", "done/total", "smp/s", "tok/s", "ETA", "failed", "flagged"
-)
 WATCH_COUNT = 8
+SCROLLBAR = 2
+"""Cells kept free beside the table for its vertical scrollbar (many batches)."""
 
 
 class CaptureScreen(ViewScreen):
@@ -62,13 +75,15 @@ class CaptureScreen(ViewScreen):
     AUTO_FOCUS = "#batch-table"
     MUTATING_ACTIONS = frozenset({"new_batch", "pause_resume", "stop_batch", "watch", "resume_run"})
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("n", "new_batch", "New batch", id="capture.new"),
-        Binding("space", "pause_resume", "Pause/resume", id="capture.pause"),
+        Binding("n", "new_batch", "New", id="capture.new"),
+        # Short words: the footer holds every shown key whole at 80 columns (help, ?, has
+        # the long story; o sorts, also by a click on a header).
+        Binding("space", "pause_resume", "Pause", id="capture.pause"),
         Binding("s", "stop_batch", "Stop", id="capture.stop"),
-        Binding("w", "watch", "Watch 8", id="capture.watch"),
-        Binding("r", "resume_run", "Resume run", id="capture.resume"),
+        Binding("w", "watch", "Watch", id="capture.watch"),
+        Binding("r", "resume_run", "Resume", id="capture.resume"),
         Binding("i", "inspect", "Inspect", id="capture.inspect"),
-        Binding("o", "sort_next", "Sort", id="capture.sort"),
+        Binding("o", "sort_next", "Sort", show=False, id="capture.sort"),
         Binding("O", "sort_reverse", "Reverse sort", show=False, id="capture.sort_reverse"),
     ]
 
@@ -77,7 +92,10 @@ class CaptureScreen(ViewScreen):
         self.histories: dict[str, BatchHistory] = {}
         self.snapshots: tuple[BatchSnapshot, ...] = ()
         self.sort_column: int | None = None
+        """Index in ``COLUMNS`` of the column the table is sorted by (None: registry order)."""
         self.sort_reverse = False
+        self.shown_columns: tuple[int, ...] = ()
+        """Indices in ``COLUMNS`` of the columns that fit the terminal's width."""
         self._wanted: str | None = None
         """A batch just started, to select once the registry lists it."""
 
@@ -87,13 +105,16 @@ class CaptureScreen(ViewScreen):
         return self.eagle.sources.capture
 
     def compose_body(self) -> ComposeResult:
-        table = NavTable(id="batch-table", cursor_type="row")
-        table.add_columns(*COLUMNS)
-        yield table
+        slurm = self.eagle.sources.slurm
+        if slurm is not None:
+            yield SlurmJobPanel(slurm.job_id, id="slurm-job")
+        yield NavTable(id="batch-table", cursor_type="row")
         yield Static("no batches yet: press n to start one", id="batch-empty", markup=False)
         yield BatchDetail(id="batch-detail")
 
     def on_mount(self) -> None:
+        if self.eagle.sources.slurm is not None:
+            self.eagle.sources.slurm.start()
         self.refresh_batches()
         self.set_interval(self.eagle.options.refresh_s, self.refresh_batches)
 
@@ -109,13 +130,27 @@ class CaptureScreen(ViewScreen):
         if self._wanted is not None:
             self.select_batch(self._wanted)
         self._update_detail()
+        self._update_slurm()
         self.refresh_bindings()
+
+    def _update_slurm(self) -> None:
+        slurm = self.eagle.sources.slurm
+        if slurm is not None:
+            self.query_one(SlurmJobPanel).show(slurm.latest())
+
+    def on_resize(self) -> None:
+        self._update_table()
+        if self._wanted is not None:
+            self.select_batch(self._wanted)
 
     def _update_table(self) -> None:
         table = self.query_one("#batch-table", DataTable)
-        for snapshot in self.snapshots:
-            cells = [literal.rich_text(cell) for cell in table_cells(snapshot)]
-            key = snapshot.batch_id
+        rows = {snapshot.batch_id: table_cells(snapshot) for snapshot in self.snapshots}
+        shown = columns_that_fit(list(rows.values()), self.size.width - SCROLLBAR)
+        if shown != self.shown_columns:
+            self._set_columns(table, shown)
+        for key, row in rows.items():
+            cells = [literal.rich_text(row[index]) for index in shown]
             if key in table.rows:
                 for column, cell in zip(table.columns, cells, strict=True):
                     table.update_cell(key, column, cell, update_width=True)  # literal: above
@@ -127,10 +162,20 @@ class CaptureScreen(ViewScreen):
         self._sort(table)
         self.query_one("#batch-empty").display = not self.snapshots
 
+    def _set_columns(self, table: DataTable[Text], shown: tuple[int, ...]) -> None:
+        """Show the columns ``shown`` (the terminal's width changed): rows are added again
+        by the caller, the selected batch stays selected."""
+        selected = self.selected()
+        table.clear(columns=True)
+        table.add_columns(*(COLUMNS[index] for index in shown))  # literal: constants
+        self.shown_columns = shown
+        if selected is not None and self._wanted is None:
+            self._wanted = selected.batch_id
+
     def _sort(self, table: DataTable[Text]) -> None:
-        if self.sort_column is None or not table.row_count:
+        if self.sort_column not in self.shown_columns or not table.row_count:
             return
-        column = list(table.columns)[self.sort_column]
+        column = list(table.columns)[self.shown_columns.index(self.sort_column)]
         table.sort(column, key=lambda cell: sort_key(cell.plain), reverse=self.sort_reverse)
 
     def _update_detail(self) -> None:
@@ -152,8 +197,9 @@ class CaptureScreen(ViewScreen):
 
     def action_sort_next(self) -> None:
         """Sort by the next column (the first press sorts by the first)."""
-        count = len(COLUMNS)
-        self.sort_column = 0 if self.sort_column is None else (self.sort_column + 1) % count
+        shown = self.shown_columns
+        at = shown.index(self.sort_column) + 1 if self.sort_column in shown else 0
+        self.sort_column = shown[at % len(shown)]
         self._resort()
 
     def action_sort_reverse(self) -> None:
@@ -162,9 +208,10 @@ class CaptureScreen(ViewScreen):
 
     @on(DataTable.HeaderSelected, "#batch-table")
     def _header_selected(self, event: DataTable.HeaderSelected) -> None:
-        if self.sort_column == event.column_index:
+        column = self.shown_columns[event.column_index]
+        if self.sort_column == column:
             self.sort_reverse = not self.sort_reverse
-        self.sort_column = event.column_index
+        self.sort_column = column
         self._resort()
 
     def _resort(self) -> None:
@@ -195,7 +242,8 @@ class CaptureScreen(ViewScreen):
         return True
 
     def action_new_batch(self) -> None:
-        self.app.push_screen(NewBatchScreen(self._form_defaults()), self._start)
+        form = NewBatchScreen(self._form_defaults(), find_tokenizer=self._server_tokenizer)
+        self.app.push_screen(form, self._start)
 
     def _form_defaults(self) -> dict[str, str]:
         servers = " ".join(feed.target.url.public for feed in self.eagle.sources.servers)
@@ -205,7 +253,16 @@ class CaptureScreen(ViewScreen):
             "concurrency": "8",
             "max_new_tokens": "4096",
             "tokenizer": str(tokenizer) if tokenizer else "",
+            "shard_rows": str(BatchRequest.shard_rows),
         }
+
+    def _server_tokenizer(self) -> tuple[Path, str] | None:
+        """The local tokenizer directory a watched server's ``/model_info`` names, and that
+        server (BLOCKING: the form asks from a worker)."""
+        from eagle_tui.tui.sources.model_info import server_tokenizer
+
+        found = server_tokenizer(tuple(feed.target.url for feed in self.eagle.sources.servers))
+        return (found[0], found[1].public) if found is not None else None
 
     def _start(self, request: BatchRequest | None) -> None:
         if request is None or self.control is None:

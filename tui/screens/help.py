@@ -15,6 +15,8 @@ from textual.widgets import Markdown, Static
 from eagle_tui.tui.render import literal
 
 CLOSE_HINT = "esc, ? or F1 closes this help"
+# Textual's own binding: not among the view's bindings, so the key table would leave it out
+PALETTE_HINT = "      ctrl+p  command palette: every view and action by name"
 
 
 class HelpScreen(ModalScreen[None]):
@@ -37,6 +39,7 @@ class HelpScreen(ModalScreen[None]):
             yield Markdown(self._help_text, id="help-text")
             yield Static(literal.styled("Keys", "bold"), classes="help-section")
             yield Static(self._keys, id="help-keys")  # literal: keys_table
+            yield Static(PALETTE_HINT, id="help-palette", markup=False)
 
     def action_dismiss(self, result: None = None) -> None:  # type: ignore[override]
         self.dismiss(result)

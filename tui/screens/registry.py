@@ -23,4 +23,8 @@ def view_screen_factory(view: str) -> Screen[None]:
         from eagle_tui.tui.screens.inspect import InspectScreen
 
         return InspectScreen()
+    if view == "fleet":
+        from eagle_tui.tui.screens.fleet import FleetScreen
+
+        return FleetScreen()
     raise ValueError(f"unknown view {view!r}")

@@ -156,6 +156,7 @@ class ServerScreen(ViewScreen):
                 looking = self.eagle.sources.discovery is not None
                 yield Static(LOOKING if looking else NO_SERVER, classes="placeholder", markup=False)
             for index, feed in enumerate(self.feeds):
+                self.eagle.fleet.watch(index, feed.target.label, feed.target.url.public)
                 yield ServerCard(feed.target, index)
         yield GpuPanel(id="server-gpus")
         yield LogPane(self.buffers[0] if self.buffers else None, id="server-log")
@@ -165,6 +166,7 @@ class ServerScreen(ViewScreen):
         return logs.first() if logs else None
 
     def on_mount(self) -> None:
+        self.eagle.fleet.watching = True
         self._mark_selected()
         for index, feed in enumerate(self.feeds):
             self._run_feed(index, feed)
@@ -209,6 +211,7 @@ class ServerScreen(ViewScreen):
         self.histories.append(ServerHistory())
         self.buffers.append(LogBuffer())
         self.desks.append(IncidentDesk(target.label))
+        self.eagle.fleet.watch(index, target.label, target.url.public)
         self.query_one("#server-cards", VerticalScroll).mount(ServerCard(target, index))
         self._run_feed(index, feed)
         return index
@@ -253,9 +256,11 @@ class ServerScreen(ViewScreen):
             self._log_batch(index, LogBatch(lines, last.partial, (), last.error))
         views = [item for item in items if isinstance(item, RouterView)]
         if views:
+            self.eagle.fleet.servers[index].router = views[-1]
             self._router_view(index, views[-1])
         readings = [item for item in items if isinstance(item, AcceptanceReading)]
         if readings:
+            self.eagle.fleet.servers[index].acceptance = readings[-1]
             self.query_one(f"#server-card-{index}", ServerCard).show_acceptance(readings[-1])
         snapshots = [item for item in items
                      if not isinstance(item, LogBatch | RouterView | AcceptanceReading)]
@@ -311,6 +316,7 @@ class ServerScreen(ViewScreen):
         history = self.histories[index]
         new_flags = [flag for snapshot in snapshots for flag in history.record(snapshot)]
         shown = self._without_polls(index, snapshots[-1])
+        self.eagle.fleet.servers[index].snapshot = shown
         self.query_one(f"#server-card-{index}", ServerCard).show(shown, history)
         if index == self.selected:
             self._show_gpus(shown)
@@ -321,9 +327,9 @@ class ServerScreen(ViewScreen):
     def _toast_incidents(self) -> None:
         """One toast per incident, naming its root cause (see ``render.incidents``)."""
         now = self.eagle.clock.monotonic()
-        for desk in self.desks:
+        for desk, feed in zip(self.desks, self.feeds, strict=False):
             toast = desk.due(now)
-            if toast is not None:
+            if toast is not None and not feed.target.quiet:
                 severity: SeverityLevel = "error" if toast.severity == "error" else "warning"
                 self.notify(literal.shown(toast.message), title=literal.shown(toast.title),
                             severity=severity, markup=False, timeout=10)
@@ -360,6 +366,13 @@ class ServerScreen(ViewScreen):
         pane.set_partial("")
         self._show_gpus(self.histories[self.selected].latest)
         self.refresh_bindings()
+
+    def show_server(self, index: int) -> None:
+        """Select server ``index`` (the Fleet view's Enter) and scroll its card into view."""
+        if 0 <= index < len(self.feeds):
+            if index != self.selected:
+                self.select_server(index)
+            self.query_one(f"#server-card-{index}", ServerCard).scroll_visible(animate=False)
 
     def _mark_selected(self) -> None:
         for card in self.query(ServerCard):

@@ -37,9 +37,12 @@ from eagle_tui.tui.widgets.token_view import TokenLegend
 MAX_FLUSH_HZ = 10.0
 AUTO_WATCH_S = 1.0
 WATCH_COUNT = 8
+BOX_MIN_WIDTH = 80
 HELP = """\
 The requests the selected batch streams live (`w` in the Capture view, or `w` here, asks
-it to stream its next 8 requests; every other request is sent without streaming). Each box
+it to stream its next 8 requests; every other request is sent without streaming). Opened
+with no batch watched (a dashboard started while a batch runs), the view follows the
+running batch (the one selected in Capture, else the newest) and asks for 8. Each box
 is one request and keeps it from its first token to its end; a finished box makes room for
 a new request only when one starts (the box that ended first goes first). While all eight
 boxes are still generating, newer requests are not shown.
@@ -89,6 +92,12 @@ class StreamsScreen(ViewScreen):
 
     VIEW = "streams"
     HELP_TEXT = HELP
+    # Textual types it as an instance attribute (ClassVar[...] | None), so no ClassVar here.
+    HORIZONTAL_BREAKPOINTS = [  # noqa: RUF012
+        (0, "-one-column"), (BOX_MIN_WIDTH * 2, "-two-columns"),
+        (BOX_MIN_WIDTH * 3, "-three-columns"),
+    ]
+    """Boxes side by side when each can still be ``BOX_MIN_WIDTH`` wide (tcss: the grid)."""
     MUTATING_ACTIONS = frozenset({"watch_more", "toggle_auto"})
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("t", "toggle_mode", "Text/ids", id="streams.mode"),
@@ -130,12 +139,30 @@ class StreamsScreen(ViewScreen):
 
     def on_mount(self) -> None:
         if self.control is not None:
+            self._follow_running()
             self._follow_streams(self.control)
             self.set_interval(AUTO_WATCH_S, self._tick)
 
     def _tick(self) -> None:
+        self._follow_running()
         self._top_up()
         self._show_status()
+
+    def _follow_running(self) -> None:
+        """Nothing watched yet (a dashboard started while batches run): follow the running
+        batch, the one selected in Capture first, else the newest, and ask it for 8 streams
+        (unless read-only: then its streams show only when something else asks)."""
+        control = self.control
+        if control is None or self.eagle.watching is not None:
+            return
+        live = [snapshot for snapshot in control.batches() if snapshot.live]
+        if not live:
+            return
+        selected = [s for s in live if s.out_dir == self.eagle.selected_batch]
+        batch_id = (selected or live)[-1].batch_id
+        self.eagle.watching = batch_id
+        if not self.eagle.options.readonly:
+            control.watch(batch_id, WATCH_COUNT)
 
     def _top_up(self) -> None:
         """With "keep 8 live" on, ask the batch to stream more as watched requests end."""

@@ -10,6 +10,7 @@ wait for httpx, psutil or pyarrow.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from eagle_tui.core.clock import Clock
@@ -18,6 +19,7 @@ from eagle_tui.tui.options import DashboardOptions
 if TYPE_CHECKING:
     from eagle_tui.tui.sources.capture import CaptureControl
     from eagle_tui.tui.sources.server import ServerDiscovery, ServerFeed
+    from eagle_tui.tui.sources.slurm import SlurmFollower
     from eagle_tui.tui.sources.tokenizers import TokenizerCache
 
 
@@ -31,6 +33,8 @@ class Sources:
     capture: CaptureControl | None = None
     tokenizers: TokenizerCache | None = None
     shard_dirs: tuple[str, ...] = field(default_factory=tuple)
+    slurm: SlurmFollower | None = None
+    """The Slurm array job the Capture view follows (``--slurm-job``), if any."""
 
 
 def default_sources(options: DashboardOptions, clock: Clock) -> Sources:
@@ -45,7 +49,16 @@ def default_sources(options: DashboardOptions, clock: Clock) -> Sources:
         capture=LazyCapture(),  # type: ignore[arg-type]
         tokenizers=TokenizerCache(options.tokenizer),
         shard_dirs=tuple(str(p) for p in options.shard_dirs),
+        slurm=_slurm_follower(options),
     )
+
+
+def _slurm_follower(options: DashboardOptions) -> SlurmFollower | None:
+    if options.slurm_job is None:
+        return None
+    from eagle_tui.tui.sources.slurm import SlurmFollower
+
+    return SlurmFollower(options.slurm_job, options.slurm_runs or (Path.cwd(),))
 
 
 class LazyCapture:

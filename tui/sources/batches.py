@@ -114,7 +114,7 @@ class DetachedCapture:
         """Launch a detached worker for ``request`` (BLOCKING: up to its start-up)."""
         config = validate_request(request)
         try:
-            launched = self._launcher(config, registry=self.registry)
+            launched = self._launcher(config, registry=self.registry, name=request.name or None)
         except EagleError as exc:
             raise ConfigError(str(exc)) from exc
         batch_id = str(launched.record.id)

@@ -46,6 +46,8 @@ class BatchRequest:
     resume: bool = False
     shard_rows: int = 2000
     shard_max_age_s: float = 120.0
+    name: str = ""
+    """The batch's name in the registry ("": the output directory's name)."""
 
     def to_config(self) -> CaptureConfig:
         """The engine's config (ConfigError when a field is unusable)."""

@@ -274,14 +274,26 @@ class ServerFeed:
         return f"restarted as PID {result.pid}"
 
 
+def user_name(uid: int | None) -> str:
+    """The login name of ``uid`` (its number when the system has no name for it)."""
+    import pwd
+
+    try:
+        return pwd.getpwuid(uid).pw_name if uid is not None else "?"
+    except KeyError:
+        return str(uid)
+
+
 def target_of(server: ServerProcess) -> ServerTarget:
     """The dashboard target of a server found in the process table."""
     assert server.url is not None
+    owner = "" if server.mine else f" (user {user_name(server.uid)})"
     return ServerTarget(
         server.url,
-        name=f"{server.kind} :{server.port}",
+        name=f"{server.kind} :{server.port}{owner}",
         log_file=server.log_path,
         pid=server.pid,
+        quiet=not server.mine,
     )
 
 

@@ -1,4 +1,4 @@
-"""The one-line bar at the top of every view: app name and the four views with their keys."""
+"""The one-line bar at the top of every view: app name and the views with their keys."""
 
 from __future__ import annotations
 
@@ -33,9 +33,10 @@ class ViewTab(Static):
 
 
 class ViewTabs(Horizontal):
-    """``eagle-tui  1 Server  2 Capture  3 Streams  4 Inspect   <status>``."""
+    """``eagle-tui  1 Server  2 Capture  3 Streams  4 Inspect  5 Fleet  <status>``; the
+    default status is short enough to stay whole at 80 columns."""
 
-    def __init__(self, active: str, status: str = "? help · ^p palette") -> None:
+    def __init__(self, active: str, status: str = "? help ^p cmds") -> None:
         super().__init__()
         self.active = active
         self._status = status
