@@ -1,16 +1,24 @@
-"""Kept rows of one row group -> the bytes of each format, ids untouched.
+"""Kept rows of one row group -> the bytes of each format, ids untouched, whole columns at once.
 
-Token ids never pass through a tokenizer or a float: the ``input_ids`` list column is cast
-int32 -> decimal text by Arrow and joined per row, so the JSON holds exactly the stored
-integers (tests compare every exported row to its shard row id for id). Masks are built
-from ``prompt_len`` alone.
+Token ids never pass through a tokenizer or a float: every id's text is Arrow's int32 ->
+decimal string cast followed by ``", "``, computed for the whole column in one call (looked
+up in a table of those texts, itself made by that cast, when the ids are small enough), so
+the JSON holds exactly the stored integers (tests compare every exported row to its shard
+row id for id). A row's ids are then one slice of that column-wide buffer, and its mask two
+slices of constant ``"0, 0, …"`` / ``"1, 1, …"`` buffers: no Python object per id. Masks are
+built from ``prompt_len`` alone.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -20,26 +28,110 @@ from eagle_tui.core.shards.schema import TURN_COLUMNS
 JSONL_COLUMNS = ("sample_id", "input_ids", "prompt_len", "finish_reason", "matched_stop",
                  "think_end", "flags", "endpoint", "rid")
 MASK_TYPE = pa.list_(pa.field("element", pa.int8()))
+ID_TABLE_LIMIT = 1 << 20
+"""Ids below this are looked up in a table of their texts (at most ~8 MiB, built once per
+size); larger or negative ids are cast directly (same text, slower)."""
+SEPARATOR = b", "
+ROWS_PER_CHUNK = 64
+"""Rows per chunk handed to the writer thread (a few MiB: memory stays flat)."""
+SMALL_OFFSETS_IDS = 1 << 27
+"""Up to this many ids in a row group, their texts (9 bytes each at most from the table) fit
+32-bit offsets."""
+
+Index = npt.NDArray[np.int64]
 
 
-def mask_starts(table: pa.Table, mask_start: MaskStart) -> list[int]:
-    """Index of each row's first 1 in ``loss_mask`` (never negative)."""
-    offset = mask_offset(mask_start)
-    return [max(prompt - offset, 0) for prompt in table.column("prompt_len").to_pylist()]
+@dataclass(frozen=True, slots=True)
+class RowBounds:
+    """Each row's token count and where its mask turns to 1 (clamped to the row)."""
+
+    offsets: pa.Array  # list offsets starting at 0: row r's ids are [offsets[r], offsets[r+1])
+    lengths: Index
+    starts: Index
+
+    @classmethod
+    def of(cls, table: pa.Table, mask_start: MaskStart) -> RowBounds:
+        offsets, _ = _flat(table.column("input_ids"))
+        lengths = np.diff(offsets.to_numpy()).astype(np.int64)
+        prompts = table.column("prompt_len").to_numpy().astype(np.int64)
+        starts = np.clip(prompts - mask_offset(mask_start), 0, lengths)
+        return cls(offsets, lengths, starts)
 
 
-def ids_texts(ids: pa.ChunkedArray | pa.ListArray) -> list[str]:
-    """``"1, 2, 3"`` per row: the ids as JSON integers, joined in Arrow (no Python ints)."""
+@dataclass(frozen=True, slots=True)
+class IdTexts:
+    """Every row's ids as JSON integers (``1, 2, 3``): row r is ``data[starts[r]:ends[r]]``."""
+
+    data: memoryview
+    starts: list[int]
+    ends: list[int]
+
+    def row(self, r: int) -> memoryview:
+        """Row ``r``'s ids, without brackets."""
+        return self.data[self.starts[r]:self.ends[r]]
+
+
+def id_texts(ids: pa.ChunkedArray | pa.ListArray) -> IdTexts:
+    """The ids of every row as text, encoded as one column (see the module docstring)."""
     offsets, values = _flat(ids)
-    text = pc.cast(values, pa.string())
-    joined = pc.binary_join(pa.ListArray.from_arrays(offsets, text), ", ")
-    return [value or "" for value in joined.to_pylist()]
+    texts = _texts_with_separator(values)
+    ends = _byte_offsets(texts)
+    rows = offsets.to_numpy()
+    starts = ends[rows[:-1]].astype(np.int64)
+    stops = np.maximum(ends[rows[1:]] - len(SEPARATOR), starts)  # the last ", " dropped
+    data = memoryview(texts.buffers()[2] or b"")
+    return IdTexts(data, starts.tolist(), stops.tolist())
+
+
+def _byte_offsets(texts: pa.StringArray | pa.LargeStringArray) -> npt.NDArray[np.integer[Any]]:
+    """Where each text starts in the data buffer, then where the last one ends."""
+    width = np.int64 if pa.types.is_large_string(texts.type) else np.int32
+    every: npt.NDArray[np.integer[Any]] = np.frombuffer(texts.buffers()[1], width)
+    return every[texts.offset:texts.offset + len(texts) + 1]
+
+
+def _texts_with_separator(values: pa.Array) -> pa.StringArray | pa.LargeStringArray:
+    """``"<id>, "`` per id (values non-null: nulls are dropped as invalid before)."""
+    if not len(values):
+        return _decimal_with_separator(values, pa.string())
+    low, high = (scalar.as_py() for scalar in pc.min_max(values).values())
+    if low is None or low < 0 or high >= ID_TABLE_LIMIT:
+        return _decimal_with_separator(values, pa.large_string())
+    size = 1 << max(int(high).bit_length(), 10)
+    # 32-bit offsets take faster; they hold up to 2 GiB of text, 9 bytes per id at most here
+    large = len(values) >= SMALL_OFFSETS_IDS
+    return _id_table(size, large=large).take(values)
+
+
+@functools.lru_cache(maxsize=4)
+def _id_table(size: int, *, large: bool) -> pa.StringArray | pa.LargeStringArray:
+    """``"0, "``, ``"1, "``, … ``"size-1, "``: the texts the direct cast would give."""
+    kind = pa.large_string() if large else pa.string()
+    return _decimal_with_separator(numpy_array(np.arange(size, dtype=np.int32)), kind)
+
+
+def _decimal_with_separator(values: pa.Array,
+                            kind: pa.DataType) -> pa.StringArray | pa.LargeStringArray:
+    decimal = pc.cast(values, kind)
+    separator, nothing = (pa.scalar(text, kind) for text in (SEPARATOR.decode(), ""))
+    texts: pa.StringArray | pa.LargeStringArray = pc.binary_join_element_wise(
+        decimal, separator, nothing)
+    return texts
+
+
+def numpy_array(values: npt.NDArray[Any]) -> pa.Array:
+    """A numeric Arrow array over ``values``' memory (``pa.array`` would import pandas, a
+    noticeable part of a short export)."""
+    return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), len(values),
+                                 [None, pa.py_buffer(values)])
 
 
 def _flat(ids: pa.ChunkedArray | pa.ListArray) -> tuple[pa.Array, pa.Array]:
     """Offsets starting at 0 and the values they index, for a list column that may be
     chunked or a slice (``.values`` would ignore a slice; ``flatten`` does not)."""
-    lists = ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids
+    lists = ids
+    if isinstance(ids, pa.ChunkedArray):  # one chunk (a row group) is used as it is, not copied
+        lists = ids.chunk(0) if ids.num_chunks == 1 else ids.combine_chunks()
     offsets = lists.offsets
     first = offsets[0].as_py() if len(offsets) else 0
     if first:
@@ -47,33 +139,69 @@ def _flat(ids: pa.ChunkedArray | pa.ListArray) -> tuple[pa.Array, pa.Array]:
     return offsets, lists.flatten()
 
 
-def mask_text(start: int, length: int) -> str:
-    """``"0, 0, 1, 1"``: ``start`` zeros then ones up to ``length`` entries."""
-    start = min(start, length)
-    return ("0, " * start + "1, " * (length - start))[:-2]
+class MaskTexts:
+    """Loss masks as text (``0, 0, 1, 1``), cut from two constant buffers."""
+
+    def __init__(self, bounds: RowBounds) -> None:
+        longest = int(bounds.lengths.max()) if len(bounds.lengths) else 0
+        self._zeros = memoryview(b"0, " * longest)
+        self._ones = memoryview(b"1, " * longest)
+        self._lengths = bounds.lengths.tolist()
+        self._starts = bounds.starts.tolist()
+
+    def row(self, r: int) -> tuple[memoryview, memoryview]:
+        """Row ``r``'s mask as two pieces (zeros, then ones), the last ``", "`` dropped."""
+        length, start = self._lengths[r], self._starts[r]
+        if start == length:
+            return self._zeros[:max(3 * length - 2, 0)], self._ones[:0]
+        return self._zeros[:3 * start], self._ones[:3 * (length - start) - 2]
 
 
-def jsonl_lines(table: pa.Table, fmt: ExportFormat, mask_start: MaskStart,
-                fingerprint: str) -> str:
-    """The JSONL text of ``table``'s rows (each line ends with a newline).
+def jsonl_chunks(table: pa.Table, kept: list[int], fmt: ExportFormat, mask_start: MaskStart,
+                 fingerprint: str) -> Iterator[bytes]:
+    """The JSONL bytes of ``table``'s rows numbered in ``kept`` (each line ends with a
+    newline), :data:`ROWS_PER_CHUNK` rows at a time; the other rows' ids are encoded too,
+    which costs less than copying the table without them.
 
     speculators: ``{"id", "input_ids", "loss_mask", "metadata"}`` (the row shape its own
     regeneration writes); specforge: ``{"input_ids", "loss_mask"}`` (``data.prompts_path``).
     """
-    ids = ids_texts(table.column("input_ids"))
-    lengths = pc.list_value_length(table.column("input_ids")).to_pylist()
-    starts = mask_starts(table, mask_start)
-    if fmt == "specforge":
-        return "".join(
-            f'{{"input_ids": [{i}], "loss_mask": [{mask_text(s, n)}]}}\n'
-            for i, s, n in zip(ids, starts, lengths, strict=True)
-        )
-    meta = [_metadata(row, fingerprint) for row in table.drop_columns(["input_ids"]).to_pylist()]
-    return "".join(
-        f'{{"id": {json.dumps(m["sample_id"])}, "input_ids": [{i}], '
-        f'"loss_mask": [{mask_text(s, n)}], "metadata": {json.dumps(m, sort_keys=True)}}}\n'
-        for i, s, n, m in zip(ids, starts, lengths, meta, strict=True)
-    )
+    ids = id_texts(table.column("input_ids"))
+    masks = MaskTexts(RowBounds.of(table, mask_start))
+    rows = [] if fmt == "specforge" else table.drop_columns(["input_ids"]).take(kept).to_pylist()
+    for at in range(0, len(kept), ROWS_PER_CHUNK):
+        part = kept[at:at + ROWS_PER_CHUNK]
+        if fmt == "specforge":
+            yield b"".join(_specforge_pieces(ids, masks, part))
+        else:
+            numbered = zip(part, rows[at:at + ROWS_PER_CHUNK], strict=True)
+            yield b"".join(_speculators_pieces(ids, masks, numbered, fingerprint))
+
+
+def _specforge_pieces(ids: IdTexts, masks: MaskTexts,
+                      kept: list[int]) -> Iterator[bytes | memoryview]:
+    for r in kept:
+        yield b'{"input_ids": ['
+        yield ids.row(r)
+        yield b'], "loss_mask": ['
+        yield from masks.row(r)
+        yield b"]}\n"
+
+
+_META_JSON = json.JSONEncoder(sort_keys=True)  # what json.dumps(m, sort_keys=True) uses
+_ID_JSON = json.JSONEncoder()
+
+
+def _speculators_pieces(ids: IdTexts, masks: MaskTexts,
+                        rows: Iterable[tuple[int, dict[str, Any]]],
+                        fingerprint: str) -> Iterator[bytes | memoryview]:
+    for r, row in rows:
+        meta = _metadata(row, fingerprint)
+        yield b'{"id": ' + _ID_JSON.encode(meta["sample_id"]).encode() + b', "input_ids": ['
+        yield ids.row(r)
+        yield b'], "loss_mask": ['
+        yield from masks.row(r)
+        yield b'], "metadata": ' + _META_JSON.encode(meta).encode() + b"}\n"
 
 
 def _metadata(row: dict[str, Any], fingerprint: str) -> dict[str, Any]:
@@ -93,14 +221,11 @@ def _metadata(row: dict[str, Any], fingerprint: str) -> dict[str, Any]:
 
 
 def with_loss_mask(table: pa.Table, mask_start: MaskStart) -> pa.Table:
-    """``table`` plus a ``loss_mask`` list<int8> column aligned with ``input_ids``."""
-    offsets, _ = _flat(table.column("input_ids"))
-    lengths = pc.list_value_length(table.column("input_ids")).to_pylist()
-    starts = mask_starts(table, mask_start)
-    flat = b"".join(
-        b"\x00" * min(s, n) + b"\x01" * (n - min(s, n)) for s, n in zip(starts, lengths,
-                                                                     strict=True)
-    )
-    values = pa.Array.from_buffers(pa.int8(), len(flat), [None, pa.py_buffer(flat)])
-    mask = pa.ListArray.from_arrays(offsets, values, type=MASK_TYPE)
+    """``table`` plus a ``loss_mask`` list<int8> column aligned with ``input_ids``: per row,
+    ``start`` zeros then ones, made for all rows by one ``np.repeat``."""
+    bounds = RowBounds.of(table, mask_start)
+    counts = np.column_stack([bounds.starts, bounds.lengths - bounds.starts]).ravel()
+    bits = np.tile(np.array([0, 1], np.int8), len(bounds.lengths))
+    values = numpy_array(np.repeat(bits, counts))
+    mask = pa.ListArray.from_arrays(bounds.offsets, values, type=MASK_TYPE)
     return table.append_column(pa.field("loss_mask", MASK_TYPE, nullable=False), mask)

@@ -13,9 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from eagle_tui.core.export.encode import JSONL_COLUMNS, MASK_TYPE, jsonl_lines, with_loss_mask
+from eagle_tui.core.export.background import BackgroundFile
+from eagle_tui.core.export.encode import JSONL_COLUMNS, MASK_TYPE, jsonl_chunks, with_loss_mask
 from eagle_tui.core.export.options import ExportFormat, MaskStart
 from eagle_tui.core.fsio import HashingFile
 from eagle_tui.core.shards.schema import COLUMNS, SHARD_SCHEMA, SHARD_SCHEMA_V2, TURN_COLUMNS
@@ -47,12 +49,15 @@ class ExportSink:
         self.schema = EXPORT_SCHEMA_TURNS if turns else EXPORT_SCHEMA
         self.rows = 0
         self.file = HashingFile(tmp)
+        self._out = BackgroundFile(self.file)
         self._parquet: Any = None
         if fmt == "parquet":
             footer = {b"eagle_tui.export": json.dumps(
                 {"mask_start": mask_start, "tokenizer_fingerprint": fingerprint},
                 sort_keys=True).encode()}
             try:
+                # written directly: zstd in this thread is the limit, and the writer
+                # thread would only hold copies of pyarrow's buffers
                 self._parquet = pq.ParquetWriter(
                     self.file, self.schema.with_metadata(footer), compression=COMPRESSION,
                     write_statistics=STATISTICS_COLUMNS, use_dictionary=DICTIONARY_COLUMNS,
@@ -62,20 +67,34 @@ class ExportSink:
                 raise
 
     @property
+    def reads_ahead(self) -> bool:
+        """Whether the next row group is read while this one is written: for JSONL. Parquet
+        is limited by zstd in this thread, and two more row groups held would take its peak
+        RSS past 300 MiB (measured with tests/benchmarks/bench_export.py)."""
+        return self._parquet is None
+
+    @property
     def columns(self) -> list[str]:
         """Shard columns this format needs from every batch (JSONL leaves latency and time
         behind); a multi-turn batch adds :data:`TURN_COLUMNS`."""
         return list(COLUMNS) if self.fmt == "parquet" else list(JSONL_COLUMNS)
 
-    def write(self, table: pa.Table) -> None:
-        """Append the kept rows of one row group (``table`` has every shard column)."""
-        self.rows += table.num_rows
-        if self._parquet is not None:
-            table = with_loss_mask(self._shard_columns(table), self.mask_start)
-            self._parquet.write_table(table.cast(self.schema), row_group_size=table.num_rows)
+    def write(self, table: pa.Table, keep: pa.BooleanArray) -> None:
+        """Append the rows of one row group that ``keep`` marks (``table`` has every shard
+        column this format needs)."""
+        kept = pc.indices_nonzero(keep).to_pylist()
+        if not kept:
             return
-        text = jsonl_lines(table, self.fmt, self.mask_start, self.fingerprint)
-        self.file.write(text.encode("utf-8"))
+        self.rows += len(kept)
+        if self._parquet is not None:
+            self._write_parquet(table if len(kept) == table.num_rows else table.filter(keep))
+            return
+        for chunk in jsonl_chunks(table, kept, self.fmt, self.mask_start, self.fingerprint):
+            self._out.write(chunk)
+
+    def _write_parquet(self, table: pa.Table) -> None:
+        table = with_loss_mask(self._shard_columns(table), self.mask_start)
+        self._parquet.write_table(table.cast(self.schema), row_group_size=table.num_rows)
 
     def _shard_columns(self, table: pa.Table) -> pa.Table:
         """The shard columns of this file's schema; turn columns null where a batch has none."""
@@ -90,6 +109,7 @@ class ExportSink:
         """Footer (parquet), flush and fsync: the bytes are final and hashed."""
         if self._parquet is not None:
             self._parquet.close()
+        self._out.drain()
         self.file.sync()
         self.file.close()
 
@@ -98,6 +118,8 @@ class ExportSink:
         with contextlib.suppress(Exception):
             if self._parquet is not None:
                 self._parquet.close()
+        with contextlib.suppress(Exception):  # the writer thread's error is already raised
+            self._out.drain()
         with contextlib.suppress(OSError):  # closing flushes, and the disk may still be full
             self.file.close()
         self.tmp.unlink(missing_ok=True)

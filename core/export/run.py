@@ -5,7 +5,8 @@ Steps: check the output name is free (or ``force``); open and verify the batches
 ``OUT.manifest.json.tmp``; then remove an old manifest, rename the data file, rename the
 manifest, fsync the directory. The manifest appears last, so a data file is only vouched
 for once it is complete; on any failure both temporary files are removed and an existing
-output stays as it was. Memory holds one row group (plus the sample ids while verifying).
+output stays as it was. Memory holds a few row groups (the one encoded, the next read ahead,
+the previous being written: :mod:`.background`) plus the sample ids while verifying.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from eagle_tui.core.errors import ExportError, ShardError
+from eagle_tui.core.export.background import prefetched
 from eagle_tui.core.export.manifest import build_manifest, manifest_path_for
 from eagle_tui.core.export.options import ExportOptions
 from eagle_tui.core.export.output import ExportSink
@@ -157,21 +159,33 @@ def _clear_stale(tmp: Path) -> None:
 
 def _stream(batches: list[SourceBatch], sink: ExportSink, tally: KeepTally,
             progress: Progress | None, *, include_held_out: bool = False) -> None:
-    """Every row group of every batch, in order, filtered into ``sink``."""
+    """Every row group of every batch, in order, filtered into ``sink`` (for JSONL the next
+    row group is read by a thread while this one is encoded)."""
     columns = sorted(set(sink.columns) | set(tally.columns), key=sink.columns.index)
     total = sum(batch.rows for batch in batches)
     done = 0
+    current: SourceBatch | None = None
+    # closed on the way out, so a failed write stops the reader at once
+    read = _tables(batches, columns)
+    with contextlib.closing(prefetched(read) if sink.reads_ahead else read) as tables:
+        for batch, table in tables:
+            if batch is not current:
+                current = batch
+                tally.held_out = None if include_held_out else batch_split(batch.manifest)
+            _write(sink, table, tally.decide(table))
+            done += table.num_rows
+            if progress is not None:
+                progress(done, total)
+
+
+def _tables(batches: list[SourceBatch],
+            columns: list[str]) -> Generator[tuple[SourceBatch, pa.Table], None, None]:
+    """Each row group of each shard of each batch, with its batch."""
     for batch in batches:
-        tally.held_out = None if include_held_out else batch_split(batch.manifest)
         read = [*columns, *TURN_COLUMNS] if is_multi_turn(batch.reader) else columns
         for shard in batch.shards:
             for table in _row_groups(batch, shard, read):
-                kept = table.filter(tally.decide(table))
-                if kept.num_rows:
-                    _write(sink, kept)
-                done += table.num_rows
-                if progress is not None:
-                    progress(done, total)
+                yield batch, table
 
 
 def _row_groups(batch: SourceBatch, shard: SourceShard, columns: list[str]) -> Iterator[pa.Table]:
@@ -188,9 +202,9 @@ def _row_groups(batch: SourceBatch, shard: SourceShard, columns: list[str]) -> I
         ) from e
 
 
-def _write(sink: ExportSink, table: pa.Table) -> None:
+def _write(sink: ExportSink, table: pa.Table, keep: pa.BooleanArray) -> None:
     try:
-        sink.write(table)
+        sink.write(table, keep)
     except OSError as e:
         raise _write_error(sink.tmp, e) from e
 

@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import msgspec
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -103,7 +104,7 @@ class KeepTally:
         self.dropped.update(reason for reason in reasons if reason is not None)
         if self.max_length is not None:
             self._count_lengths(table, keep, self.max_length)
-        return pa.array(keep, pa.bool_())
+        return _booleans(keep)
 
     def _count_lengths(self, table: pa.Table, keep: list[bool], limit: int) -> None:
         lengths = pc.list_value_length(table.column("input_ids")).to_pylist()
@@ -126,29 +127,52 @@ class KeepTally:
         return KeepCounts(self.rows, self.kept, ordered, length)
 
 
+def _booleans(values: list[bool]) -> pa.BooleanArray:
+    """``values`` as Arrow booleans (``pa.array`` would import pandas)."""
+    bits = np.packbits(np.array(values, dtype=np.bool_), bitorder="little")
+    array: pa.BooleanArray = pa.Array.from_buffers(pa.bool_(), len(values),
+                                                   [None, pa.py_buffer(bits)])
+    return array
+
+
 def invalid_reasons(table: pa.Table, vocab_size: int | None) -> list[str | None]:
     """Per row, why its ids cannot be trained on (:data:`INVALID_REASONS`) or None; checked
     in Arrow. A table without ``input_ids`` (a light preview) is not checked."""
     reasons: list[str | None] = [None] * table.num_rows
     if "input_ids" not in table.column_names or "prompt_len" not in table.column_names:
         return reasons
-    ids = table.column("input_ids").combine_chunks()
+    ids = _one_array(table.column("input_ids"))
     lengths = pc.fill_null(pc.list_value_length(ids), 0)
     prompts = pc.fill_null(table.column("prompt_len").combine_chunks(), -1)
-    flat = pc.list_flatten(ids)
-    outside = pc.less(flat, 0)
-    if vocab_size is not None:
-        outside = pc.or_(outside, pc.greater_equal(flat, vocab_size))
     checks = (
         ("bad_prompt_len", pc.indices_nonzero(
             pc.or_(pc.less(prompts, 0), pc.greater(prompts, lengths)))),
-        ("id_out_of_range", pc.filter(pc.list_parent_indices(ids), outside)),
+        ("id_out_of_range", _rows_out_of_range(ids, vocab_size)),
         ("empty_ids", pc.indices_nonzero(pc.equal(lengths, 0))),
     )
     for reason, rows in checks:  # the last that applies wins: the plainest reason
         for row in rows.to_pylist():
             reasons[row] = reason
     return reasons
+
+
+def _one_array(column: pa.ChunkedArray) -> pa.Array:
+    """The column as one array; a row group's single chunk as it is (combining copies it)."""
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+
+
+def _rows_out_of_range(ids: pa.ListArray, vocab_size: int | None) -> pa.Array:
+    """Rows holding an id below 0, at or above ``vocab_size``, or missing (null). One
+    min/max pass settles the usual row group, where every id is in range."""
+    flat = pc.list_flatten(ids)
+    low, high = (scalar.as_py() for scalar in pc.min_max(flat).values())
+    if not flat.null_count and (low is None or (
+            low >= 0 and (vocab_size is None or high < vocab_size))):
+        return pa.nulls(0, pa.int64())
+    outside = pc.less(flat, 0)
+    if vocab_size is not None:
+        outside = pc.or_(outside, pc.greater_equal(flat, vocab_size))
+    return pc.filter(pc.list_parent_indices(ids), pc.fill_null(outside, True))
 
 
 def batch_split(manifest: Manifest) -> HeldOutSplit | None:

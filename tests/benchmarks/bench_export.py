@@ -28,6 +28,7 @@ import pyarrow.parquet as pq
 from eagle_tui.core.export.options import ExportOptions
 from eagle_tui.core.export.run import export
 from eagle_tui.core.samples.job import open_batches
+from eagle_tui.core.sampling import SamplingIdentity, SamplingPreset
 from eagle_tui.core.shards.manifest import BatchConfig, Manifest
 from eagle_tui.core.shards.schema import FooterTokenizer, ShardMetadata, ShardRow
 from eagle_tui.core.shards.writer import ShardWriter
@@ -53,7 +54,8 @@ def write_shards(directory: Path, gib: float, tokens: int) -> None:
     """Shards until ``gib`` GiB are on disk (skipped when ``directory`` has a batch)."""
     if (directory / "manifest.json").exists():
         return
-    manifest = Manifest(directory, BatchConfig("p", "h", "t", "f" * 64, "t", {}))
+    sampling = SamplingIdentity(tokens, (SamplingPreset(),))
+    manifest = Manifest(directory, BatchConfig("p", "h", "t", "f" * 64, "t", sampling))
     manifest.save_atomic()
     start = time.perf_counter()
     with ShardWriter(directory, metadata=META, manifest=manifest) as writer:
@@ -103,11 +105,12 @@ def report(directory: Path, scratch: Path) -> None:
     figures = {what: run_child(what, directory, scratch) for what in MEASURES}
     figures["pyarrow (again)"] = run_child("pyarrow", directory, scratch)
     base = min(figures["pyarrow"]["seconds"], figures["pyarrow (again)"]["seconds"])
-    print(f"{'':<16}{'s':>8}{'rows/s':>10}{'MiB/s':>9}{'peak RSS MiB':>14}{'x pyarrow':>11}")
+    print(f"{'':<16}{'s':>8}{'rows/s':>10}{'MiB/s':>9}{'peak RSS MiB':>14}"
+          f"{'time x pyarrow':>16}{'speed x pyarrow':>17}")
     for what, f in figures.items():
         print(f"{what:<16}{f['seconds']:>8.1f}{f['rows'] / f['seconds']:>10,.0f}"
               f"{size / 2**20 / f['seconds']:>9,.0f}{f['peak_rss_mib']:>14,.0f}"
-              f"{f['seconds'] / base:>11.1f}")
+              f"{f['seconds'] / base:>16.2f}{base / f['seconds']:>17.2f}")
 
 
 def main() -> None:

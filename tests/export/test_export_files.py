@@ -97,11 +97,11 @@ def test_a_failure_midway_leaves_no_output_and_keeps_the_old_one(
     calls = {"n": 0}
     real_write = output.ExportSink.write
 
-    def failing_write(self: output.ExportSink, table: Any) -> None:
+    def failing_write(self: output.ExportSink, table: Any, keep: Any) -> None:
         calls["n"] += 1
         if calls["n"] == 3:
             raise OSError(28, "No space left on device")
-        real_write(self, table)
+        real_write(self, table, keep)
 
     monkeypatch.setattr(output.ExportSink, "write", failing_write)
     with pytest.raises(ExportError, match=r"disk full \(ENOSPC\)"):
