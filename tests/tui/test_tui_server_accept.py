@@ -73,6 +73,8 @@ async def test_the_card_raises_the_one_alarm() -> None:
         app = dashboard(sim.url)
         async with app.run_test(size=(140, 40)) as pilot:
             card = app.screen.query_one(ServerCard)
+            # the window's first sample must come before the request, or it holds no step
+            await wait_for(pilot, lambda: card.reading is not None, 60, "a first reading")
             serve(sim.url, 1)
             await wait_for(pilot, lambda: card.reading is not None
                            and card.reading.live.alarm is not None, 60, "the alarm")
