@@ -6,10 +6,12 @@ over ``core`` clients), and this file only wires them together.
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import logging
 import threading
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path, PurePath
 from typing import ClassVar
@@ -33,6 +35,9 @@ from eagle_tui.tui.themes import DEFAULT_THEME, load_themes, theme_dirs
 log = logging.getLogger(__name__)
 
 STYLES = Path(__file__).resolve().parent / "styles"
+WORKER_THREADS = 512
+"""Bound of the worker threads: one per watched server (a feed for the whole session, a
+router's 64 workers included), plus the views' short reads."""
 
 
 class EagleApp(App[int]):
@@ -106,6 +111,15 @@ class EagleApp(App[int]):
         for view in VIEWS:
             factory: Callable[[], Screen[None]] = partial(view_screen_factory, view)
             self.add_mode(view, factory)
+
+    def on_load(self) -> None:
+        # Textual runs thread workers in the loop's default executor, whose size is
+        # min(32, cores + 4): 6 on a 2-core host. Every watched server's feed is a worker
+        # that runs for the whole session, so with more servers than that the rest never
+        # started (and the views' short reads queued behind them). Threads are made only
+        # when needed, so a large bound costs nothing until servers are watched.
+        asyncio.get_running_loop().set_default_executor(
+            ThreadPoolExecutor(max_workers=WORKER_THREADS, thread_name_prefix="eagle-worker"))
 
     def on_mount(self) -> None:
         self.switch_view(self.options.start_view)

@@ -4,9 +4,11 @@ sent, capture columns from the Capture source, sort, filter, Enter; readable at 
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import pytest
+from tui_fakes import FakeCapture, wait_for
 
 from eagle_tui.core.accept.config import SpecConfig
 from eagle_tui.core.accept.figures import AcceptFigure
@@ -15,6 +17,7 @@ from eagle_tui.core.batchstate import BatchState
 from eagle_tui.core.capture.dispatch import ServerStatus
 from eagle_tui.core.capture.progress import CaptureProgress
 from eagle_tui.core.health.phase import Phase
+from eagle_tui.core.health.settings import WatchSettings
 from eagle_tui.core.health.snapshot import (
     Expectation,
     Flag,
@@ -22,8 +25,9 @@ from eagle_tui.core.health.snapshot import (
     ServingLoad,
 )
 from eagle_tui.core.proc.report import GpuDevice, GpuProcess, GpuReport, ProcessReport
+from eagle_tui.core.urls import ServerURL
 from eagle_tui.tui.app import EagleApp
-from eagle_tui.tui.options import DashboardOptions
+from eagle_tui.tui.options import DashboardOptions, ServerTarget
 from eagle_tui.tui.render.accept import AcceptanceReading
 from eagle_tui.tui.render.batch import BatchSnapshot
 from eagle_tui.tui.render.fleet import (
@@ -39,6 +43,7 @@ from eagle_tui.tui.render.fleet import (
 )
 from eagle_tui.tui.screens.fleet import FleetScreen
 from eagle_tui.tui.sources import Sources
+from eagle_tui.tui.sources.server import ServerFeed
 
 GB = 1_000_000_000
 
@@ -149,3 +154,31 @@ async def test_readable_at_80x24_and_120x40_with_16_and_64_servers(
         assert table.row_count == count
         summary_line = screen.query_one("#fleet-summary").render()
         assert f"{count} servers: {count - 2} ready" in str(summary_line)
+
+
+def closed_ports(count: int) -> list[int]:
+    """Distinct ports nothing listens on (bound together, then released): each poll is
+    refused at once."""
+    probes = [socket.socket() for _ in range(count)]
+    try:
+        for probe in probes:
+            probe.bind(("127.0.0.1", 0))
+        return [int(probe.getsockname()[1]) for probe in probes]
+    finally:
+        for probe in probes:
+            probe.close()
+
+
+async def test_every_watched_server_gets_its_feed_beyond_the_default_thread_pool() -> None:
+    # Each feed is a worker thread for the whole session; Textual runs thread workers in
+    # the loop's default executor, min(32, cores + 4) threads: 6 on a 2-core host. With
+    # more servers the rest never started and their rows stayed empty. 40 > 32 on any host.
+    targets = [ServerTarget(ServerURL.parse(f"http://127.0.0.1:{port}"), name=f"s{i:02d}")
+               for i, port in enumerate(closed_ports(40))]
+    settings = WatchSettings(poll_interval_s=0.2, health_timeout_s=1.0)
+    feeds = tuple(ServerFeed(t, settings=settings, use_history=False) for t in targets)
+    app = EagleApp(DashboardOptions(servers=tuple(targets), start_view="fleet"),
+                   sources=Sources(servers=feeds, capture=FakeCapture()))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: all(entry.snapshot for entry in app.fleet.servers.values())
+                       and len(app.fleet.servers) == 40, 60, "a snapshot from all 40 feeds")
