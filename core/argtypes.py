@@ -147,6 +147,22 @@ def _mode(path: Path) -> int | None:
         raise argparse.ArgumentTypeError(f"{shown(str(path))}: {e.strerror or e}") from None
 
 
+def _given(text: str, what: str) -> tuple[Path, int | None]:
+    """The path ``text`` names (``~`` expanded) and its ``st_mode``, None when nothing is
+    there; ``''`` refused (it would be the current directory)."""
+    _nonempty(text, f"the {what}")
+    path = Path(text).expanduser()
+    return path, _mode(path)
+
+
+def _existing(text: str, what: str) -> tuple[Path, int]:
+    """Like ``_given``, for a path that must exist."""
+    path, mode = _given(text, what)
+    if mode is None:
+        raise argparse.ArgumentTypeError(f"{shown(text)} does not exist; give the {what}")
+    return path, mode
+
+
 @dataclass(frozen=True)
 class FileIn:
     """An existing regular file to read (never a FIFO, device or directory)."""
@@ -154,11 +170,7 @@ class FileIn:
     what: str
 
     def __call__(self, text: str) -> Path:
-        _nonempty(text, f"the {self.what}")
-        path = Path(text).expanduser()
-        mode = _mode(path)
-        if mode is None:
-            raise argparse.ArgumentTypeError(f"{shown(text)} does not exist; give the {self.what}")
+        path, mode = _existing(text, self.what)
         if not stat.S_ISREG(mode):
             raise argparse.ArgumentTypeError(
                 f"{shown(text)} is {kind_of(mode)}, not a regular file; give the {self.what}")
@@ -172,11 +184,7 @@ class DirIn:
     what: str
 
     def __call__(self, text: str) -> Path:
-        _nonempty(text, f"the {self.what}")
-        path = Path(text).expanduser()
-        mode = _mode(path)
-        if mode is None:
-            raise argparse.ArgumentTypeError(f"{shown(text)} does not exist; give the {self.what}")
+        path, mode = _existing(text, self.what)
         if not stat.S_ISDIR(mode):
             raise argparse.ArgumentTypeError(
                 f"{shown(text)} is {_kind(mode)}, not a directory; give the {self.what}")
@@ -190,11 +198,7 @@ class PathIn:
     what: str
 
     def __call__(self, text: str) -> Path:
-        _nonempty(text, f"the {self.what}")
-        path = Path(text).expanduser()
-        mode = _mode(path)
-        if mode is None:
-            raise argparse.ArgumentTypeError(f"{shown(text)} does not exist; give the {self.what}")
+        path, mode = _existing(text, self.what)
         if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
             raise argparse.ArgumentTypeError(
                 f"{shown(text)} is {kind_of(mode)}; give the {self.what}")
@@ -209,9 +213,7 @@ class DirOut:
     what: str
 
     def __call__(self, text: str) -> Path:
-        _nonempty(text, f"the {self.what}")
-        path = Path(text).expanduser()
-        mode = _mode(path)
+        path, mode = _given(text, self.what)
         if mode is not None and not stat.S_ISDIR(mode):
             raise argparse.ArgumentTypeError(
                 f"{shown(text)} is {_kind(mode)}, not a directory; give the {self.what}")
@@ -225,9 +227,7 @@ class FileOut:
     what: str
 
     def __call__(self, text: str) -> Path:
-        _nonempty(text, f"the {self.what}")
-        path = Path(text).expanduser()
-        mode = _mode(path)
+        path, mode = _given(text, self.what)
         if mode is not None and not stat.S_ISREG(mode):
             raise argparse.ArgumentTypeError(
                 f"{shown(text)} is {kind_of(mode)}, not a regular file; give a file name for "
@@ -248,9 +248,7 @@ class FileFollowed:
     what: str
 
     def __call__(self, text: str) -> Path:
-        _nonempty(text, f"the {self.what}")
-        path = Path(text).expanduser()
-        mode = _mode(path)
+        path, mode = _given(text, self.what)
         if mode is not None and not stat.S_ISREG(mode):
             raise argparse.ArgumentTypeError(
                 f"{shown(text)} is {kind_of(mode)}, not a regular file; give the {self.what}")

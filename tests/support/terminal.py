@@ -5,8 +5,8 @@ Python: what a user runs) on a pty of ``cols`` x ``rows``. A reader thread feeds
 it writes to a ``pyte`` screen (a VT100/xterm emulator) and keeps the raw bytes (the
 clipboard travels as OSC 52). Tests write the bytes a terminal sends, not key names:
 
-- ``press(*keys)``: one write per key (``KEYS`` has the sequences of the named keys;
-  a single character is itself);
+- ``press(*keys)``: one write per key (``KEYS`` has the sequences of the keys by Textual's names;
+  a letter or digit is itself);
 - ``burst(*keys)``: every key in ONE write, as a laggy SSH link or a fast typist delivers
   them (the app reads them in one go);
 - ``paste(text)``: bracketed paste (``ESC [200~ … ESC [201~``);
@@ -57,8 +57,14 @@ KEYS: dict[str, bytes] = {
     "ctrl+p": b"\x10",
     "ctrl+s": b"\x13",
     "ctrl+u": b"\x15",
+    # printable keys Textual names by word (what a binding or a pilot press says)
+    "slash": b"/",
+    "question_mark": b"?",
+    "left_square_bracket": b"[",
+    "right_square_bracket": b"]",
 }
-"""What an xterm sends for each named key (a single character is sent as itself)."""
+"""What an xterm sends for each named key, by Textual's name (a letter or digit is sent as
+itself; other characters by their name, as bindings spell them)."""
 
 PASTE_START, PASTE_END = b"\x1b[200~", b"\x1b[201~"
 OSC52 = re.compile(rb"\x1b\]52;[a-z]*;([A-Za-z0-9+/=]*)(?:\x07|\x1b\\)")
@@ -67,10 +73,10 @@ TIMEOUT_S = 90.0
 
 
 def key_bytes(key: str) -> bytes:
-    """The bytes a terminal sends for ``key`` (a name in ``KEYS``, or one character)."""
+    """The bytes a terminal sends for ``key`` (a name in ``KEYS``, or a letter or digit)."""
     if key in KEYS:
         return KEYS[key]
-    if len(key) == 1:
+    if len(key) == 1 and key.isalnum():
         return key.encode()
     raise ValueError(f"no terminal sequence known for key {key!r}")
 
@@ -194,7 +200,7 @@ class PtyTerminal:
     def burst(self, *keys: str) -> None:
         """Every key in one write (a word is its characters)."""
         self.write(b"".join(key_bytes(k) if k in KEYS or len(k) == 1 else k.encode()
-                            for k in keys))
+                            for k in keys))  # a word (several characters) is typed as is
 
     def paste(self, text: str) -> None:
         """``text`` as a bracketed paste."""

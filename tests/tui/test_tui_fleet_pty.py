@@ -56,7 +56,7 @@ def test_fleet_keys_sort_filter_and_enter(tmp_path: Path, three_sims: list[SimPr
                         and row_of(term, gamma.port) < row_of(term, beta.port),
                         "the crashed server on top")
 
-        term.press("/")
+        term.press("slash")
         term.burst(str(beta.port), "enter")
         term.wait_until(lambda: f":{alpha.port}" not in term.text()
                         and f":{beta.port}" in term.text(), "only beta's row")
@@ -64,11 +64,11 @@ def test_fleet_keys_sort_filter_and_enter(tmp_path: Path, three_sims: list[SimPr
         term.press("escape")
         term.wait_until(lambda: f":{alpha.port}" in term.text(), "every row again")
 
-        term.press("/")
+        term.press("slash")
         term.burst(str(beta.port), "enter")
         term.wait_until(lambda: f":{alpha.port}" not in term.text(), "filtered again")
         term.press("enter")  # beta's card and log in the Server view
         term.wait_for("beta marker line")
-        assert "Stacks" in term.text()  # the Server view's footer
+        term.wait_for("Stacks")  # the Server view's footer (drawn after the log, maybe later)
         term.press("q")
         term.wait_until(lambda: term.alive() is not None, "the dashboard quit")

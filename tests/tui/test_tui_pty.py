@@ -68,10 +68,10 @@ def test_server_view_keys_clicks_palette_and_log_search(
     with PtyTerminal(args, cols=140, rows=90) as term:
         term.wait_for("alpha marker line 0")  # the first server's log
         assert "beta marker line 0" not in term.text()
-        term.press("]")  # a terminal's "]": bound as right_square_bracket
+        term.press("right_square_bracket")  # the byte "]"
         term.wait_for("beta marker line 0")
         term.wait_gone("alpha marker line 0")
-        term.press("[")
+        term.press("left_square_bracket")
         term.wait_for("alpha marker line 0")
         term.click_text(f"127.0.0.1:{beta.port}")  # a click on the second card
         term.wait_for("beta marker line 0")
@@ -83,7 +83,7 @@ def test_server_view_keys_clicks_palette_and_log_search(
         term.press("enter")
         term.wait_gone("Search for commands")
         term.wait_for("alpha marker line 0")  # next after the second: the first again
-        term.burst("/", "marker", "enter")  # "/" opens the box at once: the rest lands there
+        term.burst("slash", "marker", "enter")  # "/" opens the box at once: the rest lands there
         term.wait_until(lambda: re.search(r"\b\d+/\d+ lines", term.text()) is not None,
                         "the log searched for 'marker' (matching lines counted)")
         term.wait_gone("Uvicorn running on")  # matching lines only
@@ -95,7 +95,7 @@ def test_server_view_keys_clicks_palette_and_log_search(
 def help_lists(term: PtyTerminal, view: str, lines: list[str]) -> None:
     """``?`` opens the view's help, which lists ``lines`` (key, description), read while
     the mouse wheel scrolls it; F1 closes it."""
-    term.press("?")
+    term.press("question_mark")
     term.wait_for(f"{view} — help")
     seen: set[str] = set()
 
@@ -195,7 +195,7 @@ def test_inspect_search_bursts_and_the_copy_that_reaches_the_terminal(tmp_path: 
     args = ["--view", "inspect", "--shards", str(directory), "--tokenizer", TOKENIZER]
     with PtyTerminal(args, cols=140, rows=90, cwd=tmp_path) as term:
         term.wait_for("page 1/4 of 350 matching")
-        term.burst("/", "s00250", "enter")  # item 8: a row three pages on
+        term.burst("slash", "s00250", "enter")  # item 8: a row three pages on
         term.wait_for("page 3/4 of 350 matching")
         help_lists(term, "Inspect", ["o  Open path", "n  Next page", "/  Search"])
         term.burst("o", "ctrl+u", str(small), "enter")  # the path field, in one write
