@@ -17,8 +17,6 @@ Two ways, both used here:
 
 from __future__ import annotations
 
-import builtins
-import errno
 import json
 import shutil
 import subprocess
@@ -26,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.diskfull import DiskBudget, inject_full_disk
 from test_e2e_support import assert_only_valid_shards, run_cli
 from test_engine_fakes import FakeSGLang, bundled_tokenizer, capture, make_config, write_prompts
 
@@ -119,67 +118,9 @@ def test_a_full_small_file_system_stops_cleanly_and_resume_finishes(
     assert len({json.loads(x)["line"] for x in rejected}) == PROMPTS // BAD_EVERY
 
 
-class _Budget:
-    """Bytes the "disk" still takes; every write past it fails with ENOSPC (also the
-    retries a cleanup makes)."""
-
-    def __init__(self, left: int) -> None:
-        self.left = left
-        self.hits = 0
-
-    def take(self, size: int) -> None:
-        if size > self.left:
-            self.hits += 1
-            self.left = 0
-            raise OSError(errno.ENOSPC, "No space left on device (injected)")
-        self.left -= size
-
-
-class _FullFile:
-    """A real file whose writes and flushes draw on a budget."""
-
-    def __init__(self, handle: Any, budget: _Budget) -> None:
-        self._handle = handle
-        self._budget = budget
-
-    def write(self, data: Any) -> int:
-        size = len(data.encode()) if isinstance(data, str) else memoryview(data).nbytes
-        self._budget.take(size)
-        return int(self._handle.write(data))
-
-    def flush(self) -> None:
-        """A full disk refuses a flush too (buffered bytes had nowhere to go)."""
-        if self._budget.hits:
-            raise OSError(errno.ENOSPC, "No space left on device (injected, flush)")
-        self._handle.flush()
-
-    def close(self) -> None:
-        """Like a real file: closing flushes (and fails on a full disk), the descriptor is
-        closed all the same."""
-        try:
-            self.flush()
-        finally:
-            self._handle.close()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._handle, name)
-
-    def __enter__(self) -> _FullFile:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def _inject(monkeypatch: pytest.MonkeyPatch, budget: _Budget) -> None:
-    real_open = builtins.open
-
-    def full_open(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
-        handle = real_open(file, mode, *args, **kwargs)
-        return _FullFile(handle, budget) if any(m in mode for m in "wax") else handle
-
-    for module in (fsio, rejects, failures):  # manifest, shards, registry; rejects; failures
-        monkeypatch.setattr(module, "open", full_open, raising=False)
+def _inject(monkeypatch: pytest.MonkeyPatch, budget: DiskBudget) -> None:
+    # manifest, shards, registry; rejects; failures
+    inject_full_disk(monkeypatch, budget, fsio, rejects, failures)
 
 
 @pytest.mark.slow  # builds things: 81 whole captures, sweeping the byte budget
@@ -189,19 +130,19 @@ async def test_enospc_injected_at_every_write_point(
     fake = FakeSGLang()
     fake.fault_for = lambda prompt: "ctx" if sum(prompt) % 29 == 0 else None  # failures too
     # How many bytes a whole run writes, to sweep the budget over it.
-    whole = _Budget(1 << 40)
+    whole = DiskBudget(1 << 40)
     _inject(monkeypatch, whole)
     reference = tmp_path / "reference"
     await capture(make_config(tmp_path, [fake.url], out_dir=reference, shard_rows=20),
                   [fake], bundled_tokenizer())
-    total = (1 << 40) - whole.left
+    total = whole.used
     shutil.rmtree(reference)
 
     steps = 40
     outcomes: set[str] = set()
     for step in range(steps):
         out = tmp_path / f"out-{step}"
-        budget = _Budget(total * step // steps)
+        budget = DiskBudget(total * step // steps)
         _inject(monkeypatch, budget)
         config = make_config(tmp_path, [fake.url], out_dir=out, shard_rows=20)
         try:
@@ -221,7 +162,7 @@ async def test_enospc_injected_at_every_write_point(
         _consistent(out)
 
         # Space is back: the batch finishes, every good row stored once.
-        _inject(monkeypatch, _Budget(1 << 40))
+        _inject(monkeypatch, DiskBudget(1 << 40))
         resumed = make_config(tmp_path, [fake.url], out_dir=out, shard_rows=20,
                               resume=(out / "manifest.json").exists())
         final = await capture(resumed, [fake], bundled_tokenizer())

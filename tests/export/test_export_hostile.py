@@ -5,8 +5,6 @@ the bad rows with their reason), and neither the sources nor an earlier export c
 
 from __future__ import annotations
 
-import builtins
-import errno
 import hashlib
 import os
 import stat
@@ -21,6 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from export_helpers import make_row, read_jsonl, write_batch
+from support.diskfull import DiskBudget, inject_full_disk
 
 from eagle_tui.core import fsio
 from eagle_tui.core.shards.manifest import Manifest
@@ -113,64 +112,6 @@ def test_a_stale_temp_symlink_is_not_written_through(
 
 # -- item 8: a full disk at every fill level ------------------------------------------------
 
-class _Budget:
-    """Bytes the "disk" still takes; past it every write and flush fails with ENOSPC."""
-
-    def __init__(self, left: int) -> None:
-        self.left = left
-        self.full = False
-
-    def take(self, size: int) -> None:
-        if size > self.left:
-            self.full = True
-            self.left = 0
-            raise OSError(errno.ENOSPC, "No space left on device (injected)")
-        self.left -= size
-
-
-class _FullFile:
-    """A real file whose writes and flushes draw on a budget; closing flushes, as a
-    buffered file does (and fails on a full disk), and the descriptor closes all the same."""
-
-    def __init__(self, handle: Any, budget: _Budget) -> None:
-        self._handle = handle
-        self._budget = budget
-
-    def write(self, data: Any) -> int:
-        self._budget.take(memoryview(data).nbytes)
-        return int(self._handle.write(data))
-
-    def flush(self) -> None:
-        if self._budget.full:
-            raise OSError(errno.ENOSPC, "No space left on device (injected, flush)")
-        self._handle.flush()
-
-    def close(self) -> None:
-        try:
-            self.flush()
-        finally:
-            self._handle.close()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._handle, name)
-
-    def __enter__(self) -> _FullFile:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def _inject(monkeypatch: pytest.MonkeyPatch, budget: _Budget) -> None:
-    real_open = builtins.open
-
-    def full_open(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
-        handle = real_open(file, mode, *args, **kwargs)
-        return _FullFile(handle, budget) if any(m in mode for m in "wax") else handle
-
-    monkeypatch.setattr(fsio, "open", full_open, raising=False)  # data file and manifest
-
-
 def _assert_clean_failure(code: int, err: str, out: Path, earlier: dict[str, str]) -> None:
     assert code == 2, err
     assert "disk full (ENOSPC)" in _one_line(err)
@@ -187,14 +128,14 @@ def test_enospc_injected_at_every_fill_level(
     out = out_dir / f"train.{fmt}"
     assert _export(capsys, batch, out, fmt=fmt)[0] == 0
     earlier = _tree(out_dir)
-    measure = _Budget(1 << 40)
-    _inject(monkeypatch, measure)
+    measure = DiskBudget(1 << 40)
+    inject_full_disk(monkeypatch, measure, fsio)  # data file and manifest
     assert _export(capsys, batch, out, "--force", fmt=fmt)[0] == 0
-    total = (1 << 40) - measure.left
+    total = measure.used
     assert _tree(out_dir) == earlier  # the same bytes again: a fair reference
     levels = 30
     for step in range(levels):
-        _inject(monkeypatch, _Budget(total * step // levels))
+        inject_full_disk(monkeypatch, DiskBudget(total * step // levels), fsio)
         code, err = _export(capsys, batch, out, "--force", fmt=fmt)
         _assert_clean_failure(code, err, out, earlier)
 
