@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 SCHEMES = ("http", "https")
 EXAMPLE = "http://host:30000"
@@ -146,15 +146,11 @@ def public_url(url: str) -> str:
 def shown(url: str) -> str:
     """``url`` safe to print: scheme, host, port and path only (no user info, query,
     fragment), or a placeholder when it does not even parse."""
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-        port = f":{parts.port}" if parts.port is not None else ""
-    except ValueError:
+    split = _host_and_port(url)
+    if split is None:
         return "(an unparsable URL)"
-    if ":" in host:
-        host = f"[{host}]"
-    text = f"{parts.scheme}://{host}{port}{parts.path}" if parts.netloc else (
+    parts, host_port = split
+    text = f"{parts.scheme}://{host_port}{parts.path}" if parts.netloc else (
         f"{parts.scheme}:{parts.path}" if parts.scheme else parts.path)  # "localhost:30000"
     return repr("".join(c if c.isprintable() else "?" for c in text))
 
@@ -199,11 +195,20 @@ def redact(text: str) -> str:
 
 
 def _url_redacted(url: str) -> str:
+    split = _host_and_port(url)
+    if split is None:
+        return "(an unparsable URL)"
+    parts, host_port = split
+    return f"{parts.scheme}://{host_port}{parts.path}"
+
+
+def _host_and_port(url: str) -> tuple[SplitResult, str] | None:
+    """``url`` split, and its ``host[:port]`` without user info (an IPv6 host in brackets);
+    None when it does not split."""
     try:
         parts = urlsplit(url)
         host = parts.hostname or ""
         port = f":{parts.port}" if parts.port is not None else ""
     except ValueError:
-        return "(an unparsable URL)"
-    host = f"[{host}]" if ":" in host else host
-    return f"{parts.scheme}://{host}{port}{parts.path}"
+        return None
+    return parts, (f"[{host}]" if ":" in host else host) + port

@@ -50,6 +50,15 @@ async def _to_verdict(watcher: Watcher, timeout: float = 60.0) -> list[HealthSna
     return seen
 
 
+async def _verdict_of(sim: SimProcess, tmp_path: Path) -> list[HealthSnapshot]:
+    """Watch ``sim`` with the short settings until a verdict; every snapshot seen."""
+    watcher = _watcher(sim, tmp_path)
+    try:
+        return await _to_verdict(watcher)
+    finally:
+        await watcher.aclose()
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -60,11 +69,7 @@ async def test_a_rank_opening_a_named_pipe_is_blocked_on_io_naming_the_file(
     start_sim, tmp_path: Path
 ) -> None:
     sim = start_sim(*QUICK, "--rank-hang", "fifo", wait=None)
-    watcher = _watcher(sim, tmp_path)
-    try:
-        seen = await _to_verdict(watcher)
-    finally:
-        await watcher.aclose()
+    seen = await _verdict_of(sim, tmp_path)
     final = seen[-1]
     verdict = final.verdict
     assert verdict is not None and verdict.outcome == Outcome.STALLED
@@ -77,11 +82,7 @@ async def test_a_rank_opening_a_named_pipe_is_blocked_on_io_naming_the_file(
 
 async def test_a_rank_that_stops_itself_is_stopped_naming_it(start_sim, tmp_path: Path) -> None:
     sim = start_sim(*QUICK, "--rank-hang", "stop", wait=None)
-    watcher = _watcher(sim, tmp_path)
-    try:
-        seen = await _to_verdict(watcher)
-    finally:
-        await watcher.aclose()
+    seen = await _verdict_of(sim, tmp_path)
     verdict = seen[-1].verdict
     assert verdict is not None and verdict.cause == "stopped"
     assert verdict.diagnosis.startswith("stopped: TP0 (PID ")
@@ -95,11 +96,7 @@ async def test_node_zero_without_node_one_is_waiting_for_peers(start_sim, tmp_pa
     address = f"127.0.0.1:{_free_port()}"
     sim = start_sim(*QUICK, "--rank-hang", "peers", "--dist-init-addr", address, "--nnodes", "2",
                     wait=None)
-    watcher = _watcher(sim, tmp_path)
-    try:
-        seen = await _to_verdict(watcher)
-    finally:
-        await watcher.aclose()
+    seen = await _verdict_of(sim, tmp_path)
     verdict = seen[-1].verdict
     assert verdict is not None and verdict.cause == "waiting for peers"
     assert (f"waiting for peers: distributed init {address}: this node hosts the store; "
