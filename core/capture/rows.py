@@ -4,6 +4,9 @@
 never re-tokenized. It is kept as a compact ``array('i')`` (4 bytes per id instead of
 about 36 for a tuple of Python ints), which matters with thousands of rows in flight to
 the writer.
+
+A speculative answer's acceptance (parsed from ``meta_info`` by ``core.accept``) is kept on
+the row as the stored counts of the shard's acceptance column.
 """
 
 from __future__ import annotations
@@ -11,10 +14,14 @@ from __future__ import annotations
 from array import array
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
+import msgspec
+
+from eagle_tui.core.accept.requests import RequestAcceptance
 from eagle_tui.core.capture.render import Job
 from eagle_tui.core.sglang.types import GenerateResult
-from eagle_tui.core.shards.schema import ShardRow
+from eagle_tui.core.shards.schema import MAX_COUNT, ShardRow
 from eagle_tui.core.tokenizer import BoundaryIds
 from eagle_tui.core.validate import FLAGS, Validation, validate_sample
 
@@ -41,9 +48,11 @@ class RowBuilder:
         )
 
     def build(self, job: Job, result: GenerateResult, endpoint: str, rid: str,
-              extra_flags: tuple[str, ...] = ()) -> ShardRow:
+              extra_flags: tuple[str, ...] = (),
+              acceptance: RequestAcceptance | None = None) -> ShardRow:
         """The row for ``job`` answered by ``result`` from ``endpoint`` (a public URL);
-        ``extra_flags`` are flags found outside the ids (a diverged tool call)."""
+        ``extra_flags`` are flags found outside the ids (a diverged tool call);
+        ``acceptance`` is the answer's, when the server speculated."""
         checked = self.validate(job, result)
         flags = checked.flags
         if extra_flags:
@@ -67,4 +76,16 @@ class RowBuilder:
             conversation_id=turn.conversation_id if turn else None,
             turn=turn.turn if turn else None,
             parent_id=turn.parent_id if turn else None,
+            acceptance=stored_acceptance(acceptance),
         )
+
+
+def stored_acceptance(acceptance: RequestAcceptance | None) -> dict[str, Any] | None:
+    """The counts the acceptance column stores (its fields are ``RequestAcceptance``'s);
+    None without acceptance, or when a count does not fit the column (a server's nonsense
+    must not cost the row)."""
+    if acceptance is None:
+        return None
+    counts = msgspec.to_builtins(acceptance)
+    values = [*(counts[name] for name in counts if name != "histogram"), *counts["histogram"]]
+    return counts if max(values, default=0) <= MAX_COUNT else None

@@ -69,8 +69,10 @@ class Settler:
     async def _store(self, job: Job, outcome: Outcome, extra_flags: tuple[str, ...]) -> bool:
         assert outcome.result is not None and outcome.endpoint and outcome.rid
         endpoint = public_url(outcome.endpoint)
+        acceptance = acceptance_of(outcome.result.meta)
         try:
-            row = self._rows.build(job, outcome.result, endpoint, outcome.rid, extra_flags)
+            row = self._rows.build(job, outcome.result, endpoint, outcome.rid, extra_flags,
+                                   acceptance)
         except OverflowError:  # an id beyond int32 cannot be stored; it is garbage anyway
             self.failed(job, Outcome(
                 "failed", outcome.attempts, endpoint=outcome.endpoint, rid=outcome.rid,
@@ -86,7 +88,7 @@ class Settler:
         self._emit(RequestEvent(kind="finished", sample_id=job.sample_id,
                                 at=self._clock.wall(), rid=outcome.rid, endpoint=endpoint,
                                 attempt=outcome.attempts, total=output_len, flags=flags,
-                                acceptance=acceptance_of(outcome.result.meta) or UNSET))
+                                acceptance=acceptance or UNSET))
         return True
 
     def failed(self, job: Job, outcome: Outcome) -> None:

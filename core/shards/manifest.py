@@ -170,6 +170,8 @@ class ManifestFile(msgspec.Struct):
 
     ``schema_version`` is the shard schema its shards use; a manifest without it (written
     before multi-turn capture, and kept that way when rewritten) is schema 1.
+    ``acceptance_column`` (written only when true) says its shards carry the acceptance
+    column; a batch begun before that keeps its shards without it, resumed or not.
     """
 
     config: BatchConfig
@@ -180,6 +182,7 @@ class ManifestFile(msgspec.Struct):
     updated_at: str = ""
     version: int = MANIFEST_VERSION
     schema_version: int | UnsetType = UNSET
+    acceptance_column: bool | UnsetType = UNSET
 
 
 _ENCODER = msgspec.json.Encoder(order="sorted")
@@ -200,6 +203,7 @@ class Manifest:
     version: int = MANIFEST_VERSION
     schema_version: int = 1
     schema_version_absent: bool = False  # read from a manifest that did not say (schema 1)
+    acceptance_column: bool = False
 
     @property
     def path(self) -> Path:
@@ -235,7 +239,7 @@ class Manifest:
         return cls(directory, data.config, data.shards, data.counts, data.extra,
                    data.created_at, data.updated_at, data.version,
                    1 if isinstance(data.schema_version, UnsetType) else data.schema_version,
-                   absent)
+                   absent, data.acceptance_column is True)
 
     @classmethod
     def load_optional(cls, out_dir: str | Path) -> Manifest | None:
@@ -269,7 +273,8 @@ class Manifest:
         return _ENCODER.encode(ManifestFile(
             config=self.config, shards=self.shards, counts=self.counts, extra=self.extra,
             created_at=self.created_at, updated_at=self.updated_at, version=self.version,
-            schema_version=UNSET if self.schema_version_absent else self.schema_version))
+            schema_version=UNSET if self.schema_version_absent else self.schema_version,
+            acceptance_column=True if self.acceptance_column else UNSET))
 
 
 def _comparable(value: object) -> str:

@@ -27,6 +27,21 @@ Schema version 2 (multi-turn batches, ``capture --turns all``) appends three col
 Single-turn batches keep writing version 1, so a batch never mixes the two; readers take
 both (a version-1 row reads with those three as None).
 
+Batches begun since per-request acceptance is stored (their manifest says
+``acceptance_column``) append one more column to either version (:data:`ACCEPTANCE_FIELD`):
+
+    acceptance     struct, nullable       the answer's speculative-decoding counts, from
+                                          SGLang's ``meta_info`` (null: it had none)
+        completion_tokens  int32          ``completion_tokens``
+        verify_steps       int32          ``spec_verify_ct``
+        correct_drafts     int32          ``spec_num_correct_drafts``
+        proposed_drafts    int32          ``spec_num_proposed_drafts``
+        histogram          list<int32>    ``spec_correct_drafts_histogram``
+
+Its fields are ``core.accept.requests.RequestAcceptance``'s, so a stored value converts
+back with ``msgspec.convert``; every figure (accept length, rate, P(>=j)) is derived from
+them, never stored. Older shards have no such column and read with ``acceptance`` None.
+
 List children are named ``element`` (as parquet's compliant nested types name them), so
 the schema read back from a file equals :data:`SHARD_SCHEMA` exactly.
 
@@ -79,9 +94,25 @@ SHARD_SCHEMA_V2: pa.Schema = pa.schema([
 ])
 
 
-def schema_for(version: int) -> pa.Schema:
-    """The arrow schema of shards written with ``version``."""
-    return SHARD_SCHEMA_V2 if version >= MULTI_TURN_SCHEMA_VERSION else SHARD_SCHEMA
+_COUNT = pa.int32()
+ACCEPTANCE_COLUMN = "acceptance"
+ACCEPTANCE_FIELD: pa.Field = pa.field(ACCEPTANCE_COLUMN, pa.struct([
+    pa.field("completion_tokens", _COUNT, nullable=False),
+    pa.field("verify_steps", _COUNT, nullable=False),
+    pa.field("correct_drafts", _COUNT, nullable=False),
+    pa.field("proposed_drafts", _COUNT, nullable=False),
+    pa.field("histogram", pa.list_(pa.field("element", _COUNT)), nullable=False),
+]), nullable=True)
+ACCEPTANCE_COUNTS: tuple[str, ...] = tuple(
+    field.name for field in ACCEPTANCE_FIELD.type if field.name != "histogram")
+MAX_COUNT = (1 << 31) - 1
+"""The largest count the acceptance column holds (int32)."""
+
+
+def schema_for(version: int, *, acceptance: bool = False) -> pa.Schema:
+    """The arrow schema of shards written with ``version`` (and the acceptance column)."""
+    schema = SHARD_SCHEMA_V2 if version >= MULTI_TURN_SCHEMA_VERSION else SHARD_SCHEMA
+    return schema.append(ACCEPTANCE_FIELD) if acceptance else schema
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +133,9 @@ class ShardRow:
     conversation_id: str | None = None
     turn: int | None = None
     parent_id: str | None = None
+    acceptance: Mapping[str, Any] | None = None
+    """The answer's acceptance counts (the fields of :data:`ACCEPTANCE_FIELD`), None when
+    the server returned none or the shard predates the column."""
 
     @property
     def prompt_ids(self) -> Sequence[int]:
@@ -115,9 +149,10 @@ class ShardRow:
 
     @classmethod
     def from_dict(cls, row: Mapping[str, Any]) -> ShardRow:
-        """A row as read back from parquet (``to_pylist`` form), of either schema version."""
+        """A row as read back from parquet (``to_pylist`` form), of either schema version,
+        with or without the acceptance column."""
         values: dict[str, Any] = {name: row[name] for name in COLUMNS}
-        values.update((name, row.get(name)) for name in TURN_COLUMNS)
+        values.update((name, row.get(name)) for name in (*TURN_COLUMNS, ACCEPTANCE_COLUMN))
         return cls(**values)
 
 
@@ -191,9 +226,12 @@ def _prefixed_items(raw: Mapping[bytes, bytes]) -> dict[str, Any]:
     return items
 
 
-def rows_to_table(rows: Sequence[ShardRow], version: int = SCHEMA_VERSION) -> pa.Table:
+def rows_to_table(rows: Sequence[ShardRow], version: int = SCHEMA_VERSION, *,
+                  acceptance: bool = False) -> pa.Table:
     """An arrow table of ``rows`` with exactly :func:`schema_for` ``version`` (no file
-    metadata); version 2 needs every row's ``conversation_id`` and ``turn``.
+    metadata); version 2 needs every row's ``conversation_id`` and ``turn``. With
+    ``acceptance`` the table has the acceptance column (without it a row's acceptance is
+    left out: a batch whose shards lack the column keeps lacking it).
 
     Every column is built from flat buffers, not with ``pa.array`` over Python lists: that
     costs ~0.1 ms per row for the token lists, and its first call in a process imports pandas
@@ -215,7 +253,9 @@ def rows_to_table(rows: Sequence[ShardRow], version: int = SCHEMA_VERSION) -> pa
     }
     if version >= MULTI_TURN_SCHEMA_VERSION:
         columns.update(_turn_columns(rows))
-    schema = schema_for(version)
+    if acceptance:
+        columns[ACCEPTANCE_COLUMN] = _acceptance_column([r.acceptance for r in rows])
+    schema = schema_for(version, acceptance=acceptance)
     return pa.Table.from_arrays([columns[name] for name in schema.names], schema=schema)
 
 
@@ -228,6 +268,24 @@ def _turn_columns(rows: Sequence[ShardRow]) -> dict[str, pa.Array]:
         "turn": _fixed(pa.int32(), array("i", [r.turn or 0 for r in rows])),
         "parent_id": pa.array([r.parent_id for r in rows], pa.string()),
     }
+
+
+def _acceptance_column(values: Sequence[Mapping[str, Any] | None]) -> pa.Array:
+    """The acceptance structs, null where a row has none (its children then hold zeros and
+    an empty histogram, hidden by the struct's validity). A count beyond int32 raises
+    OverflowError, as an id does."""
+    present = [value or {} for value in values]
+    kind = ACCEPTANCE_FIELD.type
+    children = [_fixed(_COUNT, array("i", [v.get(name, 0) for v in present]))
+                for name in ACCEPTANCE_COUNTS]
+    histograms = [v.get("histogram", ()) for v in present]
+    counts = _fixed(_COUNT, array("i", [n for h in histograms for n in h]))
+    offsets = _fixed(pa.int32(), _offsets(map(len, histograms)))
+    children.append(pa.ListArray.from_arrays(offsets, counts,
+                                             type=kind.field("histogram").type))
+    missing = pa.Array.from_buffers(pa.bool_(), len(values),
+                                    [None, _bitmap([value is None for value in values])])
+    return pa.StructArray.from_arrays(children, fields=list(kind), mask=missing)
 
 
 def _fixed(kind: pa.DataType, values: array[Any]) -> pa.Array:
@@ -264,10 +322,15 @@ def _string_lists(lists: Sequence[Sequence[str]]) -> pa.Array:
     return pa.ListArray.from_arrays(offsets, values, type=SHARD_SCHEMA.field("flags").type)
 
 
+def _bitmap(bits: Sequence[bool]) -> pa.Buffer:
+    """Arrow's bit layout of ``bits``: least significant bit first."""
+    packed = sum(1 << i for i, bit in enumerate(bits) if bit)
+    return pa.py_buffer(packed.to_bytes((len(bits) + 7) // 8, "little"))
+
+
 def _nullable_int64(values: Sequence[int | None]) -> pa.Array:
     """An int64 column where None is null (validity bitmap, least significant bit first)."""
-    valid = sum(1 << i for i, value in enumerate(values) if value is not None)
-    bitmap = pa.py_buffer(valid.to_bytes((len(values) + 7) // 8, "little"))
+    bitmap = _bitmap([value is not None for value in values])
     data = pa.py_buffer(array("q", [0 if value is None else value for value in values]))
     nulls = sum(1 for value in values if value is None)
     return pa.Array.from_buffers(pa.int64(), len(values), [bitmap, data], null_count=nulls)
@@ -287,4 +350,6 @@ def estimated_bytes(row: ShardRow) -> int:
     """Rough uncompressed arrow size of one row (for sizing row groups)."""
     text = len(row.sample_id) + len(row.endpoint) + len(row.rid) + len(row.finish_reason)
     text += 2 * len(row.conversation_id or "") + 4
+    if row.acceptance is not None:
+        text += 4 * len(row.acceptance.get("histogram", ())) + 20
     return 4 * len(row.input_ids) + sum(len(f) + 4 for f in row.flags) + text + 64

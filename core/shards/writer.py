@@ -54,12 +54,15 @@ STATISTICS_COLUMNS = [name for name in COLUMNS if name != "input_ids"]
 class _OpenShard:
     """The shard being written: its temp file, parquet writer and running tallies."""
 
-    def __init__(self, tmp: Path, final: Path, metadata: ShardMetadata) -> None:
+    def __init__(self, tmp: Path, final: Path, metadata: ShardMetadata, *,
+                 acceptance: bool) -> None:
         self.tmp = tmp
         self.final = final
         self.sink = HashingFile(tmp)
         self.version = metadata.schema_version
-        schema = schema_for(self.version).with_metadata(metadata.to_parquet())
+        self.acceptance = acceptance
+        schema = schema_for(self.version, acceptance=acceptance).with_metadata(
+            metadata.to_parquet())
         try:
             self.writer: Any = pq.ParquetWriter(
                 self.sink, schema, compression=COMPRESSION,
@@ -76,7 +79,8 @@ class _OpenShard:
         """Append ``rows`` as one row group."""
         self.sample_ids.extend(row.sample_id for row in rows)
         self.flagged += sum(1 for row in rows if row.flags)
-        self.writer.write_table(rows_to_table(rows, self.version), row_group_size=len(rows))
+        table = rows_to_table(rows, self.version, acceptance=self.acceptance)
+        self.writer.write_table(table, row_group_size=len(rows))
 
     def finish(self) -> None:
         """Write the footer, fsync and close, then rename into place and fsync the dir."""
@@ -118,7 +122,9 @@ class ShardWriter:
     """Buffers :class:`ShardRow` s and writes them as committed parquet shards.
 
     ``manifest`` is the batch's manifest (loaded from ``out_dir`` when not given; the engine
-    usually passes its own so counts it sets and shards added here land in one object).
+    usually passes its own so counts it sets and shards added here land in one object). Its
+    ``acceptance_column`` says whether shards carry the acceptance column: the same for
+    every shard of a batch, so its files read as one table.
     """
 
     def __init__(
@@ -233,7 +239,8 @@ class ShardWriter:
         tmp = final.with_name(final.name + TMP_SUFFIX)
         self._next_index += 1
         try:
-            self._open = _OpenShard(tmp, final, self.metadata)
+            self._open = _OpenShard(tmp, final, self.metadata,
+                                    acceptance=self.manifest.acceptance_column)
         except Exception as e:  # OSError from the disk (pyarrow passes it through)
             tmp.unlink(missing_ok=True)
             raise ShardWriteError(

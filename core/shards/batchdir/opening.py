@@ -3,7 +3,8 @@
 - a directory without a manifest starts a fresh batch (refused when it already holds shard
   files: they are not ours to mix with);
 - a directory that already holds a batch is only continued with ``resume``, for the same
-  ``--shard`` slice and the same shard schema;
+  ``--shard`` slice and the same shard schema (a fresh batch's shards carry the acceptance
+  column; a resumed batch keeps whatever its manifest says, so its files stay one table);
 - resume refuses a changed batch config unless ``force`` (and records what changed); a
   moved prompt file or tokenizer directory is the same batch, and its new place is kept;
 - only trusted shards count as done (:mod:`.scan`); the repairs leave ``shards/`` holding
@@ -51,7 +52,8 @@ def open_batch_dir(
     scan = scan_completed(batch.root)
     if scan.manifest is None:
         _check_fresh(batch, scan)
-        manifest = Manifest(out_dir=batch.root, config=config, schema_version=schema_version)
+        manifest = Manifest(out_dir=batch.root, config=config, schema_version=schema_version,
+                            acceptance_column=True)
         manifest.extra.partition = partition
         manifest.save_atomic()
         return OpenedBatch(manifest, None, ())
