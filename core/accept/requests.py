@@ -12,6 +12,9 @@ when a speculative algorithm ran at least one verify step for it:
   ``k`` drafts (absent when empty).
 
 The OpenAI-compatible routes drop these fields: only the native ``/generate`` has them.
+
+A capture stores each answer's counts in its shard row (the ``acceptance`` column, whose
+fields are :class:`RequestAcceptance`'s); :func:`stored_acceptance` reads them back.
 """
 
 from __future__ import annotations
@@ -76,6 +79,17 @@ def request_acceptance(meta_info: Mapping[str, Any]) -> RequestAcceptance:
     )
 
 
+def stored_acceptance(counts: Mapping[str, Any] | None) -> RequestAcceptance | None:
+    """The acceptance a shard row stored (``ShardRow.acceptance``), None when it stored none;
+    ValueError names a field that does not fit (a shard written by another tool)."""
+    if counts is None:
+        return None
+    try:
+        return msgspec.convert(counts, RequestAcceptance)
+    except msgspec.ValidationError as e:
+        raise ValueError(f"stored acceptance {e}") from None
+
+
 def per_position_acceptance(histogram: Sequence[int],
                             positions: int | None = None) -> tuple[float, ...]:
     """P(at least j drafts accepted in a verify step) for j = 1..k, from a histogram whose
@@ -127,4 +141,5 @@ __all__ = [
     "per_position_acceptance",
     "pooled_histogram",
     "request_acceptance",
+    "stored_acceptance",
 ]

@@ -1,6 +1,8 @@
 """``eagle-tui inspect DIR|FILE [--id ID | --flag F | --index N]``: one stored sample, decoded.
 
-Prints the sample's provenance and flags, then its prompt, reasoning, the think/end-of-think
+Prints the sample's provenance, its acceptance when a speculating server answered it (accept
+length, rate, verify steps, P(>=j); as the Streams view showed it live) and its flags, then
+its prompt, reasoning, the think/end-of-think
 boundaries, answer, tool-call tokens and stop token, each visibly distinguished (colour and a
 textual marker; see :mod:`core.shards.render`). Rows are opened, picked and decoded by
 ``core.samples`` (the Inspect view's rules too): the tokenizer is ``--tokenizer PATH``, else
@@ -34,6 +36,7 @@ from eagle_tui.core.shards.render import legend, sample_text
 from eagle_tui.core.shards.schema import ShardRow
 from eagle_tui.core.text import terminal_safe
 from eagle_tui.core.validate import ENDED_FLAG, FLAGS, ending_reason, ending_text
+from eagle_tui.tui.render.accept import stored_acceptance_text
 from eagle_tui.tui.render.literal_rich import Literal
 
 MAX_INDEX = (1 << 63) - 1
@@ -155,6 +158,9 @@ def header(row: ShardRow, index: int, total: int, where: str) -> Text:
                 f"tokens   output {output_len} tokens   think_end at {think_end}\n")
     text.append(f"endpoint {terminal_safe(row.endpoint)}   rid {terminal_safe(row.rid)}   "
                 f"latency {row.latency_s:.2f} s   created {row.created_at.isoformat()}\n")
+    acceptance = stored_acceptance_text(row.acceptance)
+    if acceptance:  # only an answer of a speculating server stored any
+        text.append(f"{acceptance}\n")
     if row.conversation_id is not None:
         parent = terminal_safe(row.parent_id) if row.parent_id else "none"
         text.append(f"conversation {terminal_safe(row.conversation_id)}   turn {row.turn}   "

@@ -7,14 +7,16 @@ the card's sparkline.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from eagle_tui.core.accept.alarms import Alarm
 from eagle_tui.core.accept.config import SpecConfig
 from eagle_tui.core.accept.figures import AcceptFigure
+from eagle_tui.core.accept.requests import stored_acceptance
 
 if TYPE_CHECKING:
     from eagle_tui.core.accept.live import LiveAcceptance
@@ -88,3 +90,14 @@ def request_acceptance_text(acceptance: RequestAcceptance) -> str:
     if acceptance.per_position:
         parts.append("P(>=j) " + " ".join(f"{p:.2f}" for p in acceptance.per_position))
     return " · ".join(parts)
+
+
+def stored_acceptance_text(counts: Mapping[str, Any] | None) -> str:
+    """A stored row's acceptance as the Streams box showed it live (``eagle-tui inspect``
+    and the Inspect view both print this); "" when the row stored none (the server did not
+    speculate, or the shard predates the column), or what does not fit when malformed."""
+    try:
+        acceptance = stored_acceptance(counts)
+    except ValueError as e:
+        return str(e)
+    return "" if acceptance is None else request_acceptance_text(acceptance)

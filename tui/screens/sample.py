@@ -1,4 +1,5 @@
-"""One captured sample, decoded, with the same highlighting as live streams and its flags."""
+"""One captured sample, decoded, with the same highlighting as live streams, its flags and
+(when a speculating server answered it) its acceptance."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from eagle_tui.core.shards.schema import ShardRow
 from eagle_tui.core.validate import ENDED_FLAG, ending_reason, ending_text
 from eagle_tui.tui.clipboard import ClipboardReach, copy_feedback
 from eagle_tui.tui.render import literal
+from eagle_tui.tui.render.accept import stored_acceptance_text
 from eagle_tui.tui.render.sample_export import decoded_text, export_path, sample_json
 from eagle_tui.tui.render.tokens import TokenDocument
 from eagle_tui.tui.widgets.flags import FlagBadges
@@ -82,6 +84,9 @@ class SampleScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Static(literal.content(sample_header(self.view.row)), id="sample-header")
+        acceptance = stored_acceptance_text(self.view.row.acceptance)
+        if acceptance:  # only an answer of a speculating server stored any
+            yield Static(literal.content(acceptance), id="sample-acceptance")
         badges = FlagBadges(id="sample-flags")
         badges.names = tuple(self.view.row.flags)
         yield badges
