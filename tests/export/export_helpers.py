@@ -85,9 +85,12 @@ def make_turn_row(i: int, turns: int = 3) -> ShardRow:
 
 
 def write_batch(directory: Path, rows: Sequence[ShardRow], *, fingerprint: str = FINGERPRINT,
-                max_rows: int = 40, row_group_rows: int = 7, schema_version: int = 1) -> Path:
-    """A batch directory (manifest + shards) holding ``rows``, several shards and groups."""
-    manifest = Manifest(directory, config(fingerprint), schema_version=schema_version)
+                max_rows: int = 40, row_group_rows: int = 7, schema_version: int = 1,
+                acceptance_column: bool = False) -> Path:
+    """A batch directory (manifest + shards) holding ``rows``, several shards and groups
+    (with the acceptance column when ``acceptance_column``, as a fresh capture writes)."""
+    manifest = Manifest(directory, config(fingerprint), schema_version=schema_version,
+                        acceptance_column=acceptance_column)
     manifest.save_atomic()
     with ShardWriter(directory, metadata=metadata(fingerprint, schema_version),
                      manifest=manifest, max_rows=max_rows,
