@@ -23,7 +23,9 @@ from __future__ import annotations
 from typing import Annotated, ClassVar
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
+from eagle_tui.core.accept.requests import RequestAcceptance
 from eagle_tui.core.batchstate import BatchState, public_state
 from eagle_tui.core.capture.dispatch import ServerStatus
 from eagle_tui.core.capture.events import DeltaEvent, RequestEvent
@@ -157,6 +159,8 @@ class RecentSample(Wire, frozen=True):
     rid: str = ""
     latency_s: float = 0.0
     created_at: float = 0.0
+    # A speculating server's figures for the row (unwritten without, as before them)
+    acceptance: RequestAcceptance | UnsetType = UNSET
 
 
 class RecentSamples(Wire, frozen=True):

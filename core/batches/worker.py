@@ -34,7 +34,9 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+from msgspec import UNSET
 
+from eagle_tui.core.accept.requests import stored_acceptance
 from eagle_tui.core.batches.api import (
     BatchInfo,
     Hello,
@@ -235,7 +237,8 @@ def recent_sample(row: ShardRow) -> RecentSample:
         sample_id=row.sample_id, input_ids=tuple(row.input_ids), prompt_len=row.prompt_len,
         finish_reason=row.finish_reason, matched_stop=row.matched_stop,
         think_end=row.think_end, flags=tuple(row.flags), endpoint=row.endpoint, rid=row.rid,
-        latency_s=row.latency_s, created_at=row.created_at.timestamp())
+        latency_s=row.latency_s, created_at=row.created_at.timestamp(),
+        acceptance=stored_acceptance(row.acceptance) or UNSET)
 
 
 def _batch_info(record: BatchRecord) -> BatchInfo:

@@ -123,3 +123,8 @@ def test_a_count_beyond_the_column_is_not_stored(bad: dict[str, Any]) -> None:
 def test_a_malformed_stored_value_says_which_field() -> None:
     with pytest.raises(ValueError, match="verify_steps"):
         stored_acceptance({"completion_tokens": 1, "verify_steps": "x"})
+
+
+def test_the_columns_fields_are_request_acceptances() -> None:
+    """The stored struct converts to and from ``RequestAcceptance`` by field name."""
+    assert [f.name for f in ACCEPTANCE_FIELD.type] == list(RequestAcceptance.__struct_fields__)

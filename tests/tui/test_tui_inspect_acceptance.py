@@ -14,6 +14,7 @@ import subprocess
 import sys
 from argparse import Namespace
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import msgspec
@@ -21,12 +22,16 @@ import pyarrow.parquet as pq
 import pytest
 from rich.console import Console
 from textual.widgets import DataTable, Static
-from tui_fakes import FakeCapture, wait_for
+from tui_fakes import FakeCapture, batch, wait_for
+from tui_shards import synthetic_rows
 
 from eagle_tui.core.accept.requests import RequestAcceptance
+from eagle_tui.core.batches.api import RecentSamples
+from eagle_tui.core.batches.worker import recent_sample
 from eagle_tui.core.capture.config import CaptureConfig, RetryPolicy
 from eagle_tui.core.capture.engine import CaptureEngine
-from eagle_tui.core.capture.events import CaptureEvent, RequestEvent
+from eagle_tui.core.capture.events import CaptureEvent, DeltaEvent, RequestEvent
+from eagle_tui.core.capture.rows import stored_acceptance as counts_to_store
 from eagle_tui.core.shards.manifest import Manifest
 from eagle_tui.core.shards.schema import ACCEPTANCE_FIELD
 from eagle_tui.core.sim.launcher import SimProcess
@@ -38,12 +43,16 @@ from eagle_tui.tui.options import DashboardOptions
 from eagle_tui.tui.render.accept import request_acceptance_text
 from eagle_tui.tui.screens.inspect import InspectScreen
 from eagle_tui.tui.screens.sample import SampleScreen
+from eagle_tui.tui.screens.streams import StreamsScreen
 from eagle_tui.tui.sources import Sources
+from eagle_tui.tui.sources.batches import recent_row
 from eagle_tui.tui.sources.tokenizers import TokenizerCache
 
 FAST = ("--time-scale", "0", "--tokens-per-s", "0", "--ttft", "0")
 OLD_BATCH = Path(__file__).parent.parent / "fixtures" / "written_by_b53df5b" / "batch"
 PROMPTS = 4
+ACCEPTANCE = RequestAcceptance(completion_tokens=12, verify_steps=4, correct_drafts=7,
+                               proposed_drafts=12, histogram=(1, 0, 2, 1))
 
 
 def capture(tmp: Path, url: str, name: str) -> tuple[Path, dict[str, RequestAcceptance]]:
@@ -197,3 +206,48 @@ async def test_the_inspect_view_shows_nothing_extra_without_speculation(plain: P
 
 async def test_the_inspect_view_opens_a_shard_from_before_the_column() -> None:
     assert (await opened_acceptance(OLD_BATCH, 0))[1] is None
+
+
+def test_the_workers_recent_rows_carry_acceptance() -> None:
+    """``GET /recent`` (a batch before its first shard) keeps a row's acceptance: worker,
+    wire, dashboard."""
+    row = replace(synthetic_rows(1)[0], acceptance=counts_to_store(ACCEPTANCE))
+    wire = msgspec.json.decode(msgspec.json.encode(RecentSamples((recent_sample(row),))),
+                               type=RecentSamples)
+    assert recent_row(wire.samples[0]).acceptance == row.acceptance
+    plain = msgspec.json.encode(recent_sample(synthetic_rows(1)[0]))
+    assert b"acceptance" not in plain  # unwritten without: as before the field existed
+
+
+async def test_from_a_watched_request_in_streams_to_its_acceptance_in_inspect(
+        tmp_path: Path) -> None:
+    """Streams shows a finished request's acceptance; `i` opens its batch in Inspect (the
+    worker's recent rows: no shard yet), where Enter shows the same line."""
+    out = tmp_path / "out"
+    row = replace(synthetic_rows(1)[0], sample_id="a",
+                  acceptance=counts_to_store(ACCEPTANCE))
+    control = FakeCapture([batch("b1", "running", tokenizer=None, out_dir=out)])
+    control.recent_rows["b1"] = [recent_row(recent_sample(row))]
+    app = EagleApp(DashboardOptions(start_view="streams"),
+                   sources=Sources(capture=control, tokenizers=TokenizerCache()))
+    app.watching = "b1"
+    line = request_acceptance_text(ACCEPTANCE)
+    async with app.run_test(size=(160, 40)) as pilot:
+        streams = app.screen
+        assert isinstance(streams, StreamsScreen)
+        control.add_events("b1", [
+            RequestEvent(kind="sent", sample_id="a", at=0.0, rid="r-a", watched=True),
+            DeltaEvent(sample_id="a", rid=None, new_ids=tuple(row.output_ids), total=0, at=0.0),
+            RequestEvent(kind="finished", sample_id="a", at=0.0, acceptance=ACCEPTANCE)])
+        await wait_for(pilot, lambda: "a" in streams.boxes
+                       and line in (streams.boxes["a"].border_title or ""), what="acceptance")
+        await pilot.press("i")
+        await wait_for(pilot, lambda: isinstance(app.screen, InspectScreen), what="Inspect")
+        inspect = app.screen
+        assert isinstance(inspect, InspectScreen)
+        await wait_for(pilot, lambda: inspect.page is not None and inspect.page.rows != (),
+                       what="the recent rows")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, SampleScreen), what="sample")
+        shown = app.screen.query_one("#sample-acceptance", Static).content
+        assert str(shown) == line

@@ -53,6 +53,10 @@ tokens (`‹tools›`, `‹call›`, `‹args›` …) and their arguments (unde
 the model's first output token, inside reasoning. A box that lost ids (the dashboard fell
 behind and the worker dropped events) says so in its title.
 
+A finished box's title ends with the request's acceptance when the server speculates
+(`accept 3.20 · rate 0.73 · 12 verify steps · P(>=j) 0.92 0.75 0.40`); `i` opens the batch in
+the Inspect view, where the stored row shows the same line (`/` finds it by its sample id).
+
 `t` switches every box between decoded text and raw token ids; `a` keeps 8 requests
 streaming (it asks for more as watched ones end); `j`/`k` scroll, `g`/`G` top and bottom.
 """
@@ -103,6 +107,7 @@ class StreamsScreen(ViewScreen):
         Binding("t", "toggle_mode", "Text/ids", id="streams.mode"),
         Binding("w", "watch_more", "Watch 8 more", id="streams.watch"),
         Binding("a", "toggle_auto", "Keep 8 live", id="streams.auto"),
+        Binding("i", "inspect", "Inspect", id="streams.inspect"),
         Binding("j", "scroll(1)", "Down", show=False, id="streams.down"),
         Binding("k", "scroll(-1)", "Up", show=False, id="streams.up"),
         Binding("g,home", "edge(0)", "Top", show=False, id="streams.top"),
@@ -331,12 +336,21 @@ class StreamsScreen(ViewScreen):
         box.tokens.mode = "ids" if self.mode == "ids" else "text"
 
     def action_state(self, action: str) -> bool | None:
+        if action == "inspect":
+            return self.batch_id is not None
         if action == "watch_more":
             if self.control is None:
                 return False
             snapshot = _find(self.control.batches(), self.eagle.watching)
             return True if snapshot is not None and snapshot.live else None
         return True
+
+    def action_inspect(self) -> None:
+        """Open the watched batch in the Inspect view: a finished request's row is there with
+        its acceptance (from the worker's recent rows until the batch writes a shard)."""
+        snapshot = _find(self.control.batches(), self.batch_id) if self.control else None
+        if snapshot is not None:
+            self.eagle.inspect(snapshot.out_dir)
 
     def action_toggle_auto(self) -> None:
         self.eagle.auto_watch = not self.eagle.auto_watch

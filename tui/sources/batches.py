@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from eagle_tui.core.batches.api import Lost, RecentSamples, StatusDoc
+from eagle_tui.core.batches.api import Lost, RecentSample, RecentSamples, StatusDoc
 from eagle_tui.core.batches.control_client import BatchClient
 from eagle_tui.core.batches.detach import launch_detached, relaunch
 from eagle_tui.core.batches.events import END, HELLO
@@ -151,8 +151,6 @@ class DetachedCapture:
 
     def recent(self, batch_id: str) -> list[ShardRow]:
         """The worker's newest finished rows (BLOCKING, up to ``SURVEY_TIMEOUT_S``)."""
-        from eagle_tui.core.shards.schema import ShardRow  # pyarrow: only when asked
-
         self._ensure_thread()
         loop = self._loop
         if loop is None:
@@ -166,12 +164,7 @@ class DetachedCapture:
         except Exception as exc:  # an old worker (404), one that ended, a timeout
             log.info("recent rows of %s: %s", batch_id, exc)
             return []
-        return [
-            ShardRow(s.sample_id, s.input_ids, s.prompt_len, s.finish_reason, s.matched_stop,
-                     s.think_end, s.flags, s.endpoint, s.rid, s.latency_s,
-                     datetime.fromtimestamp(s.created_at, UTC))
-            for s in reply.samples
-        ]
+        return [recent_row(sample) for sample in reply.samples]
 
     def close(self) -> None:
         """Stop following (the batches keep running: they are detached). Idempotent."""
@@ -471,3 +464,16 @@ def request_event(data: RequestEvent, watched: set[str]) -> RequestEvent | None:
     if data.kind in _ENDED_KINDS:
         watched.discard(sample_id)
     return msgspec.structs.replace(data, watched=True)
+
+
+def recent_row(sample: RecentSample) -> ShardRow:
+    """A row of ``GET /recent`` as the shards would hold it (its acceptance in the shard
+    column's form)."""
+    from eagle_tui.core.shards.schema import ShardRow  # pyarrow: only when asked
+
+    acceptance = (None if isinstance(sample.acceptance, msgspec.UnsetType)
+                  else msgspec.to_builtins(sample.acceptance))
+    return ShardRow(sample.sample_id, sample.input_ids, sample.prompt_len,
+                    sample.finish_reason, sample.matched_stop, sample.think_end, sample.flags,
+                    sample.endpoint, sample.rid, sample.latency_s,
+                    datetime.fromtimestamp(sample.created_at, UTC), acceptance=acceptance)
