@@ -76,11 +76,11 @@ class RowBuilder:
             conversation_id=turn.conversation_id if turn else None,
             turn=turn.turn if turn else None,
             parent_id=turn.parent_id if turn else None,
-            acceptance=stored_acceptance(acceptance),
+            acceptance=column_counts(acceptance),
         )
 
 
-def stored_acceptance(acceptance: RequestAcceptance | None) -> dict[str, Any] | None:
+def column_counts(acceptance: RequestAcceptance | None) -> dict[str, Any] | None:
     """The counts the acceptance column stores (its fields are ``RequestAcceptance``'s);
     None without acceptance, or when a count does not fit the column (a server's nonsense
     must not cost the row)."""

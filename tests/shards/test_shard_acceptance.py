@@ -15,7 +15,7 @@ import pytest
 from shard_helpers import CONFIG, META, make_row
 
 from eagle_tui.core.accept.requests import RequestAcceptance, stored_acceptance
-from eagle_tui.core.capture.rows import stored_acceptance as counts_to_store
+from eagle_tui.core.capture.rows import column_counts as counts_to_store
 from eagle_tui.core.shards.batchdir.opening import open_batch_dir
 from eagle_tui.core.shards.batchdir.scan import scan_completed
 from eagle_tui.core.shards.manifest import Manifest

@@ -31,7 +31,7 @@ from eagle_tui.core.batches.worker import recent_sample
 from eagle_tui.core.capture.config import CaptureConfig, RetryPolicy
 from eagle_tui.core.capture.engine import CaptureEngine
 from eagle_tui.core.capture.events import CaptureEvent, DeltaEvent, RequestEvent
-from eagle_tui.core.capture.rows import stored_acceptance as counts_to_store
+from eagle_tui.core.capture.rows import column_counts as counts_to_store
 from eagle_tui.core.shards.manifest import Manifest
 from eagle_tui.core.shards.schema import ACCEPTANCE_FIELD
 from eagle_tui.core.sim.launcher import SimProcess
