@@ -1,6 +1,7 @@
 """Run the simulated server as a separate process (tests, demos, benchmarks).
 
-``SimProcess`` starts ``python -m eagle_tui.core.sim`` on a free loopback port, sends its
+``SimProcess`` starts ``python -m eagle_tui.core.sim`` on a free loopback port (again on
+another when a process took that port before the sim bound it), sends its
 output (stdout and stderr, bars included) to a log file, and offers waits on
 that output instead of sleeps::
 
@@ -41,6 +42,11 @@ class SimExited(RuntimeError):
     """The sim process ended while something was waiting for it."""
 
 
+REBINDS: Final = 3
+"""How often a sim that lost its chosen port is started again on a new one."""
+_BIND_FAILED: Final = re.compile(r"\[Errno 98\] error while attempting to bind")
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port nothing listens on right now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
@@ -56,6 +62,9 @@ class SimProcess:
                  host: str = "127.0.0.1", log_path: Path | None = None,
                  env: dict[str, str] | None = None) -> None:
         self.host = host
+        self._given_args = list(args)
+        faulty = any(arg.startswith("--fatal") for arg in args)  # its bind error is wanted
+        self._rebinds_left = REBINDS if port is None and not faulty else 0
         self.port = port if port is not None else free_port(host)
         self.args = [*args, "--host", host, "--port", str(self.port)]
         self._own_log = log_path is None
@@ -211,12 +220,31 @@ class SimProcess:
     def _check_waitable(self, pattern: str | re.Pattern[str], deadline: float,
                         timeout: float) -> None:
         shown = pattern if isinstance(pattern, str) else pattern.pattern
-        if self.returncode is not None:
+        if self.returncode is not None and self._lost_its_port():
+            self._start_on_new_port()
+        elif self.returncode is not None:
             raise SimExited(f"sim exited with {self.returncode} before a line matched "
                             f"{shown!r}; log tail:\n{self._tail()}")
         if time.monotonic() > deadline:
             raise TimeoutError(f"no line matched {shown!r} within {timeout} s; log tail:\n"
                                f"{self._tail()}")
+
+    def _lost_its_port(self) -> bool:
+        """True when another process took the free port we chose between our probe and the
+        sim's bind (with many sims and test workers starting at once, it happens)."""
+        return self._rebinds_left > 0 and self.returncode != 0 and bool(
+            _BIND_FAILED.search(self.log_text()))
+
+    def _start_on_new_port(self) -> None:
+        self._rebinds_left -= 1
+        self.port = free_port(self.host)
+        self.args = [*self._given_args, "--host", self.host, "--port", str(self.port)]
+        if self._finalizer is not None:
+            atexit.unregister(self._finalizer)
+            self._finalizer.detach()
+        self._process = None
+        self.log_path.write_bytes(b"")  # the next wait reads only the new attempt's log
+        self.start()
 
     def _tail(self, lines: int = 15) -> str:
         return "\n".join(line[:300] for line in self.log_text().splitlines()[-lines:])
