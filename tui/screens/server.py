@@ -90,6 +90,9 @@ LOOKING = (
     "sglang serve, the router, eagle-tui sim). Or start the dashboard with --url URL."
 )
 
+SNAPSHOT_ACTIONS = ("stop_orphans", "restart_server", "stop_server")
+"""The actions whose state a new snapshot can change (see ``action_state``)."""
+
 
 class FeedMessage(Message):
     """A snapshot or log batch from the feed of server ``index`` (posted from its thread)."""
@@ -138,6 +141,10 @@ class ServerScreen(ViewScreen):
         self._last_line: dict[int, tuple[str, float]] = {}
         """Per server, the newest log line that is not our own polling, and when it came."""
         self._pending: dict[int, list[FeedItem]] = {}
+        self._cards: dict[int, ServerCard] = {}
+        self._stale_cards: set[int] = set()
+        """Cards with news that came while another view was shown (drawn on return)."""
+        self._action_states: tuple[bool | None, ...] = ()
         """Feed items received since the last redraw, per server (applied once per refresh:
         over a slow link every redraw costs bytes, so a second's log lines scroll once)."""
 
@@ -261,7 +268,7 @@ class ServerScreen(ViewScreen):
         readings = [item for item in items if isinstance(item, AcceptanceReading)]
         if readings:
             self.eagle.fleet.servers[index].acceptance = readings[-1]
-            self.query_one(f"#server-card-{index}", ServerCard).show_acceptance(readings[-1])
+            self._show_card(index)
         snapshots = [item for item in items
                      if not isinstance(item, LogBatch | RouterView | AcceptanceReading)]
         if snapshots:
@@ -269,7 +276,7 @@ class ServerScreen(ViewScreen):
 
     def _router_view(self, index: int, view: RouterView) -> None:
         """Show a router's workers on its card, and give each worker a card of its own."""
-        card = self.query_one(f"#server-card-{index}", ServerCard)
+        card = self.card(index)
         found = card.query(RouterWorkers)
         workers = found.first() if found else RouterWorkers()
         if not found:
@@ -317,12 +324,47 @@ class ServerScreen(ViewScreen):
         new_flags = [flag for snapshot in snapshots for flag in history.record(snapshot)]
         shown = self._without_polls(index, snapshots[-1])
         self.eagle.fleet.servers[index].snapshot = shown
-        self.query_one(f"#server-card-{index}", ServerCard).show(shown, history)
+        self._show_card(index)
         if index == self.selected:
             self._show_gpus(shown)
         self.desks[index].add(new_flags, self.eagle.clock.monotonic())
         self._toast_incidents()
-        self.refresh_bindings()
+        self._refresh_actions()
+
+    def card(self, index: int) -> ServerCard:
+        """Server ``index``'s card (looked up once: a query walks every card)."""
+        card = self._cards.get(index)
+        if card is None:
+            card = self._cards[index] = self.query_one(f"#server-card-{index}", ServerCard)
+        return card
+
+    def _show_card(self, index: int) -> None:
+        """Draw a card from what its server last sent; while another view is shown (the
+        Fleet view over 64 servers), only remember to: hidden cards redrawn every second
+        cost the shown view its frames."""
+        if not self.is_current:
+            self._stale_cards.add(index)
+            return
+        entry = self.eagle.fleet.servers[index]
+        card = self.card(index)
+        if entry.snapshot is not None:
+            card.show(entry.snapshot, self.histories[index])
+        if entry.acceptance is not None:
+            card.show_acceptance(entry.acceptance)
+
+    def on_screen_resume(self) -> None:
+        stale, self._stale_cards = self._stale_cards, set()
+        for index in sorted(stale):
+            self._show_card(index)
+        self._refresh_actions()
+
+    def _refresh_actions(self) -> None:
+        """Refresh the footer only when an action a snapshot can change changed state:
+        each refresh rebuilds the footer's keys, once per snapshot per server otherwise."""
+        states = tuple(self.action_state(name) for name in SNAPSHOT_ACTIONS)
+        if states != self._action_states:
+            self._action_states = states
+            self.refresh_bindings()
 
     def _toast_incidents(self) -> None:
         """One toast per incident, naming its root cause (see ``render.incidents``)."""
@@ -372,7 +414,7 @@ class ServerScreen(ViewScreen):
         if 0 <= index < len(self.feeds):
             if index != self.selected:
                 self.select_server(index)
-            self.query_one(f"#server-card-{index}", ServerCard).scroll_visible(animate=False)
+            self.card(index).scroll_visible(animate=False)
 
     def _mark_selected(self) -> None:
         for card in self.query(ServerCard):

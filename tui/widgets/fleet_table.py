@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.message import Message
+from textual.widgets.data_table import ColumnKey
 
 from eagle_tui.tui.render import literal
 from eagle_tui.tui.render.fleet import COLUMNS, FleetRow, cells
@@ -42,9 +44,14 @@ class FleetTable(NavTable):
                 continue
             for column, before, after in zip(self.columns, cells(old), cells(new), strict=True):
                 if before != after or old.tone != new.tone:
-                    # a flag raised later is longer than the cell was: widen, never cut it
                     self.update_cell(new.key, column, _cell(new, column == 1, after),
-                                     update_width=True)
+                                     update_width=self._wider(column, after))
+
+    def _wider(self, column: ColumnKey, text: str) -> bool:
+        """True when ``text`` does not fit its column (a flag raised later is longer than
+        the cell was: widen, never cut it). Only then is the width measured again: that
+        measures every updated cell, ~7 ms a frame per changed row."""
+        return cell_len(text) > self.columns[column].content_width
 
     def _rebuild(self, rows: Sequence[FleetRow]) -> None:
         current = self.selected_row()

@@ -1,17 +1,20 @@
 """One server at a glance: phase, window bar, shards, timeline, flags, process, health, log.
 
 ``ServerCard.show`` takes the newest ``HealthSnapshot`` and the server's ``ServerHistory``
-and updates each line in place (no recompose), all as literal text.
+and updates each line in place (no recompose), all as literal text. A line whose text did
+not change is not touched: with 64 cards, every needless update is a refresh and a layout
+on the UI thread.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import Sparkline, Static
 
 from eagle_tui.tui.options import ServerTarget
@@ -26,6 +29,7 @@ if TYPE_CHECKING:
     from eagle_tui.core.health.snapshot import HealthSnapshot
 
 TONES = ("ok", "busy", "warn", "bad")
+PartT = TypeVar("PartT", bound=Widget)
 
 
 class ServerCard(Vertical):
@@ -44,6 +48,8 @@ class ServerCard(Vertical):
         self.index = index
         self.snapshot: HealthSnapshot | None = None
         self.reading: AcceptanceReading | None = None
+        self._parts: dict[str, Widget] = {}
+        self._texts: dict[str, Content] = {}
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="card-title"):
@@ -82,10 +88,10 @@ class ServerCard(Vertical):
         """Update every line from ``snapshot`` (and the latency history)."""
         self.snapshot = snapshot
         self._set_phase(snapshot)
-        self.query_one(".card-window", Meter).value = text.window_meter(snapshot)
+        self._typed("card-window", Meter).value = text.window_meter(snapshot)
         self._set_shards(text.shards_meter(snapshot))
         self._set("card-timeline", self._timeline(snapshot))
-        flags = self.query_one(".card-flags", FlagEvidence)
+        flags = self._typed("card-flags", FlagEvidence)
         flags.set_flags(text.flag_pairs(snapshot.flags))
         flags.display = bool(snapshot.flags)
         proc = " · ".join(
@@ -98,38 +104,53 @@ class ServerCard(Vertical):
         self._set("card-proc", literal.content(proc))
         evidence = text.evidence_text(snapshot)
         self._set("card-evidence", literal.content(evidence))
-        self.query_one(".card-evidence").display = bool(evidence)
-        self.query_one(".card-latency", Sparkline).data = list(history.latencies_ms)
+        self._part("card-evidence").display = bool(evidence)
+        self._typed("card-latency", Sparkline).data = list(history.latencies_ms)
         health = " · ".join(p for p in (text.health_text(snapshot), text.load_text(snapshot)) if p)
         self._set("card-health-text", literal.content(health))
         self._set("card-lastlog", literal.content(text.last_log_text(snapshot)))
         notes = text.notes_text(snapshot)
         self._set("card-notes", literal.content(notes))
-        self.query_one(".card-notes").display = bool(notes)
+        self._part("card-notes").display = bool(notes)
 
     def show_acceptance(self, reading: AcceptanceReading) -> None:
         """The live accept length (source and window named) with its sparkline, and the
         1.00 alarm when it is raised."""
         self.reading = reading
-        self.query_one(".card-accept").display = True
-        self.query_one(".card-accept-spark", Sparkline).data = list(reading.history)
+        self._part("card-accept").display = True
+        self._typed("card-accept-spark", Sparkline).data = list(reading.history)
         self._set("card-accept-text", literal.content(acceptance_text(reading)))
         alarm = alarm_text(reading)
         self._set("card-accept-alarm", literal.content(alarm))
-        self.query_one(".card-accept-alarm").display = bool(alarm)
+        self._part("card-accept-alarm").display = bool(alarm)
+
+    def _part(self, name: str) -> Widget:
+        """The child with class ``name`` (looked up once: a query matches every child)."""
+        part = self._parts.get(name)
+        if part is None:
+            part = self._parts[name] = self.query_one(f".{name}")
+        return part
+
+    def _typed(self, name: str, kind: type[PartT]) -> PartT:
+        part = self._part(name)
+        assert isinstance(part, kind)
+        return part
 
     def _set(self, name: str, content: Content) -> None:
-        self.query_one(f".{name}", Static).update(content)  # literal: built by callers
+        if self._texts.get(name) == content:
+            return
+        self._texts[name] = content
+        self._typed(name, Static).update(content)  # literal: built by callers
 
     def _set_phase(self, snapshot: HealthSnapshot) -> None:
-        phase = self.query_one(".card-phase", Static)
+        phase = self._typed("card-phase", Static)
         tone = text.phase_tone(snapshot.phase)
         for other in TONES:
             phase.set_class(other == tone, f"-{other}")
-        phase.update(literal.content(text.phase_line(snapshot)))
+        self._set("card-phase", literal.content(text.phase_line(snapshot)))
 
     def _set_shards(self, value: MeterValue | None) -> None:
-        meter = self.query_one(".card-shards", Meter)
+        meter = self._typed("card-shards", Meter)
         meter.display = value is not None
         if value is not None:
             meter.value = value
