@@ -3,7 +3,8 @@
 On Linux the listening sockets are read from ``/proc/net/tcp{,6}`` first and only their
 inodes are looked up among processes' file descriptors (the server's own tree first): a
 host with thousands of connections (a busy inference node) costs a watcher a millisecond
-per look, not the full connection table psutil would build. Elsewhere, psutil.
+per look, not the full connection table psutil would build; the table is read once for
+every watcher in the process (``core.proc.hostview``). Elsewhere, psutil.
 """
 
 from __future__ import annotations
@@ -11,35 +12,15 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import psutil
 
+from eagle_tui.core.proc.hostview import listening_inodes
 from eagle_tui.core.proc.report import PortStatus
 
-_LISTEN = "0A"
-_TABLES = ("/proc/net/tcp", "/proc/net/tcp6")
-
-
-def _listening_inodes(port: int) -> set[int] | None:
-    """Inodes of sockets listening on ``port``; None when /proc cannot be read."""
-    found: set[int] = set()
-    read_any = False
-    for table in _TABLES:
-        try:
-            with open(table, encoding="ascii") as handle:
-                next(handle, None)  # the header
-                read_any = True
-                for row in handle:
-                    fields = row.split()
-                    if len(fields) < 10 or fields[3] != _LISTEN:
-                        continue
-                    if int(fields[1].rsplit(":", 1)[1], 16) == port:
-                        found.add(int(fields[9]))
-        except (OSError, ValueError, IndexError):
-            continue
-    return found if read_any else None
+InodeLookup = Callable[[int], "set[int] | None"]
 
 
 def _pids_holding(inodes: set[int], hint: Iterable[int]) -> list[int]:
@@ -74,9 +55,11 @@ def _listener_pids_psutil(port: int) -> tuple[bool, list[int]]:
     return bool(listeners), [c.pid for c in listeners if c.pid is not None]
 
 
-def listener_pids(port: int, hint: Iterable[int] = ()) -> tuple[bool, list[int]]:
-    """(anything listening on ``port``, the PIDs seen holding it)."""
-    inodes = _listening_inodes(port) if sys.platform == "linux" else None
+def listener_pids(port: int, hint: Iterable[int] = (),
+                  inodes_of: InodeLookup = listening_inodes) -> tuple[bool, list[int]]:
+    """(anything listening on ``port``, the PIDs seen holding it); ``inodes_of`` reads the
+    listening sockets (a watcher passes its ``HostLook``'s, shared with other watchers)."""
+    inodes = inodes_of(port) if sys.platform == "linux" else None
     if inodes is None:
         return _listener_pids_psutil(port)
     if not inodes:
@@ -92,13 +75,14 @@ def _describe(pid: int) -> tuple[str, str]:
         return "", ""
 
 
-def port_status(port: int, server_pids: frozenset[int] | None = None) -> PortStatus:
+def port_status(port: int, server_pids: frozenset[int] | None = None,
+                inodes_of: InodeLookup = listening_inodes) -> PortStatus:
     """Who holds ``port``; ``server_pids`` (the watched tree) decides ``held_by_server``.
 
     Raises ``psutil.Error``/``OSError`` when the connection table cannot be read; the
     probe turns that into a reported problem.
     """
-    bound, pids = listener_pids(port, server_pids or ())
+    bound, pids = listener_pids(port, server_pids or (), inodes_of)
     if not bound:
         return PortStatus(port=port, bound=False)
     if not pids:

@@ -7,12 +7,15 @@ parent lives is reported (``children_lost``) instead of silently vanishing.
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import psutil
 
 from eagle_tui.core.proc.discover import find_server_pid
+from eagle_tui.core.proc.hostview import HostLook
 from eagle_tui.core.proc.ports import port_status
 from eagle_tui.core.proc.report import ChildInfo, PortStatus, ProbeReport, ProcessReport
 
@@ -42,6 +45,7 @@ class ProcessProbe:
         self._proc: Any = None
         self._create_time: float | None = None
         self._children: dict[int, Any] = {}
+        self._host = HostLook()
         self._seen_children: dict[int, ChildInfo] = {}
         self._last: ProcessReport | None = None
         self._last_tree: frozenset[int] | None = None
@@ -89,7 +93,7 @@ class ProcessProbe:
     def _probe_port(self, server_pids: frozenset[int] | None) -> PortStatus | None:
         if self._port is None:
             return None
-        return port_status(self._port, server_pids)
+        return port_status(self._port, server_pids, self._host.listening_inodes)
 
     def _probe_process(self) -> ProcessReport | None:
         if self._discover and not self._pinned:
@@ -172,11 +176,7 @@ class ProcessProbe:
 
     def _look_children(self, proc: Any) -> tuple[ChildInfo, ...]:
         found: list[ChildInfo] = []
-        try:
-            current = proc.children(recursive=True)
-        except psutil.Error:
-            current = []
-        for child in current:
+        for child in self._children_of(proc):
             cached = self._children.setdefault(child.pid, child)
             try:
                 if cached.status() == psutil.STATUS_ZOMBIE:
@@ -187,6 +187,20 @@ class ProcessProbe:
             self._seen_children[child.pid] = info
             found.append(info)
         return tuple(found)
+
+    def _children_of(self, proc: Any) -> list[Any]:
+        """Every process below ``proc``: on Linux from the host scan watchers share (psutil
+        scans the whole host for each server's children), else psutil's."""
+        if sys.platform != "linux":
+            try:
+                return list(proc.children(recursive=True))
+            except psutil.Error:
+                return []
+        found = []
+        for pid in self._host.descendants(proc.pid):
+            with contextlib.suppress(psutil.Error):  # it ended since the scan
+                found.append(self._children.get(pid) or psutil.Process(pid))
+        return found
 
     def _lost_children(self, alive: tuple[ChildInfo, ...]) -> tuple[ChildInfo, ...]:
         alive_pids = {c.pid for c in alive}
