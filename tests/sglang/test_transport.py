@@ -8,9 +8,13 @@ counts the connections it accepted and the ones the client closed.
 from __future__ import annotations
 
 import asyncio
+import shutil
+import ssl
+import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import httpx
 import pytest
@@ -267,3 +271,43 @@ async def test_the_sglang_client_times_out_on_a_trickle() -> None:
                 await client.health(timeout=0.3)
         finally:
             await client.aclose()
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A throwaway self-signed certificate for 127.0.0.1 (made by the openssl program)."""
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl program to make a certificate")
+    where = tmp_path_factory.mktemp("tls")
+    cert, key = where / "cert.pem", where / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    return cert, key
+
+
+async def test_https_checks_the_certificate_and_reuses_the_connection(
+        certificate: tuple[Path, Path]) -> None:
+    cert, key = certificate
+    server_side = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_side.load_cert_chain(cert, key)
+    accepted = 0
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal accepted
+        accepted += 1
+        with suppress(asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):
+            await answer_each(reader, writer)
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0, ssl=server_side)
+    url = f"https://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    async with server:
+        trusting = ssl.create_default_context(cafile=str(cert))
+        async with client_for(url, LeanTransport(verify=trusting)) as client:
+            assert (await client.get("/health")).content == b"ok"
+            assert (await client.get("/health")).content == b"ok"
+        assert accepted == 1
+        async with client_for(url, LeanTransport()) as client:  # the system's CAs only
+            with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+                await client.get("/health")
