@@ -113,6 +113,21 @@ async def test_a_connection_the_server_closed_while_idle_is_not_reused() -> None
         assert served.accepted == 2
 
 
+async def test_an_answer_with_connection_close_is_not_followed_by_a_reuse() -> None:
+    closing = b"HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 2\r\n\r\nok"
+
+    async def close_after(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(closing)
+        await writer.drain()  # and the connection stays open: the client must close it
+
+    async with serving(close_after) as served, client_for(served.url) as client:
+        for _ in range(2):
+            assert (await client.get("/health")).content == b"ok"
+        await async_wait_until(lambda: served.closed_by_client == 2, 5, "the client's closes")
+        assert served.accepted == 2
+
+
 async def test_bytes_arriving_on_an_idle_connection_make_it_unusable() -> None:
     async def chatty(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.readuntil(b"\r\n\r\n")
