@@ -4,8 +4,9 @@ Prints, against the simulated server (a separate process):
 
 1. throughput: samples/s and client CPU-seconds per 1,000 samples in the sim's fastest mode
    with 1,024-token outputs at concurrency 256, for the capture engine and for bare loops
-   that only post pre-tokenized ids with httpx and discard the answer (one connection
-   pool of 256, and pools of 8 like the engine uses), and the ratios;
+   that only post pre-tokenized ids and discard the answer (httpx with one connection pool
+   of 256 and with 32 pools of 8 like the engine uses; the same 32 pools on the capture's
+   lean transport and on aiohttp, ``BARE_CLIENTS``), and the ratios;
 2. rendering: chat-template rendering cost per prompt (it runs in a thread beside
    dispatch) against the dispatch rate it has to feed;
 3. capacity: with a finite-capacity sim (``--capacity``, ``--tokens-per-s``), the share
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import json
 import resource
 import subprocess
@@ -297,6 +299,11 @@ def throughput(work: Path, samples: int) -> None:
         ("capture engine", "capture", []),
         ("bare loop, 1 pool of 256", "bare", ["--pools", "1"]),
         ("bare loop, 32 pools of 8", "bare", ["--pools", "32"]),
+        ("bare loop on the lean transport, 32 pools of 8", "bare",
+         ["--pools", "32", "--client", "lean"]),
+        *([("bare loop on aiohttp, 32 pools of 8", "bare", ["--pools", "32", "--client",
+                                                            "aiohttp"])]
+          if importlib.util.find_spec("aiohttp") else []),
     ]:
         with SimProcess(FAST) as sim:  # a fresh sim each: no cache carried over
             sim.wait_ready(60)
@@ -305,7 +312,7 @@ def throughput(work: Path, samples: int) -> None:
                                    "--out", str(out), *extra)
     for name, r in rows.items():
         per_k = 1000 * r["cpu"] / r["samples"]
-        print(f"  {name:28s} {r['samples'] / r['wall']:8.1f} samples/s   "
+        print(f"  {name:48s} {r['samples'] / r['wall']:8.1f} samples/s   "
               f"{per_k:6.2f} CPU-s per 1,000 samples   (wall {r['wall']:.1f} s)")
     engine = rows["capture engine"]
     engine_k = engine["cpu"] / engine["samples"]
