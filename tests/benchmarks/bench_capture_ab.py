@@ -107,7 +107,7 @@ def main() -> None:
                   + ", ".join(f"bare {c} {1000 * t:.2f}" for c, t in loops.items()), flush=True)
             for name in "AB":
                 cpu[name].append(capture[name])
-                for reference in (bare[0], "best"):
+                for reference in [*loops, "best"]:
                     loop = loops[best if reference == "best" else reference]
                     ratios[name].setdefault(reference, []).append(capture[name] / loop)
                 print(f"  {name}: capture / bare loop {capture[name] / loops[bare[0]]:.2f}x "
@@ -125,6 +125,11 @@ def main() -> None:
               f"capture / bare loop {statistics.median(by_httpx):.2f}x ({bare[0]}; range "
               f"{min(by_httpx):.2f}-{max(by_httpx):.2f}), / best bare loop "
               f"{statistics.median(by_best):.2f}x (range {min(by_best):.2f}-{max(by_best):.2f})")
+        for client in bare[1:]:
+            values = ratios[name][client]
+            print(f"    {name}: median capture / bare loop {client} "
+                  f"{statistics.median(values):.2f}x (range {min(values):.2f}-"
+                  f"{max(values):.2f})")
 
 if __name__ == "__main__":
     main()
