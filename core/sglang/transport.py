@@ -94,17 +94,16 @@ class LeanTransport(httpx.AsyncBaseTransport):
         of those once one is released (waiting at most the ``pool`` timeout in all)."""
         if self._closed:
             raise RuntimeError("the transport is closed")
-        deadline: float | None = None
+        pool = timeouts.get("pool")
+        deadline: float | None = None  # set at the first wait
         while True:
             connection = self._reuse(key)
             if connection is not None:
                 return connection
             if self._open < self._max or self._close_an_idle_one():
                 return await self._connect(key, request, timeouts.get("connect"))
-            if deadline is None:
-                pool = timeouts.get("pool")
-                deadline = asyncio.get_running_loop().time() + (pool if pool is not None
-                                                                else float("inf"))
+            if deadline is None and pool is not None:
+                deadline = asyncio.get_running_loop().time() + pool
             await self._wait_for_a_release(request, deadline)
 
     def _reuse(self, key: _Key) -> _Connection | None:
@@ -140,8 +139,9 @@ class LeanTransport(httpx.AsyncBaseTransport):
                 return True
         return False
 
-    async def _wait_for_a_release(self, request: httpx.Request, deadline: float) -> None:
-        """Until a connection is released or closed, or ``deadline`` (httpx's PoolTimeout)."""
+    async def _wait_for_a_release(self, request: httpx.Request, deadline: float | None) -> None:
+        """Until a connection is released or closed, or ``deadline`` (loop time; httpx's
+        PoolTimeout)."""
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters.append(waiter)
         try:

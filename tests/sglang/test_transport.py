@@ -237,7 +237,7 @@ async def test_a_full_pool_waits_for_a_connection_then_times_out() -> None:
         await async_wait_until(lambda: served.accepted == 1, 5, "the first connection")
         with pytest.raises(httpx.PoolTimeout):
             await client.get("/health")
-        second = asyncio.create_task(client.get("/health", timeout=5.0))
+        second = asyncio.create_task(client.get("/health", timeout=httpx.Timeout(5.0, pool=None)))
         release.set()
         assert (await first).content == b"ok" and (await second).content == b"ok"
         assert served.accepted == 1  # the second waited for the first's connection
