@@ -15,7 +15,6 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-import httpx
 import msgspec
 
 from eagle_tui.core.capture.batch import PreparedBatch
@@ -34,6 +33,7 @@ from eagle_tui.core.errors import SGLangError
 from eagle_tui.core.sglang import ClientTimeouts, SGLangClient
 from eagle_tui.core.sglang.client import KEEPALIVE_EXPIRY_S
 from eagle_tui.core.sglang.router import RouterProbe, WorkerAccess
+from eagle_tui.core.sglang.transport import LeanTransport
 from eagle_tui.core.shards.manifest import RouterRecord
 from eagle_tui.core.shards.schema import FooterServer, FooterTokenizer, ShardMetadata
 from eagle_tui.core.urls import public_url
@@ -53,20 +53,17 @@ def default_client_factory(config: CaptureConfig) -> ClientMaker:
     (``--concurrency`` unless given)."""
     timeouts = ClientTimeouts(connect=5.0, health=20.0, info=INFO_TIMEOUT_S,
                               generate=config.request_timeout_s)
-    # httpx builds a TLS context per client unless given one (~35 ms each, even for
-    # http:// URLs); one shared default context keeps certificate checks for https.
-    tls = ssl.create_default_context()
+    # A TLS context costs ~35 ms to build: one, shared, and only for https servers.
+    tls = ssl.create_default_context() if any(
+        u.lower().startswith("https:") for u in config.servers) else None
     api_key = config.api_key or None
-    limits = httpx.Limits(max_connections=POOL_SIZE + 2,  # +2: health and abort calls
-                          max_keepalive_connections=POOL_SIZE + 2,
-                          keepalive_expiry=KEEPALIVE_EXPIRY_S)  # a transport's own limits
-
     def make(url: str, limit: int | None = None) -> ServerClient:
         clients: list[ServerClient] = [
             SGLangClient(url, api_key=api_key, timeouts=timeouts,
-                         transport=httpx.AsyncHTTPTransport(verify=tls, limits=limits))
+                         transport=LeanTransport(verify=tls, max_connections=POOL_SIZE + 2,
+                                                 keepalive_expiry=KEEPALIVE_EXPIRY_S))
             for _ in range(pools_for(limit or config.concurrency))
-        ]
+        ]  # +2 connections: health and abort calls
         return ClientGroup(clients)
 
     return make

@@ -4,8 +4,9 @@ Prints, against the simulated server (a separate process):
 
 1. throughput: samples/s and client CPU-seconds per 1,000 samples in the sim's fastest mode
    with 1,024-token outputs at concurrency 256, for the capture engine and for bare loops
-   that only post pre-tokenized ids with httpx and discard the answer (one connection
-   pool of 256, and pools of 8 like the engine uses), and the ratios;
+   that only post pre-tokenized ids and discard the answer (httpx with one connection pool
+   of 256 and with 32 pools of 8 like the engine uses; the same 32 pools on the capture's
+   lean transport and on aiohttp, ``BARE_CLIENTS``), and the ratios;
 2. rendering: chat-template rendering cost per prompt (it runs in a thread beside
    dispatch) against the dispatch rate it has to feed;
 3. capacity: with a finite-capacity sim (``--capacity``, ``--tokens-per-s``), the share
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import json
 import resource
 import subprocess
@@ -98,9 +100,13 @@ async def child_capture(args: argparse.Namespace) -> dict[str, Any]:
             "failed": p.failed, "rss_mb": rss_mb()}
 
 
-async def child_bare(args: argparse.Namespace) -> dict[str, Any]:
-    import httpx
+BARE_CLIENTS = ("httpx", "lean", "aiohttp")
+"""The bare loop's HTTP clients: httpx with its default transport (httpcore), httpx over the
+capture's own ``LeanTransport``, and aiohttp (its C HTTP parser; installed with the test
+extras, as sglang-router's dependency)."""
 
+
+async def child_bare(args: argparse.Namespace) -> dict[str, Any]:
     from eagle_tui.core.capture.prompts import PromptRecord, open_prompts
     from eagle_tui.core.tokenizer import bundled_tokenizer_path, load_tokenizer
 
@@ -109,33 +115,71 @@ async def child_bare(args: argparse.Namespace) -> dict[str, Any]:
                if isinstance(r, PromptRecord)]
     pools = max(1, args.pools)
     per_pool = max(1, args.concurrency // pools)
-    limits = httpx.Limits(max_connections=per_pool, max_keepalive_connections=per_pool)
-    clients = [httpx.AsyncClient(base_url=args.url[0], limits=limits, timeout=600)
-               for _ in range(pools)]
+    post, close, transient = bare_client(args.client, args.url[0], pools, per_pool)
     sampling = {"max_new_tokens": args.max_new_tokens, "ignore_eos": True,
                 "temperature": 1.0, "skip_special_tokens": False, "no_stop_trim": True}
     queue = iter(enumerate(prompts))
     retried = 0
 
-    async def worker(client: httpx.AsyncClient) -> None:
+    async def worker(pool: int) -> None:
         nonlocal retried
         for index, ids in queue:
             body = {"input_ids": ids, "sampling_params": sampling, "stream": False,
                     "rid": f"bare-{index:012d}"}
             for _ in range(5):  # a burst of new connections is sometimes reset: resend
                 try:
-                    response = await client.post("/generate", json=body)
-                    await response.aread()  # and discard it
+                    await post(pool, body)  # reads the answer and discards it
                     break
-                except httpx.TransportError:
+                except transient:
                     retried += 1
 
     cpu, wall = cpu_seconds(), time.perf_counter()
-    await asyncio.gather(*(worker(clients[i % pools]) for i in range(args.concurrency)))
+    await asyncio.gather(*(worker(i % pools) for i in range(args.concurrency)))
     cpu, wall = cpu_seconds() - cpu, time.perf_counter() - wall
-    for client in clients:
-        await client.aclose()
+    await close()
     return {"samples": len(prompts), "wall": wall, "cpu": cpu, "retried": retried}
+
+
+def bare_client(kind: str, url: str, pools: int, per_pool: int) -> tuple[Any, Any, Any]:
+    """``(post(pool, body), close(), transient errors)`` for one of BARE_CLIENTS."""
+    if kind == "aiohttp":
+        import aiohttp
+
+        sessions = [aiohttp.ClientSession(
+            base_url=url, connector=aiohttp.TCPConnector(limit=per_pool),
+            timeout=aiohttp.ClientTimeout(total=600)) for _ in range(pools)]
+
+        async def post_aiohttp(pool: int, body: dict[str, Any]) -> None:
+            async with sessions[pool].post("/generate", json=body) as response:
+                await response.read()
+
+        async def close_aiohttp() -> None:
+            for session in sessions:
+                await session.close()
+
+        return post_aiohttp, close_aiohttp, aiohttp.ClientConnectionError
+    import httpx
+
+    def transport() -> Any:
+        if kind == "httpx":
+            return None
+        from eagle_tui.core.sglang.transport import LeanTransport
+
+        return LeanTransport(max_connections=per_pool)
+
+    limits = httpx.Limits(max_connections=per_pool, max_keepalive_connections=per_pool)
+    clients = [httpx.AsyncClient(base_url=url, limits=limits, timeout=600,
+                                 transport=transport()) for _ in range(pools)]
+
+    async def post_httpx(pool: int, body: dict[str, Any]) -> None:
+        response = await clients[pool].post("/generate", json=body)
+        await response.aread()
+
+    async def close_httpx() -> None:
+        for client in clients:
+            await client.aclose()
+
+    return post_httpx, close_httpx, httpx.TransportError
 
 
 async def child_render(args: argparse.Namespace) -> dict[str, Any]:
@@ -220,6 +264,7 @@ def child_main(argv: list[str]) -> None:
     parser.add_argument("--max-new-tokens", type=int, default=1024)
     parser.add_argument("--concurrency", type=int, default=256)
     parser.add_argument("--pools", type=int, default=0)
+    parser.add_argument("--client", choices=BARE_CLIENTS, default="httpx")
     parser.add_argument("--warmup", type=float, default=5.0)
     parser.add_argument("--window", type=float, default=20.0)
     args = parser.parse_args(argv)
@@ -254,6 +299,11 @@ def throughput(work: Path, samples: int) -> None:
         ("capture engine", "capture", []),
         ("bare loop, 1 pool of 256", "bare", ["--pools", "1"]),
         ("bare loop, 32 pools of 8", "bare", ["--pools", "32"]),
+        ("bare loop on the lean transport, 32 pools of 8", "bare",
+         ["--pools", "32", "--client", "lean"]),
+        *([("bare loop on aiohttp, 32 pools of 8", "bare", ["--pools", "32", "--client",
+                                                            "aiohttp"])]
+          if importlib.util.find_spec("aiohttp") else []),
     ]:
         with SimProcess(FAST) as sim:  # a fresh sim each: no cache carried over
             sim.wait_ready(60)
@@ -262,7 +312,7 @@ def throughput(work: Path, samples: int) -> None:
                                    "--out", str(out), *extra)
     for name, r in rows.items():
         per_k = 1000 * r["cpu"] / r["samples"]
-        print(f"  {name:28s} {r['samples'] / r['wall']:8.1f} samples/s   "
+        print(f"  {name:48s} {r['samples'] / r['wall']:8.1f} samples/s   "
               f"{per_k:6.2f} CPU-s per 1,000 samples   (wall {r['wall']:.1f} s)")
     engine = rows["capture engine"]
     engine_k = engine["cpu"] / engine["samples"]
