@@ -16,7 +16,7 @@ from textual.widget import Widget
 from textual.widgets import Footer, Input
 
 from eagle_tui.tui.widgets.field import Field
-from eagle_tui.tui.widgets.nav_table import NavTable
+from eagle_tui.tui.widgets.nav_table import NavTable, SearchableTable
 from eagle_tui.tui.widgets.view_tabs import ViewTab, ViewTabs
 
 if TYPE_CHECKING:
@@ -89,7 +89,7 @@ class ViewScreen(Screen[None]):
         if action == "leave_input":
             return isinstance(self.focused, Input)
         if action == "open_search":
-            return isinstance(self.focused, NavTable)  # else "/" is the log's, or a letter
+            return isinstance(self.focused, SearchableTable)  # else "/" is the log's, or a letter
         return self.action_state(action)
 
     def action_state(self, action: str) -> bool | None:
@@ -127,11 +127,11 @@ class ViewScreen(Screen[None]):
     def _search(self, event: Input.Submitted) -> None:
         event.stop()
         event.input.display = False
-        tables = self.query(NavTable)
-        if tables:
-            self.set_focus(tables.first())
-            self.search_table(tables.first(), event.value)
+        table = self.main_widget()
+        if isinstance(table, SearchableTable):
+            self.set_focus(table)
+            self.search_table(table, event.value)
 
-    def search_table(self, table: NavTable, text: str) -> None:
+    def search_table(self, table: SearchableTable, text: str) -> None:
         """Find ``text`` in the rows shown (a view with more rows than it shows widens it)."""
         table.set_search(text)

@@ -12,7 +12,7 @@ from typing import ClassVar
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from eagle_tui.tui.render import literal
 from eagle_tui.tui.render.fleet import (
@@ -25,7 +25,7 @@ from eagle_tui.tui.render.fleet import (
 )
 from eagle_tui.tui.screens.base import ViewScreen
 from eagle_tui.tui.widgets.fleet_table import FleetTable
-from eagle_tui.tui.widgets.nav_table import NavTable
+from eagle_tui.tui.widgets.nav_table import SearchableTable
 
 HELP = """\
 Every watched server on one row (a router's workers too: with `--trust-router-workers`
@@ -114,11 +114,11 @@ class FleetScreen(ViewScreen):
         self.sort_reverse = not self.sort_reverse
         self._resort()
 
-    @on(DataTable.HeaderSelected, "#fleet-table")
-    def _header_selected(self, event: DataTable.HeaderSelected) -> None:
-        if self.sort_column == event.column_index:
+    @on(FleetTable.HeaderClicked)
+    def _header_clicked(self, event: FleetTable.HeaderClicked) -> None:
+        if self.sort_column == event.column:
             self.sort_reverse = not self.sort_reverse
-        self.sort_column = event.column_index
+        self.sort_column = event.column
         self._resort()
 
     def _resort(self) -> None:
@@ -127,19 +127,21 @@ class FleetScreen(ViewScreen):
         order = ", reversed" if self.sort_reverse else ""
         self.notify(literal.shown(f"sorted by {column}{order}"), markup=False, timeout=2)
 
-    def search_table(self, table: NavTable, text: str) -> None:
+    def main_widget(self) -> FleetTable:
+        return self.table
+
+    def search_table(self, table: SearchableTable, text: str) -> None:
         """``/`` filters this table (rather than jumping to a match)."""
-        table.search = text.strip()
-        table.refresh_bindings()
+        table.set_search(text)
         self.refresh_fleet()
-        table.move_cursor(row=0)
+        self.table.move_cursor(0)
 
     @on(FleetTable.FilterCleared)
     def _filter_cleared(self) -> None:
         self.refresh_fleet()
 
-    @on(DataTable.RowSelected, "#fleet-table")
-    def _row_selected(self) -> None:
+    @on(FleetTable.RowClicked)
+    def _row_clicked(self) -> None:
         self.action_open_server()
 
     def action_open_server(self) -> None:

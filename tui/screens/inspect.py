@@ -36,7 +36,7 @@ from eagle_tui.tui.sources.samples import (
     ShardSummary,
 )
 from eagle_tui.tui.widgets.field import Field
-from eagle_tui.tui.widgets.nav_table import NavTable
+from eagle_tui.tui.widgets.nav_table import NavTable, SearchableTable
 
 HELP = """\
 Pick a batch directory, a `shards/` directory or one parquet file (`o` edits the path,
@@ -415,7 +415,7 @@ class InspectScreen(ViewScreen):
 
     # -- searching the whole job ---------------------------------------------------------------
 
-    def search_table(self, table: NavTable, text: str) -> None:
+    def search_table(self, table: SearchableTable, text: str) -> None:
         """``/``: the row ``text`` names anywhere in the job (a row number, a sample id or
         part of one), not only on the page shown."""
         if self.source is None or not text.strip():

@@ -6,7 +6,7 @@ own key, e.g. next page or new batch)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import ClassVar, Protocol, runtime_checkable
 
 from rich.text import Text
 from textual.binding import Binding, BindingType
@@ -23,6 +23,15 @@ def row_matches(cells: Sequence[object], needle: str) -> bool:
         if wanted in text.lower():
             return True
     return False
+
+
+@runtime_checkable
+class SearchableTable(Protocol):
+    """A table ``/`` searches (or filters): ``NavTable``, the Fleet view's table."""
+
+    search: str
+
+    def set_search(self, text: str) -> object: ...
 
 
 class NavTable(DataTable[Text]):
