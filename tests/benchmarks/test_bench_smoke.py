@@ -78,6 +78,9 @@ SMOKES = (
           modules=("sglang_router",)),
     Smoke("bench_shards", ("--rows", "20", "--tokens", "256"),
           (rf"^write 20 rows .* {NUMBER} M tokens/s", rf"^scan_completed .* {NUMBER} ms")),
+    Smoke("bench_fleet_table", ("--rows", "4", "--frames", "2", "--rounds", "1"),
+          (rf"^ +4 rows changing: Fleet table {NUMBER} ms CPU a frame, DataTable {NUMBER} ms "
+           rf"\(x{NUMBER}\)$",)),
     Smoke("bench_sim", ("--seconds", "0.3", "--tokens", "8"),
           (rf"^ +64 +{NUMBER} +{NUMBER} +{NUMBER} +{NUMBER}$",)),
     Smoke("bench_startup_corpus", ("--only", "09"),
