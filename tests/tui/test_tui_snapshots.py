@@ -9,7 +9,10 @@ are made with one Textual version (8.2.8): a Textual upgrade may need a delibera
 
 from __future__ import annotations
 
+import difflib
+import html
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -44,20 +47,42 @@ LOG_LINES = (
     "[2026-01-02 03:04:10 TP3] WARNING: [INST] literal text, a [/] b, [bold not bold",
     "[2026-01-02 03:04:11 TP5] ERROR: RuntimeError: NCCL timeout (shown as an error line)",
 )
+SVG_TEXT = re.compile(r'<text class="[^"]*" x="([\d.]+)" y="([\d.]+)"[^>]*>(.*?)</text>')
 SLOW = Flag("slow_startup", "elapsed 2m10s > expected window 2m00s (3 earlier starts)")
 
 
 async def settled_screenshot(app: EagleApp, pilot: Pilot[None]) -> str:
-    """The screen once two renderings 50 ms apart agree: on a loaded machine a widget may
-    still be applying what the test waited for (CI once caught the Inspect table mid-way)."""
-    svg = app.export_screenshot(title="eagle-tui")
+    """The screen once three renderings 100 ms apart agree. On a loaded CI machine a thread
+    worker can wait longer than one short pause to be scheduled, so two equal renderings
+    50 ms apart were once taken mid-way (the Inspect view, twice)."""
+    svg, agreed = "", 0
     for _ in range(100):
-        await pilot.pause(0.05)
+        await pilot.pause(0.1)
         again = app.export_screenshot(title="eagle-tui")
-        if again == svg:
+        agreed = agreed + 1 if again == svg else 0
+        if agreed == 2:
             return svg
         svg = again
     return svg
+
+
+def screen_text(svg: str) -> list[str]:
+    """The characters of an exported screenshot, one string per terminal row."""
+    rows: dict[float, list[tuple[float, str]]] = {}
+    for match in SVG_TEXT.finditer(svg):
+        x, y, text = float(match[1]), float(match[2]), html.unescape(match[3])
+        rows.setdefault(y, []).append((x, text))
+    return ["".join(text for _, text in sorted(cells)).replace("\xa0", " ").rstrip()
+            for _, cells in sorted(rows.items())]
+
+
+def what_changed(expected: str, seen: str) -> str:
+    """The rows whose text changed, or a note that only colours or styles did (CI keeps
+    only the log, so the log has to say what moved)."""
+    diff = difflib.unified_diff(screen_text(expected), screen_text(seen), "expected", "seen",
+                                n=0, lineterm="")
+    text = "\n".join(diff)
+    return text or "the text is the same; only colours or styles differ"
 
 
 async def check(app: EagleApp, pilot: Pilot[None], name: str) -> None:
@@ -70,12 +95,13 @@ async def check(app: EagleApp, pilot: Pilot[None], name: str) -> None:
         path.write_text(svg, encoding="utf-8")
         if not UPDATE:
             pytest.fail(f"new snapshot {path.name} written; look at it, then run again")
-    if svg != path.read_text(encoding="utf-8"):
+    expected = path.read_text(encoding="utf-8")
+    if svg != expected:
         seen = Path(tempfile.gettempdir()) / "eagle-tui-snapshots" / f"{name}.svg"
         seen.parent.mkdir(exist_ok=True)
         seen.write_text(svg, encoding="utf-8")
         pytest.fail(f"{name} changed (this rendering: {seen}); look at it, and if it is right "
-                    "rerun with EAGLE_UPDATE_SNAPSHOTS=1")
+                    f"rerun with EAGLE_UPDATE_SNAPSHOTS=1\n{what_changed(expected, svg)}")
 
 
 def server_app(theme: str) -> tuple[EagleApp, FakeServerFeed]:
@@ -155,6 +181,12 @@ def shard_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return Path("batch")
 
 
+def inspect_reading(app: EagleApp) -> bool:
+    """Whether the Inspect view still reads shards in a thread (its workers' groups)."""
+    return any(worker.group.startswith("inspect-") and not worker.is_finished
+               for worker in app.workers)
+
+
 def inspect_app(directory: Path, theme: str) -> EagleApp:
     return EagleApp(
         DashboardOptions(theme=theme, start_view="inspect", shard_dirs=(directory,)),
@@ -177,7 +209,7 @@ async def test_inspect_view(
         screen = app.screen
         assert isinstance(screen, InspectScreen)
         await wait_for(pilot, lambda: screen.page is not None, what="first page")
-        await pilot.pause()
+        await wait_for(pilot, lambda: not inspect_reading(app), what="shard reads done")
         await check(app, pilot, f"inspect_{size[0]}x{size[1]}_{theme}")
 
 
