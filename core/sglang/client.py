@@ -35,11 +35,12 @@ from eagle_tui.core.errors import (
 from eagle_tui.core.sglang.limits import (
     ERROR_BODY_PREFIX,
     OTHER_BODY_LIMIT,
-    buffered,
+    Reply,
     generate_body_limit,
     limited_lines,
     max_output_ids,
     read_limited,
+    reply_of,
 )
 from eagle_tui.core.sglang.stream import DONE, StreamAccumulator, sse_payload
 from eagle_tui.core.sglang.types import (
@@ -267,7 +268,7 @@ class SGLangClient:
             if response.status_code != 200:
                 prefix = await _guarded(
                     read_limited(response, ERROR_BODY_PREFIX, url=url, truncate=True), url)
-                self._raise_for_status(buffered(response, prefix))
+                self._raise_for_status(reply_of(response, prefix))
             limit = generate_body_limit(request.sampling.max_new_tokens)
             yield _guarded_lines(response, url, limit)
         finally:
@@ -276,7 +277,7 @@ class SGLangClient:
     async def _request(
         self, method: str, path: str, *, timeout: float, json: Any = None,
         limit: int = OTHER_BODY_LIMIT,
-    ) -> httpx.Response:
+    ) -> Reply:
         """One request, its body read within ``limit`` bytes and ``timeout`` seconds."""
         url = self._url(path)
         request = self._build(method, path, json, timeout)
@@ -295,7 +296,7 @@ class SGLangClient:
             raise _transport_error(exc, url) from exc
         except TimeoutError:
             raise ServerTimeout(f"no complete answer within {timeout:g} s", url=url) from None
-        return buffered(response, body)
+        return reply_of(response, body)
 
     def _build(self, method: str, path: str, json: Any, timeout: float) -> httpx.Request:
         """``build_request`` with what every call would otherwise rebuild made once: the
@@ -331,10 +332,9 @@ class SGLangClient:
         )
         self._raise_for_status(response)
 
-    def _raise_for_status(self, response: httpx.Response) -> None:
-        if response.status_code != 200:
-            path = response.request.url.path
-            raise error_for_status(response.status_code, response.content, url=self._url(path))
+    def _raise_for_status(self, reply: Reply) -> None:
+        if reply.status_code != 200:
+            raise error_for_status(reply.status_code, reply.content, url=self._url(reply.path))
 
     def _check_abort(self, result: GenerateResult) -> GenerateResult:
         finish = result.finish
