@@ -44,7 +44,8 @@ class Smoke:
 
 SMOKES = (
     Smoke("bench_accept", ("--requests", "30", "--max-new-tokens", "32", "--skip-capacity"),
-          (rf"accept replay / bare loop: {NUMBER}x",)),
+          (rf"accept replay / bare httpx loop: {NUMBER}x",
+           rf"on the capture.s transport: {NUMBER}x")),
     Smoke("bench_capture", ("--samples", "40", "--skip-capacity", "--skip-rss"),
           (rf"capture / bare loop, 32 pools of 8: {NUMBER}x",
            rf"== 2\. rendering: {NUMBER} us CPU per prompt")),
