@@ -27,7 +27,7 @@ import asyncio
 import ssl
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import h11
@@ -343,11 +343,8 @@ class _Connection(asyncio.Protocol):
     async def _wait(self, request: httpx.Request, timeout: float | None) -> None:
         self._wakeup = asyncio.get_running_loop().create_future()
         try:
-            async with asyncio.timeout(timeout):
-                await self._wakeup
-        except TimeoutError:
-            raise httpx.ReadTimeout(f"nothing received within {timeout:g} s",
-                                    request=request) from None
+            await _within(self._wakeup, timeout, lambda: httpx.ReadTimeout(
+                f"nothing received within {timeout:g} s", request=request))
         finally:
             self._wakeup = None
 
@@ -363,17 +360,24 @@ class _Connection(asyncio.Protocol):
     async def _drain(self, request: httpx.Request, timeout: float | None) -> None:
         if self._can_write is None:
             return
-        try:
-            async with asyncio.timeout(timeout):
-                await self._can_write
-        except TimeoutError:
-            raise httpx.WriteTimeout(f"could not send within {timeout:g} s",
-                                     request=request) from None
+        await _within(self._can_write, timeout, lambda: httpx.WriteTimeout(
+            f"could not send within {timeout:g} s", request=request))
         if self._transport is None:
             raise httpx.WriteError(self._why_closed(), request=request)
 
     def _why_closed(self) -> str:
         return str(self._lost) if self._lost is not None else "the connection is closed"
+
+
+async def _within(waited: asyncio.Future[None], timeout: float | None,
+                  timed_out: Callable[[], httpx.TimeoutException]) -> None:
+    """Await ``waited`` for at most ``timeout`` seconds; past it, raise ``timed_out()``
+    (httpx's own timeout errors, so callers see what httpx's transport would raise)."""
+    try:
+        async with asyncio.timeout(timeout):
+            await waited
+    except TimeoutError:
+        raise timed_out() from None
 
 
 class _Body(httpx.AsyncByteStream):
