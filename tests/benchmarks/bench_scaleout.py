@@ -3,8 +3,8 @@
 One capture process against 16 simulated servers of finite capacity (``--capacity`` requests
 at once, ``--tokens-per-s`` each), in the same run: directly (16 ``--server``), through
 SGLang's router (``sglang-router``, round robin) in front of the same 16, and a bare loop
-(plain httpx/asyncio: ``--capacity`` requests in flight on each server, in pools of at most
-8 connections, the same ``/generate`` bodies pre-rendered, answers discarded),
+(httpx on the capture's lean transport: ``--capacity`` requests in flight on each server, in
+pools of at most 8 connections, the same ``/generate`` bodies pre-rendered, answers discarded),
 the reference of what a client can reach on this machine. Over a steady-state window each
 prints samples/s, the client's CPU per sample (the router's too), the share of the servers'
 token capacity achieved (generated tokens counted by the sims themselves), and the CPU the
@@ -43,6 +43,7 @@ from support.router import RouterProcess  # noqa: E402
 from eagle_tui.core.argtypes import Number, OneLineParser, Whole, seconds  # noqa: E402
 from eagle_tui.core.capture.engine import CaptureEngine  # noqa: E402
 from eagle_tui.core.capture.prompts import PromptRecord, open_prompts  # noqa: E402
+from eagle_tui.core.sglang.transport import LeanTransport  # noqa: E402
 from eagle_tui.core.sim.launcher import SimProcess  # noqa: E402
 from eagle_tui.core.tokenizer import bundled_tokenizer_path, load_tokenizer  # noqa: E402
 
@@ -153,13 +154,14 @@ def engine_load(name: str, urls: list[str], args: argparse.Namespace, work: Path
 
 def bare_load(urls: list[str], bodies: Iterator[dict[str, Any]], per_server: int) -> Load:
     """``per_server`` plain loops per server, posting the next body and discarding the
-    answer; each loop keeps to one httpx pool of at most POOL connections (the best bare
-    loop of bench_capture: a large pool costs more CPU per request)."""
+    answer; each loop keeps to one pool of at most POOL connections on the capture's own
+    ``LeanTransport`` (the cheapest bare loop of bench_capture_ab: a large pool costs more
+    CPU per request, and httpcore's pool more than the lean one)."""
     finished = [0]
     size = min(per_server, POOL)
-    limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
     pools = -(-per_server // size)
-    clients = [httpx.AsyncClient(base_url=url, limits=limits, timeout=600)
+    clients = [httpx.AsyncClient(base_url=url, timeout=600,
+                                 transport=LeanTransport(max_connections=size))
                for url in urls for _ in range(pools)]
 
     async def loop(client: httpx.AsyncClient) -> None:
