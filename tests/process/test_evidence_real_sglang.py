@@ -125,9 +125,12 @@ def test_a_weight_shard_that_is_a_fifo_blocks_the_rank_naming_the_file(hang: Sta
     sampler = EvidenceSampler(info["pid"])
 
     def blocked_on_the_fifo(e: TreeEvidence) -> bool:
+        """Blocked, on a sample with rates: the rank can block before the sampler first sees
+        it (a loaded machine), and a rate needs two looks at the same process."""
         ranks = e.ranks
         return (
             bool(ranks) and ranks[0].blocked is not None and ranks[0].blocked.path == info["fifo"]
+            and ranks[0].read_per_s is not None
         )
 
     evidence = sample_until(sampler, blocked_on_the_fifo, 60, "the rank blocked on the fifo")
