@@ -22,6 +22,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+from support.sources import parsed_file
 
 SELF = Path(__file__).resolve()
 ROOT = SELF.parents[1]
@@ -48,7 +49,7 @@ def python_files() -> Iterator[Path]:
 def texts(path: Path) -> Iterator[tuple[int, str]]:
     """(line, text) of every docstring and ``prog=`` string in ``path``."""
     source = path.read_text(encoding="utf-8")
-    tree = ast.parse(source)
+    tree = parsed_file(path)
     scopes: list[ast.AST] = [tree]
     while scopes:  # modules, classes and functions: only they have docstrings
         scope = scopes.pop()
@@ -79,7 +80,7 @@ def module_file(dotted: str) -> Path | None:
 def top_names(path: Path) -> frozenset[str]:
     """Names bound at the top of a module (definitions, assignments, imports)."""
     names: set[str] = set()
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+    for node in parsed_file(path).body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             names.add(node.name)
         elif isinstance(node, ast.Assign):

@@ -73,10 +73,21 @@ def forbidden_docs(docs_dir: Path) -> list[Rule]:
 
 def outside_references(text: str, docs: list[Rule]) -> list[tuple[int, str]]:
     """(line number, what) for every reference outside the repository in ``text``."""
-    rules = [*OUTSIDE, *docs]
+    # A pattern that opens with a look-behind or \b scans at ~150 ns a character; the plain
+    # substring each match must contain is found ~100x faster, so it is looked for first.
+    rules = [(what, pattern, needle(pattern)) for what, pattern in (*OUTSIDE, *docs)]
+    rules = [rule for rule in rules if rule[2] in text]
     return [(number, what)
             for number, line in enumerate(text.splitlines(), start=1)
-            for what, pattern in rules if pattern.search(line)]
+            for what, pattern, literal in rules if literal in line and pattern.search(line)]
+
+
+def needle(pattern: re.Pattern[str]) -> str:
+    """The literal text every match of a rule contains: its pattern without the look-behind
+    and word boundaries, unescaped (a rule with any other syntax fails here, loudly)."""
+    core = re.sub(r"\(\?<!\[[^\]]*\]\)|\\b", "", pattern.pattern).replace("\\", "")
+    assert re.fullmatch(r"[\w./-]+", core), f"no plain text to look for in {pattern.pattern!r}"
+    return core
 
 
 def relative_links(markdown: str) -> list[tuple[int, str]]:

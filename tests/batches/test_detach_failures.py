@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import pytest
 from batch_helpers import batch_config, write_prompts
 
 from eagle_tui.core.batches.registry import Registry
@@ -15,6 +16,7 @@ from eagle_tui.core.shards.manifest import BatchConfig, Manifest
 from eagle_tui.tui.cli.batch_verbs import EXIT_LOCKED, EXIT_START_FAILED, run_detached
 
 
+@pytest.mark.slow  # starts a real detached worker process
 async def test_a_batch_that_cannot_start_reports_why(tmp_path: Path, registry: Registry) -> None:
     write_prompts(tmp_path / "prompts.jsonl", 3)
     config = batch_config(tmp_path, "http://127.0.0.1:9")

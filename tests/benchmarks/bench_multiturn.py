@@ -12,7 +12,7 @@ Both run at the same concurrency; the server's own counter of generated tokens g
 utilisation over a steady-state window. Each run is a fresh child process and a fresh sim.
 
     python tests/benchmarks/bench_multiturn.py [--conversations 600] [--warmup 5] [--window 20]
-        [--repeats 2]
+        [--repeats 2] [--concurrency N]...
 """
 
 from __future__ import annotations
@@ -122,6 +122,9 @@ def main() -> None:
     parser.add_argument("--warmup", type=seconds(zero=True, high=600), default=5.0)
     parser.add_argument("--window", type=seconds(high=3600), default=20.0)
     parser.add_argument("--repeats", type=Whole(1, 100), default=2)
+    parser.add_argument("--concurrency", type=Whole(1, 100_000), action="append",
+                        help=f"a concurrency to run at (repeatable; default {CAPACITY} and "
+                             f"{CAPACITY * 3 // 2}: the capacity and half as much again)")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -130,7 +133,7 @@ def main() -> None:
         print(f"== sim --capacity {CAPACITY} --tokens-per-s {TPS} (= {CAPACITY * TPS:,} "
               f"tokens/s), {TURNS}-turn chats vs the same turns as single-turn records, "
               f"{args.window:g} s steady-state window ==")
-        for concurrency in (CAPACITY, CAPACITY * 3 // 2):
+        for concurrency in args.concurrency or (CAPACITY, CAPACITY * 3 // 2):
             for repeat in range(args.repeats):
                 shares = {}
                 for name, prompts, flag in (("single-turn", single, []),

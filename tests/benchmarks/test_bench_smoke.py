@@ -67,7 +67,7 @@ SMOKES = (
     Smoke("bench_generate_decode", ("--tokens", "64", "--rounds", "1"),
           (rf"non-streaming answer +json\.loads \+ checks +{NUMBER} +msgspec typed +{NUMBER}",)),
     Smoke("bench_multiturn", ("--conversations", "12", "--warmup", "0.5", "--window", "1",
-                              "--repeats", "1"),
+                              "--repeats", "1", "--concurrency", "96"),
           (r"multi-turn / single-turn: (?:\d+\.\d+|nan)$",
            rf"concurrency +96 run 1 multi-turn +{NUMBER} tokens/s")),
     Smoke("bench_router_workers", ("--workers", "50", "--prompts", "3"),

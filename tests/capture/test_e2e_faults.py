@@ -9,6 +9,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from support.waiting import async_wait_until
 from test_engine_fakes import bundled_tokenizer, make_config, rows_of, write_prompts
 
 from eagle_tui.core.capture.config import RetryPolicy
@@ -79,7 +80,7 @@ async def test_every_fault_kind_handled_and_reported(tmp_path: Path) -> None:
         # machine can time a few rows out on the glacial server many times in a row
         engine = CaptureEngine(config, tokenizer=bundled_tokenizer())
         run = asyncio.ensure_future(engine.run())
-        await abort_slow_requests_once(engine, slow.url)
+        await abort_slow_requests_once(engine, slow.url, run)
         summary = await run
     p = summary.progress
     assert p.counts.done == 240 and p.counts.failed == 4, summary_text(summary)
@@ -96,12 +97,16 @@ async def test_every_fault_kind_handled_and_reported(tmp_path: Path) -> None:
     assert len(rows_of(config.out_dir)) == 240
 
 
-async def abort_slow_requests_once(engine: CaptureEngine, url: str) -> None:
+async def abort_slow_requests_once(engine: CaptureEngine, url: str,
+                                   run: asyncio.Future[object]) -> None:
     """An operator's ``/abort_request`` on one server while our requests run there."""
-    while True:
+    def two_in_flight() -> bool:
         servers = {s.url: s for s in engine.progress().servers}
-        if url in servers and servers[url].in_flight >= 2:
-            break
-        await asyncio.sleep(0.01)
+        return url in servers and servers[url].in_flight >= 2
+
+    # Once the capture has ended nothing will be in flight again: fail saying so (this loop
+    # used to spin forever then, a hang instead of a failure).
+    await async_wait_until(two_in_flight, 300, f"2 requests in flight on {url}",
+                           unless=lambda: "the capture ended first" if run.done() else None)
     async with httpx.AsyncClient() as client:
         await client.post(f"{url}/abort_request", json={"abort_all": True})

@@ -163,6 +163,7 @@ def _fill(point: Path, leave: int) -> Path:
     return filler
 
 
+@pytest.mark.slow  # a real tmpfs filled 24 times, 25 exports (the injected-ENOSPC tests stay quick)
 def test_a_real_full_disk_at_24_fill_levels(
         tmp_path: Path, small_fs: Path, capsys: pytest.CaptureFixture[str]) -> None:
     source = write_batch(tmp_path / "big", [make_row(i) for i in range(600)], max_rows=200)

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+from support.sources import parsed_file
 
 from eagle_tui.core.shards.batchdir import layout
 from eagle_tui.core.shards.batchdir.layout import BatchDir, is_temp, shard_index
@@ -44,7 +45,7 @@ def test_no_module_but_the_layout_spells_a_batch_directory_path() -> None:
         for path in sorted((ROOT / folder).rglob("*.py")):
             if path == LAYOUT:
                 continue
-            tree = ast.parse(path.read_text(encoding="utf-8"))
+            tree = parsed_file(path)
             offenders += [f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', 0)}"
                           for node in ast.walk(tree) if joins_a_batch_name(node)]
     assert not offenders, f"ask BatchDir for these paths: {offenders}"

@@ -169,6 +169,7 @@ def closed_ports(count: int) -> list[int]:
             probe.close()
 
 
+@pytest.mark.slow  # 40 real watchers, each probing its port and the host's processes
 async def test_every_watched_server_gets_its_feed_beyond_the_default_thread_pool() -> None:
     # Each feed is a worker thread for the whole session; Textual runs thread workers in
     # the loop's default executor, min(32, cores + 4) threads: 6 on a 2-core host. With

@@ -463,13 +463,17 @@ def test_only_a_local_tokenizer_directory_is_prefilled(tmp_path: Path) -> None:
     assert local_tokenizer_dir(info(str(bundled), "/elsewhere/tok")) == bundled
 
 
-async def test_the_form_has_a_name_and_rows_per_shard(tmp_path: Path) -> None:
+async def test_the_form_has_a_name_and_rows_per_shard(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     control = FakeCapture()
     app = capture_app(control)
+    monkeypatch.chdir(tmp_path)  # short relative paths: each key pressed costs ~0.1 s
+    prompts_file(tmp_path / "p.jsonl", 3)
     async with app.run_test(size=(80, 24)) as pilot:
         form = await open_form(app, pilot)
         assert form.field_values()["shard_rows"] == "2000"
-        await pilot.press(*str(prompts_file(tmp_path / "p.jsonl", 3)), "tab", *str(tmp_path / "o"),
+        await pilot.press(*"p.jsonl", "tab", "o",
                           "tab", *"http://127.0.0.1:9", "tab", "tab", "tab", "tab")
         await pilot.press("ctrl+u", *"500", "tab", *"night run")
         await pilot_wait(pilot, lambda: form.field_values()["name"] == "night run", what="name")

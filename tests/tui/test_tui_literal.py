@@ -15,6 +15,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
+from support.sources import parsed_file
 
 from eagle_tui.tui.render import literal
 
@@ -113,7 +114,7 @@ def _updates_a_widget(func: ast.expr) -> bool:
 def violations(path: Path) -> Iterator[str]:
     source = path.read_text(encoding="utf-8")
     lines = source.splitlines()
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(parsed_file(path)):
         bad = ""
         if isinstance(node, ast.Call) and builds_from_a_string(node):
             bad = "builds text from a string"
@@ -140,7 +141,7 @@ def test_the_verbs_print_rich_output_through_literal() -> None:
     (or JSON, whose escapes are already text)."""
     found = []
     for path in sorted((TUI / "cli").glob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parsed_file(path)):
             if isinstance(node, ast.Call) and _prints_rich(node) and not _printed_literally(node):
                 found.append(f"{path.name}:{node.lineno}: {ast.unparse(node)[:80]}")
     assert not found, "print through tui.render.literal_rich.Literal:\n" + "\n".join(found)

@@ -8,6 +8,8 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
+from support.sources import parse_python
+
 TUI = Path(__file__).resolve().parents[2] / "tui"
 ALLOWED = {
     "os._exit",  # documented public API (exit without clean-up), despite its name
@@ -21,7 +23,7 @@ def private(name: str) -> bool:
 
 
 def private_uses(source: str) -> Iterator[tuple[int, str]]:
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(parse_python(source)):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             if not node.module.startswith("eagle_tui"):
                 parts = [*node.module.split("."), *(alias.name for alias in node.names)]
