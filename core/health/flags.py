@@ -111,6 +111,15 @@ def _orphans_step(report: OrphanReport) -> str:
     return f"stop the leftovers: {report.stop_command}; then start again"
 
 
+def _port_and_orphans_step(holder_pid: int | None, port_step: str,
+                           report: OrphanReport) -> str:
+    """Stopping the leftovers frees the port when the holder is one of them (or unknown);
+    otherwise the holder comes first: leftovers elsewhere on the host do not free it."""
+    if holder_pid is None or holder_pid in {o.pid for o in report.orphans}:
+        return _orphans_step(report)
+    return f"{port_step}; also stop the leftovers: {report.stop_command}"
+
+
 def exception_flags(c: TickContext) -> list[Raised]:
     """``exception``: a traceback no fatal line explains, ending in its exception line."""
     log = c.log
@@ -173,7 +182,7 @@ def port_flags(c: TickContext) -> list[Raised]:
         step = nextstep.port_step(port.holder_pid, holder)
         if c.orphans is not None and c.orphans.orphans:
             evidence += "; " + _orphans_evidence(c.orphans)
-            step = _orphans_step(c.orphans)
+            step = _port_and_orphans_step(port.holder_pid, step, c.orphans)
         return [Raised("port_conflict", evidence, step)]
     if c.foreign_answer_suspected() and c.log is not None and c.health.latest is not None:
         evidence = (

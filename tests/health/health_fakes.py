@@ -11,6 +11,7 @@ from eagle_tui.core.health.settings import WatchSettings
 from eagle_tui.core.health.snapshot import HealthSnapshot
 from eagle_tui.core.health.state import WatchState
 from eagle_tui.core.proc.evidence import TreeEvidence
+from eagle_tui.core.proc.orphans import OrphanReport
 from eagle_tui.core.proc.report import ChildInfo, GpuReport, PortStatus, ProbeReport, ProcessReport
 from eagle_tui.core.serverlog.follower import LogChunk
 
@@ -134,6 +135,7 @@ class Driver:
         gpu: GpuReport | None = None,
         problems: tuple[str, ...] = (),
         evidence: TreeEvidence | None = None,
+        orphans: OrphanReport | None = None,
     ) -> HealthSnapshot:
         obs = Observation(
             now=self.now,
@@ -144,6 +146,7 @@ class Driver:
             gpu=gpu,
             problems=problems,
             evidence=evidence,
+            orphans=orphans,
         )
         snapshot = self.state.update(obs)
         self.snapshots.append(snapshot)

@@ -12,6 +12,7 @@ from eagle_tui.core.health.phase import Phase
 from eagle_tui.core.health.poller import HealthOutcome
 from eagle_tui.core.health.settings import WatchSettings
 from eagle_tui.core.health.snapshot import Outcome
+from eagle_tui.core.proc.orphans import Orphan, OrphanReport
 from eagle_tui.core.proc.report import ChildInfo, GpuDevice, GpuProcess, GpuReport, PortStatus
 
 SAMPLES = Path(__file__).resolve().parents[1] / "fixtures" / "realsrv"  # recorded from real SGLang
@@ -182,6 +183,32 @@ def test_old_server_holding_the_port_is_flagged_at_once_and_judged_after_the_gra
     snap = d.tick(chunk(), alive(port=old))
     assert snap.verdict is not None and snap.verdict.outcome == Outcome.PORT_CONFLICT
     assert "PID 999" in snap.verdict.diagnosis
+
+
+def leftover(pid: int) -> Orphan:
+    return Orphan(pid, 1, "sglang::scheduler_TP0", "sleeping", 7200.0, "root",
+                  ("its launcher is gone",))
+
+
+@pytest.mark.parametrize(("leftovers", "step"), [
+    ((4242,), "stop python -m sglang.launch_server --port 30000 (kill 999), or start the "
+              "server on another --port; also stop the leftovers: kill 4242"),
+    ((999, 4242), "stop the leftovers: kill 999 4242; then start again"),
+])
+def test_leftovers_elsewhere_on_the_host_do_not_hide_the_port_holder(
+    leftovers: tuple[int, ...], step: str
+) -> None:
+    """The holder's own kill comes first unless the holder is one of the leftovers (then
+    stopping them frees the port). CI once saw another test's process taken for a leftover
+    replace the holder's PID in the step."""
+    d = Driver()
+    old = PortStatus(30000, True, 999, "python", "python -m sglang.launch_server --port 30000",
+                     held_by_server=False)
+    snap = d.tick(chunk(f.ARGS, *f.BEGIN), alive(port=old),
+                  orphans=OrphanReport(tuple(leftover(pid) for pid in leftovers)))
+    conflict = snap.flag("port_conflict")
+    assert conflict is not None and "leftover SGLang processes" in conflict.evidence
+    assert conflict.next_step == step
 
 
 def test_without_port_information_an_answer_during_loading_is_a_foreign_server() -> None:
