@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,7 @@ class ExportSink:
         self.rows = 0
         self.file = HashingFile(tmp)
         self._out = BackgroundFile(self.file)
+        self._helper: ThreadPoolExecutor | None = None
         self._parquet: Any = None
         if fmt == "parquet":
             footer = {b"eagle_tui.export": json.dumps(
@@ -89,7 +91,10 @@ class ExportSink:
         if self._parquet is not None:
             self._write_parquet(table if len(kept) == table.num_rows else table.filter(keep))
             return
-        for chunk in jsonl_chunks(table, kept, self.fmt, self.mask_start, self.fingerprint):
+        if self._helper is None:
+            self._helper = ThreadPoolExecutor(1, thread_name_prefix="export-encoder")
+        for chunk in jsonl_chunks(table, kept, self.fmt, self.mask_start, self.fingerprint,
+                                  self._helper):
             self._out.write(chunk)
 
     def _write_parquet(self, table: pa.Table) -> None:
@@ -109,12 +114,19 @@ class ExportSink:
         """Footer (parquet), flush and fsync: the bytes are final and hashed."""
         if self._parquet is not None:
             self._parquet.close()
+        self._stop_helper()
         self._out.drain()
         self.file.sync()
         self.file.close()
 
+    def _stop_helper(self) -> None:
+        """The encoding thread ends (it holds no work between row groups)."""
+        if self._helper is not None:
+            self._helper.shutdown()
+
     def discard(self) -> None:
         """Drop the temporary file (we are failing already: best effort)."""
+        self._stop_helper()
         with contextlib.suppress(Exception):
             if self._parquet is not None:
                 self._parquet.close()
