@@ -1,6 +1,6 @@
-"""Threads that keep the export's other core busy on JSONL: the data file is hashed and
-written, and the next row group read, while this one is encoded (parquet uses neither: its
-limit is zstd, and read-ahead would cost it memory).
+"""Threads that keep the export's other core busy: the next row group is read while this
+one is encoded, and JSONL's data file hashed and written (parquet's is written by the caller:
+its limit is pyarrow's writer there, and hashing and writing are ~4 % of its time).
 
 sha256 and file writes release the GIL, as do Arrow's parquet reads, so on two cores the
 three overlap instead of adding up. Order is kept (one thread each, FIFO queues), so the bytes
@@ -18,8 +18,8 @@ from typing import TypeVar
 from eagle_tui.core.fsio import HashingFile
 
 DEPTH = 1
-"""Chunks (or row groups) waiting in a queue, beside the one each side holds: enough to
-overlap, little memory (a chunk is one row group's output)."""
+"""Chunks waiting in the writer's queue, or row groups read ahead, beside the one each side
+holds: enough to overlap, little memory (a chunk is up to a few MiB of output)."""
 
 Item = TypeVar("Item")
 
@@ -88,12 +88,15 @@ class BackgroundFile:
 
 
 def prefetched(items: Iterator[Item]) -> Generator[Item, None, None]:
-    """``items`` produced by a thread up to :data:`DEPTH` ahead; its exception is raised here
-    where the item would have been. The thread always ends with one last entry, which this
-    side takes even when it stops early, so neither side can wait on the other for ever."""
-    feed: queue.Queue[tuple[Item | None, BaseException | None, bool]] = queue.Queue(DEPTH)
+    """``items`` produced by a thread :data:`DEPTH` ahead of the one this side holds (the
+    next item is only started once this side takes one: two row groups in memory, not
+    three); its exception is raised here where the item would have been. The thread always
+    ends with one last entry, which this side takes even when it stops early, so neither
+    side can wait on the other for ever."""
+    feed: queue.SimpleQueue[tuple[Item | None, BaseException | None, bool]] = queue.SimpleQueue()
+    slots = threading.Semaphore(DEPTH)
     stop = threading.Event()
-    thread = threading.Thread(target=_produce, args=(items, feed, stop), daemon=True,
+    thread = threading.Thread(target=_produce, args=(items, feed, slots, stop), daemon=True,
                               name="export-reader")
     thread.start()
     last = False
@@ -104,20 +107,24 @@ def prefetched(items: Iterator[Item]) -> Generator[Item, None, None]:
                 raise error
             if last:
                 return
+            slots.release()  # the next item is read while this one is used
             yield item  # type: ignore[misc]  # an item unless last or error
     finally:
         stop.set()
+        slots.release()  # wakes the thread if it waits for a slot: it sees stop and ends
         while not last:
             last = feed.get()[2]
         thread.join()
 
 
 def _produce(items: Iterator[Item],
-             feed: queue.Queue[tuple[Item | None, BaseException | None, bool]],
-             stop: threading.Event) -> None:
+             feed: queue.SimpleQueue[tuple[Item | None, BaseException | None, bool]],
+             slots: threading.Semaphore, stop: threading.Event) -> None:
     try:
-        for item in items:
-            if stop.is_set():
+        while slots.acquire() and not stop.is_set():
+            try:
+                item = next(items)
+            except StopIteration:
                 break
             feed.put((item, None, False))
         feed.put((None, None, True))

@@ -159,15 +159,15 @@ def _clear_stale(tmp: Path) -> None:
 
 def _stream(batches: list[SourceBatch], sink: ExportSink, tally: KeepTally,
             progress: Progress | None, *, include_held_out: bool = False) -> None:
-    """Every row group of every batch, in order, filtered into ``sink`` (for JSONL the next
-    row group is read by a thread while this one is encoded)."""
+    """Every row group of every batch, in order, filtered into ``sink`` (the next row group
+    is read by a thread while this one is encoded)."""
     columns = sorted(set(sink.columns) | set(tally.columns), key=sink.columns.index)
     total = sum(batch.rows for batch in batches)
     done = 0
     current: SourceBatch | None = None
     # closed on the way out, so a failed write stops the reader at once
     read = _tables(batches, columns)
-    with contextlib.closing(prefetched(read) if sink.reads_ahead else read) as tables:
+    with contextlib.closing(prefetched(read)) as tables:
         for batch, table in tables:
             if batch is not current:
                 current = batch

@@ -5,11 +5,16 @@ thread writes in order and hands its error to the next call."""
 from __future__ import annotations
 
 import errno
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
+from support.waiting import poll_until, wait_until
 
+from eagle_tui.core.export import encode
 from eagle_tui.core.export.background import BackgroundFile, prefetched
 from eagle_tui.core.fsio import HashingFile
 
@@ -44,6 +49,23 @@ def test_stopping_early_ends_the_reader(stop_after: int) -> None:
                 break
 
 
+def test_the_reader_is_one_item_ahead_not_two() -> None:
+    """The next row group is read while this one is used, and no further (memory holds two
+    row groups, not three)."""
+    started: list[int] = []
+
+    def items() -> Iterator[int]:
+        for n in range(5):
+            started.append(n)
+            yield n
+
+    for n in prefetched(items()):
+        ahead = min(n + 2, 5)
+        wait_until(lambda ahead=ahead: len(started) >= ahead, 10, f"item {n + 1} read ahead")
+        # given 50 ms more, the reader still has not started a third item
+        assert not poll_until(lambda ahead=ahead: len(started) > ahead, 0.05)
+
+
 class _FullDisk(HashingFile):
     def __init__(self, path: Path, budget: int) -> None:
         super().__init__(path)
@@ -74,3 +96,46 @@ def test_the_writer_writes_in_order_and_hands_back_its_error(tmp_path: Path) -> 
         out.drain()
     full.close()
     assert (tmp_path / "full").read_bytes() == b"1234512345"
+
+
+# -- a row group's ids encoded in two halves, the second by a helper thread -----------------
+
+def _ids(rows: int) -> pa.ChunkedArray:
+    lists = [[(7 * r + k) % 1200 for k in range(r % 5)] for r in range(rows)]  # empty rows too
+    return pa.chunked_array([pa.array(lists, pa.list_(pa.int32()))])
+
+
+@pytest.mark.parametrize("rows", [0, 1, 2, 3, 8, 101])
+def test_two_halves_give_every_row_as_one_pass_does(rows: int) -> None:
+    ids = _ids(rows)
+    whole = encode.id_texts(ids)
+    with ThreadPoolExecutor(1) as helper:
+        halves = encode.id_texts_on(ids, helper)
+        assert [bytes(halves.row(r)) for r in range(rows)] == \
+            [bytes(whole.row(r)) for r in range(rows)]
+
+
+@pytest.mark.parametrize("failing", ["first", "second"])
+def test_a_half_that_fails_raises_its_own_error_and_leaves_no_work_behind(
+    failing: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ids = _ids(40)
+    real = encode.id_texts
+    first_half_rows = 20
+    error = MemoryError(f"{failing} half cannot be encoded")
+    finished: list[int] = []
+
+    def id_texts(half: pa.ChunkedArray) -> encode.IdTexts:
+        in_helper = threading.current_thread() is not threading.main_thread()
+        if in_helper == (failing == "second"):  # the helper encodes the second half
+            raise error
+        texts = real(half)
+        finished.append(len(half))
+        return texts
+
+    monkeypatch.setattr(encode, "id_texts", id_texts)
+    with ThreadPoolExecutor(1) as helper:
+        with pytest.raises(MemoryError) as raised:
+            encode.id_texts_on(ids, helper)
+        assert raised.value is error
+        assert finished == [first_half_rows]  # the other half ran to its end before the raise
