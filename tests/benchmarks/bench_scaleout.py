@@ -9,8 +9,9 @@ the reference of what a client can reach on this machine. Over a steady-state wi
 prints samples/s, the client's CPU per sample (the router's too), the share of the servers'
 token capacity achieved (generated tokens counted by the sims themselves), and the CPU the
 sims and the whole machine used; then it says what the limit was: the client (the bare loop
-saturates the servers and the capture does not), or the machine (the bare loop falls short
-too while every core is busy, the sims' CPU included).
+saturates the servers and the capture does not), the machine (the bare loop falls short
+too while every core is busy, the sims' CPU included), or the round trip between answers (the
+bare loop falls short with cores to spare).
 
     python tests/benchmarks/bench_scaleout.py [--servers 16] [--capacity 8]
         [--tokens-per-s 64] [--max-new-tokens 128] [--warmup 6] [--window 20]
@@ -225,7 +226,8 @@ def show(name: str, w: Window) -> None:
 
 
 def limit(results: dict[str, Window]) -> str:
-    """Which of the client or the machine limited this run, judged by the bare loop."""
+    """What limited this run, judged by the bare loop: the client (the bare loop saturates
+    the servers and the capture is behind), the machine (every core busy), or neither."""
     bare = results["bare loop"]
     cores = os.cpu_count() or 1
     gaps = ", ".join(f"{name} {100 * (bare.capacity_share - w.capacity_share):+.1f}"
@@ -238,8 +240,9 @@ def limit(results: dict[str, Window]) -> str:
                 f"{100 * bare.capacity_share:.1f}% with {bare.machine_cores:.2f} of {cores} "
                 f"cores busy: the sims {bare.sims_cores:.2f}, other processes "
                 f"{bare.others_cores:.2f}); {behind}")
-    return (f"limit: the client (the bare loop reached only {100 * bare.capacity_share:.1f}% "
-            f"with cores to spare); {behind}")
+    return (f"limit: the round trip between answers (even the bare loop, the cheapest client, "
+            f"reached only {100 * bare.capacity_share:.1f}% with cores to spare: each slot "
+            f"idles one round trip per answer, less of a longer answer); {behind}")
 
 
 async def sweep(sims: list[SimProcess], args: argparse.Namespace, work: Path) -> None:

@@ -75,7 +75,7 @@ SMOKES = (
     Smoke("bench_scaleout", ("--servers", "2", "--warmup", "0.5", "--window", "1"),
           (rf"bare loop: +{NUMBER} samples/s, client {NUMBER} ms CPU/sample",
            rf"router: +{NUMBER} samples/s, .* {NUMBER}% of the servers' capacity",
-           r"^limit: the (?:client|machine) "),
+           r"^limit: the (?:client|machine|round trip between answers) "),
           modules=("sglang_router",)),
     Smoke("bench_shards", ("--rows", "20", "--tokens", "256"),
           (rf"^write 20 rows .* {NUMBER} M tokens/s", rf"^scan_completed .* {NUMBER} ms")),
