@@ -24,6 +24,7 @@ and :class:`ResponseTooLarge` says which limit and why; retrying will not help.
 
 from __future__ import annotations
 
+import codecs
 import zlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -140,6 +141,17 @@ class Reply:
 
 
 def reply_of(response: httpx.Response, body: bytes) -> Reply:
-    """``response``'s status with ``body``, read and decoded here within a limit."""
+    """``response``'s status with ``body``, read and decoded here within a limit. A charset
+    Python does not know is dropped (UTF-8 instead), as httpx's own ``.text`` does."""
     return Reply(response.status_code, body, response.request.url.path,
-                 response.charset_encoding)
+                 _known_charset(response.charset_encoding))
+
+
+def _known_charset(name: str | None) -> str | None:
+    if name is None:
+        return None
+    try:
+        codecs.lookup(name)
+    except LookupError:
+        return None
+    return name

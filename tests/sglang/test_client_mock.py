@@ -358,6 +358,21 @@ async def test_metrics_absent_and_present() -> None:
     assert metrics == {"sglang:num_running_reqs": 5.0, "sglang:gen_throughput": 41.5}
 
 
+@pytest.mark.parametrize(("charset", "body", "value"), [
+    ("latin-1", "sglang:gen_throughput{m=\"caf\xe9\"} 7.0\n".encode("latin-1"), 7.0),
+    ("no-such-charset", b"sglang:gen_throughput 8.0\n", 8.0),  # a hostile header: UTF-8
+])
+async def test_metrics_text_follows_a_known_charset_and_ignores_an_unknown_one(
+    charset: str, body: bytes, value: float
+) -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=body,
+                              headers={"content-type": f"text/plain; charset={charset}"})
+
+    async with client_for(handler) as client:
+        assert await client.metrics() == {"sglang:gen_throughput": value}
+
+
 async def test_abort_bodies() -> None:
     bodies: list[Any] = []
 
