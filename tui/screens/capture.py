@@ -100,8 +100,6 @@ class CaptureScreen(ViewScreen):
         """Indices in ``COLUMNS`` of the columns that fit the terminal's width."""
         self._wanted: str | None = None
         """A batch just started, to select once the registry lists it."""
-        self._action_states: tuple[bool | None, ...] = ()
-        """What ``check_action`` said of each binding's action at the last refresh."""
 
     @property
     def control(self) -> CaptureControl | None:
@@ -135,15 +133,7 @@ class CaptureScreen(ViewScreen):
             self.select_batch(self._wanted)
         self._update_detail()
         self._update_slurm()
-        self._refresh_bindings_on_change()
-
-    def _refresh_bindings_on_change(self) -> None:
-        """Ask the footer to redraw only when an action's state changed: it recomposes on
-        every ``refresh_bindings``, which each refresh tick cost ~7 % of a core at rest."""
-        states = tuple(self.check_action(action, ()) for action in self._ACTIONS)
-        if states != self._action_states:
-            self._action_states = states
-            self.refresh_bindings()
+        self.refresh_footer_on_change(self._ACTIONS)  # every tick: ~7 % of a core otherwise
 
     def _update_slurm(self) -> None:
         slurm = self.eagle.sources.slurm

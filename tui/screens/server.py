@@ -141,12 +141,11 @@ class ServerScreen(ViewScreen):
         self._last_line: dict[int, tuple[str, float]] = {}
         """Per server, the newest log line that is not our own polling, and when it came."""
         self._pending: dict[int, list[FeedItem]] = {}
+        """Feed items received since the last redraw, per server (applied once per refresh:
+        over a slow link every redraw costs bytes, so a second's log lines scroll once)."""
         self._cards: dict[int, ServerCard] = {}
         self._stale_cards: set[int] = set()
         """Cards with news that came while another view was shown (drawn on return)."""
-        self._action_states: tuple[bool | None, ...] = ()
-        """Feed items received since the last redraw, per server (applied once per refresh:
-        over a slow link every redraw costs bytes, so a second's log lines scroll once)."""
 
     @property
     def feeds(self) -> tuple[ServerFeed, ...]:
@@ -329,7 +328,7 @@ class ServerScreen(ViewScreen):
             self._show_gpus(shown)
         self.desks[index].add(new_flags, self.eagle.clock.monotonic())
         self._toast_incidents()
-        self._refresh_actions()
+        self.refresh_footer_on_change(SNAPSHOT_ACTIONS)
 
     def card(self, index: int) -> ServerCard:
         """Server ``index``'s card (looked up once: a query walks every card)."""
@@ -356,15 +355,8 @@ class ServerScreen(ViewScreen):
         stale, self._stale_cards = self._stale_cards, set()
         for index in sorted(stale):
             self._show_card(index)
-        self._refresh_actions()
+        self.refresh_footer_on_change(SNAPSHOT_ACTIONS)
 
-    def _refresh_actions(self) -> None:
-        """Refresh the footer only when an action a snapshot can change changed state:
-        each refresh rebuilds the footer's keys, once per snapshot per server otherwise."""
-        states = tuple(self.action_state(name) for name in SNAPSHOT_ACTIONS)
-        if states != self._action_states:
-            self._action_states = states
-            self.refresh_bindings()
 
     def _toast_incidents(self) -> None:
         """One toast per incident, naming its root cause (see ``render.incidents``)."""
