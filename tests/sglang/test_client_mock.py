@@ -426,6 +426,41 @@ async def test_api_key_is_sent_but_never_shown(monkeypatch: pytest.MonkeyPatch) 
     assert secret not in repr(caught.value)
 
 
+# -- straight to the transport: the same request as through httpx's client ----------------
+
+def ok_generate(request: httpx.Request) -> httpx.Response:
+    return httpx.Response(200, json={"text": "", "output_ids": [2],
+                                     "meta_info": meta({"type": "stop", "matched": 2}, 1)})
+
+
+async def test_straight_to_the_transport_the_request_has_every_header_the_client_adds(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[httpx.Request] = []
+    monkeypatch.setenv("EAGLE_TUI_API_KEY", "sk-1")
+    async with client_for(lambda request: seen.append(request) or ok_generate(request)) as client:
+        await client.generate(REQUEST)
+        assert (await client.health()).status == 200
+    generate, health = seen
+    for request in seen:
+        assert request.headers["host"] == "sglang.test"
+        assert request.headers["authorization"] == "Bearer sk-1"
+        assert request.headers["accept-encoding"] == "identity"
+        assert request.headers["user-agent"].startswith("python-httpx/")
+        assert request.extensions["timeout"]["read"] is not None
+    assert generate.headers["content-type"] == "application/json"
+    assert int(generate.headers["content-length"]) == len(generate.content)
+    assert "content-type" not in health.headers
+
+
+async def test_user_info_in_the_url_still_becomes_basic_auth() -> None:
+    seen: list[httpx.Request] = []
+    client = SGLangClient("http://ann:pw@sglang.test",
+                          transport=httpx.MockTransport(lambda r: seen.append(r) or ok_generate(r)))
+    async with client:
+        await client.generate(REQUEST)
+    assert seen[0].headers["authorization"] == "Basic YW5uOnB3"  # base64 of ann:pw
+
+
 # -- typed decoding: wrong types in named fields are refused, naming the field ----------
 
 @pytest.mark.parametrize(
