@@ -20,6 +20,7 @@ A base module: it imports nothing of the project; callers raise the error that f
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from urllib.parse import SplitResult, urlsplit
@@ -134,11 +135,13 @@ def server_url_problem(url: str, *, has_key: bool = False) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=1024)
 def public_url(url: str) -> str:
     """``url`` without user info, query or fragment (and no trailing slash): safe to write
     into files and logs. For strings that were checked on the way in (a config's servers,
     a client's base URL, an endpoint under it); one that does not split is replaced by a
-    placeholder rather than echoed."""
+    placeholder rather than echoed. Remembered: the capture asks it for every stored row,
+    of the same few servers."""
     parts = _split(url)
     return "(an unparsable URL)" if parts is None else parts.public
 
