@@ -31,7 +31,12 @@ from eagle_tui.tui.render.capture import kinds_text, sort_key, sparkline
 from eagle_tui.tui.screens.batch_forms import NewBatchScreen, StopBatchScreen, stop_question
 from eagle_tui.tui.screens.capture import CaptureScreen
 from eagle_tui.tui.sources import Sources
-from eagle_tui.tui.sources.batches import DetachedCapture, progress_of, request_event
+from eagle_tui.tui.sources.batches import (
+    DetachedCapture,
+    delta_event,
+    progress_of,
+    request_event,
+)
 from eagle_tui.tui.sources.capture import BatchRequest
 from eagle_tui.tui.sources.tokenizers import TokenizerCache
 from eagle_tui.tui.widgets.batch_detail import BatchDetail
@@ -319,3 +324,10 @@ def test_worker_json_becomes_snapshots_and_stream_events() -> None:
     assert sent.watched and done.watched  # a watched request's events reach the Streams view
     d = DeltaEvent(sample_id="b", rid="r", new_ids=(1, 2), total=2, at=1.0)  # kept as it came
     assert (d.kind, d.new_ids, d.total) == ("delta", (1, 2), 2)
+    # its ``sent`` lost (a slow reader, a reconnect): the deltas say it is watched, so its end
+    # still reaches the Streams view and the box does not stream forever
+    late: set[str] = set()
+    assert delta_event(DeltaEvent(sample_id="c", rid="r", new_ids=(3,), total=60, at=2.0),
+                       late).sample_id == "c"
+    ended = request_event(RequestEvent(kind="finished", sample_id="c", at=3.0), late)
+    assert ended is not None and ended.watched and late == set()

@@ -87,6 +87,9 @@ class DetachedCapture:
         """Flag counts by kind read from the shards of a batch no worker runs, by (id, rows
         done): only a running worker counts them by kind."""
         self._events: dict[str, deque[CaptureEvent]] = {}
+        self._watched: dict[str, set[str]] = {}
+        """Per batch, the samples being streamed: kept when a follower is started again, so
+        the end of a request that began under the old one still reaches the Streams view."""
         self._followers: dict[str, asyncio.Task[None]] = {}
         self._hello: dict[str, asyncio.Event] = {}
         self._clients: dict[str, BatchClient] = {}
@@ -374,7 +377,7 @@ class DetachedCapture:
     async def _follow_events(self, batch_id: str) -> None:
         buffer = self._events[batch_id]
         hello = self._hello[batch_id]
-        watched: set[str] = set()
+        watched = self._watched.setdefault(batch_id, set())
         try:
             async with BatchClient(self._socket(batch_id)) as client:
                 async for event in client.events():
@@ -382,7 +385,7 @@ class DetachedCapture:
                     if event.type == HELLO:
                         hello.set()
                     elif isinstance(data, DeltaEvent):
-                        buffer.append(data)
+                        buffer.append(delta_event(data, watched))
                     elif isinstance(data, RequestEvent):
                         converted = request_event(data, watched)
                         if converted is not None:
@@ -451,6 +454,14 @@ def progress_of(
         return CaptureProgress(state=state, counts=progress, flags=flags or {})
     return CaptureProgress(state=state, counts=progress, servers=status.servers,
                            errors=status.errors, failures=status.failures, flags=status.flags)
+
+
+def delta_event(data: DeltaEvent, watched: set[str]) -> DeltaEvent:
+    """A ``delta`` SSE event, its sample counted as watched: only watched requests stream,
+    and the ``sent`` event that said so may have been dropped for a slow reader or missed
+    while the follower reconnected."""
+    watched.add(data.sample_id)
+    return data
 
 
 def request_event(data: RequestEvent, watched: set[str]) -> RequestEvent | None:
