@@ -36,7 +36,13 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from eagle_tui.core.batches.api import Lost, RecentSample, RecentSamples, StatusDoc
+from eagle_tui.core.batches.api import (
+    Disconnected,
+    Lost,
+    RecentSample,
+    RecentSamples,
+    StatusDoc,
+)
 from eagle_tui.core.batches.control_client import BatchClient
 from eagle_tui.core.batches.detach import launch_detached, relaunch
 from eagle_tui.core.batches.events import END, HELLO
@@ -394,6 +400,9 @@ class DetachedCapture:
                         self._errors[batch_id] = (
                             f"{data.dropped} stream events dropped (slow reader)"
                         )
+                        log.info("events of batch %s: %s", batch_id, self._errors[batch_id])
+                    elif isinstance(data, Disconnected):  # events until it is back are lost
+                        log.info("events of batch %s: %s", batch_id, data.reason)
                     elif event.type == END:
                         break
         except asyncio.CancelledError:
@@ -401,6 +410,7 @@ class DetachedCapture:
         except Exception as exc:  # the batch ended or died: the poller shows its state
             log.info("events of batch %s: %s", batch_id, exc)
         finally:
+            log.info("events of batch %s: no longer followed", batch_id)
             hello.set()
 
 
