@@ -67,6 +67,10 @@ def test_fleet_keys_sort_filter_and_enter(tmp_path: Path, three_sims: list[SimPr
         term.press("slash")
         term.burst(str(beta.port), "enter")
         term.wait_until(lambda: f":{alpha.port}" not in term.text(), "filtered again")
+        # What a person reads before pressing Enter: the footer offers it (the table has the
+        # keys again; while the search box has them the footer shows only "? Help"). ci15
+        # once pressed Enter here and it was lost, with that footer on screen.
+        term.wait_for("Open card")
         term.press("enter")  # beta's card and log in the Server view
         term.wait_for("beta marker line")
         term.wait_for("Stacks")  # the Server view's footer (drawn after the log, maybe later)
