@@ -93,6 +93,20 @@ def test_board_counts_ids_it_never_received() -> None:
     assert view.missed == 5 and view.state == "finished"
 
 
+def test_board_marks_open_streams_end_lost_and_frees_their_slots() -> None:
+    board = StreamBoard(KIMI_BOUNDARIES, keep=1)
+    board.apply([sent("a"), delta("a", 1, 2), sent("b"), delta("b", 3)])  # b waits
+    (view,) = board.end_lost()  # only a is shown
+    assert (view.sample_id, view.state, view.ended) == ("a", "end lost", True)
+    assert "never reached the dashboard" in view.detail and board.live == 0
+    (view,) = board.apply([])  # b takes a's slot, ended too
+    assert (view.sample_id, view.state, view.total_ids) == ("b", "end lost", 1)
+    assert board.end_lost() == ()
+    (view,) = board.apply([sent("b", attempt=2), delta("b", 4)])  # a resumed batch resends
+    assert view.state == "streaming" and board.live == 1
+    assert board.apply([sent("c")]) == ()  # b keeps its slot while it streams
+
+
 def test_board_marks_a_stream_streaming_when_tokens_arrive() -> None:
     board = StreamBoard(KIMI_BOUNDARIES)
     (view,) = board.apply([delta("a", 1, 2)])
@@ -192,3 +206,31 @@ async def test_live_streams_from_a_real_batch(tmp_path: Path, start_sim) -> None
         plain = document_content(done.tokens.document, "text", {}).plain  # not just the tail
         assert "‹/think›" in plain and plain.rstrip().endswith("‹stop›")
         await wait_for(pilot, lambda: not control.batches()[0].live, 60, "batch end")
+
+
+async def test_a_box_whose_end_was_dropped_stops_streaming_once_the_batch_is_over() -> None:
+    """A request's ``finished`` event dropped for a slow reader: once the batch has ended and
+    its follower has nothing left to give, the box says its end was lost (ci12: boxes kept
+    saying "streaming" after the batch was done)."""
+    control = FakeCapture([batch("b1", "running", tokenizer=None)])
+    app = EagleApp(
+        DashboardOptions(start_view="streams"),
+        sources=Sources(capture=control, tokenizers=TokenizerCache()),
+    )
+    app.watching = "b1"
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, StreamsScreen)
+        control.add_events("b1", [sent("s1"), delta("s1", 1, 2), sent("s2"), delta("s2", 3),
+                                  finished("s2")])
+        await wait_for(pilot, lambda: len(screen.boxes) == 2, what="two streams")
+        control.followed.add("b1")
+        control.snapshots = [batch("b1", "done", tokenizer=None)]
+        await asyncio.sleep(3 * screen.flush_s())
+        assert screen.boxes["s1"].state == "streaming"  # its events may still come
+        control.followed.clear()
+        await wait_for(pilot, lambda: screen.boxes["s1"].state == "end lost", what="end lost")
+        box = screen.boxes["s1"]
+        assert box.has_class("-lost") and "never reached the dashboard" in str(box.border_title)
+        assert screen.boxes["s2"].state == "finished"
+        await wait_for(pilot, lambda: "0 generating" in screen.status_text(), what="status")

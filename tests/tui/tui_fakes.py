@@ -163,6 +163,8 @@ class FakeCapture:
         self.started: list[BatchRequest] = []
         self.events: dict[str, list[CaptureEvent]] = {}
         self.recent_rows: dict[str, list[ShardRow]] = {}
+        self.followed: set[str] = set()
+        """Batches whose event follower a test says still runs."""
         self._lock = threading.Lock()
 
     def batches(self) -> tuple[BatchSnapshot, ...]:
@@ -198,6 +200,10 @@ class FakeCapture:
             taken = self.events.get(batch_id, [])[:limit]
             self.events[batch_id] = self.events.get(batch_id, [])[limit:]
             return taken
+
+    def following(self, batch_id: str) -> bool:
+        with self._lock:
+            return batch_id in self.followed or bool(self.events.get(batch_id))
 
     def recent(self, batch_id: str) -> list[ShardRow]:
         return list(self.recent_rows.get(batch_id, []))

@@ -51,7 +51,8 @@ reasoning (italic), the `‹/think›` end-of-reasoning token (163607), the answ
 tokens (`‹tools›`, `‹call›`, `‹args›` …) and their arguments (underlined), and the stop token
 `‹stop›`, each in its own style. The capture sends prompt ids only, so a stream starts with
 the model's first output token, inside reasoning. A box that lost ids (the dashboard fell
-behind and the worker dropped events) says so in its title.
+behind and the worker dropped events) says so in its title; one whose end was dropped
+says `end lost` once the batch is over (its row, if stored, is in the Inspect view).
 
 A finished box's title ends with the request's acceptance when the server speculates
 (`accept 3.20 · rate 0.73 · 12 verify steps · P(>=j) 0.92 0.75 0.40`); `i` opens the batch in
@@ -209,6 +210,8 @@ class StreamsScreen(ViewScreen):
                     self._use_tokenizer(board, batch_id, loading)
                     loading = None
                 views = board.apply(control.take_events(batch_id))
+                if board.live and self._batch_over(control, batch_id):
+                    views += board.end_lost()
                 if views:
                     self.post_message(
                         StreamsUpdate(batch_id, views, live=board.live, seen=board.seen)
@@ -216,6 +219,13 @@ class StreamsScreen(ViewScreen):
             except Exception as exc:  # keep following; show what went wrong
                 self.post_message(StreamsUpdate(batch_id or "", (), f"streams: {exc}"))
                 time.sleep(1.0)
+
+    @staticmethod
+    def _batch_over(control: CaptureControl, batch_id: str) -> bool:
+        """The batch has ended and every event of it has been taken: a box still streaming
+        lost its end."""
+        snapshot = _find(control.batches(), batch_id)
+        return snapshot is not None and not snapshot.live and not control.following(batch_id)
 
     def _start_tokenizer_load(
         self, control: CaptureControl, batch_id: str | None

@@ -158,6 +158,10 @@ class DetachedCapture:
                 taken.append(events.popleft())
         return taken
 
+    def following(self, batch_id: str) -> bool:
+        task = self._followers.get(batch_id)
+        return (task is not None and not task.done()) or bool(self._events.get(batch_id))
+
     def recent(self, batch_id: str) -> list[ShardRow]:
         """The worker's newest finished rows (BLOCKING, up to ``SURVEY_TIMEOUT_S``)."""
         self._ensure_thread()

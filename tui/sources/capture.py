@@ -98,6 +98,11 @@ class CaptureControl(Protocol):
         """Events of watched requests since the last call (oldest first)."""
         ...
 
+    def following(self, batch_id: str) -> bool:
+        """True while events of ``batch_id`` may still come: its event follower runs, or
+        events it received are not taken yet."""
+        ...
+
     def recent(self, batch_id: str) -> list[ShardRow]:
         """The newest finished rows of a running batch, from its worker (BLOCKING: call
         from a worker thread); [] when it cannot say. Samples before its first shard."""

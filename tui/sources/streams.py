@@ -24,7 +24,11 @@ from eagle_tui.core.tokenizer import BoundaryIds
 from eagle_tui.tui.render.tokens import Piece, TokenDocument, kimi_token_text, make_piece
 from eagle_tui.tui.sources.tokenizers import SharedTokenizer
 
-StreamState = Literal["waiting", "streaming", "retrying", "finished", "failed"]
+StreamState = Literal["waiting", "streaming", "retrying", "finished", "failed", "end lost"]
+ENDED_STATES: frozenset[StreamState] = frozenset({"finished", "failed", "end lost"})
+"""``end lost``: the batch is over and every event that will come has come, yet this
+request's end never arrived (dropped for a slow reader): the box stops saying it streams."""
+END_LOST_DETAIL = "the batch ended; this request's end never reached the dashboard"
 KEEP_STREAMS = 8
 TAIL_IDS = 800
 
@@ -49,8 +53,8 @@ class StreamView:
 
     @property
     def ended(self) -> bool:
-        """True once the request finished or failed for good."""
-        return self.state in ("finished", "failed")
+        """True once the request finished or failed for good (or its end was lost)."""
+        return self.state in ENDED_STATES
 
 
 class _Stream:
@@ -73,8 +77,8 @@ class _Stream:
 
     @property
     def ended(self) -> bool:
-        """True once the request finished or failed for good."""
-        return self.state in ("finished", "failed")
+        """True once the request finished or failed for good (or its end was lost)."""
+        return self.state in ENDED_STATES
 
 
 class StreamBoard:
@@ -141,6 +145,16 @@ class StreamBoard:
     def waiting(self) -> int:
         """Streams waiting for a slot."""
         return len(self._waiting)
+
+    def end_lost(self) -> tuple[StreamView, ...]:
+        """The batch is over and no event of it is left to come: every stream still open
+        (its end was dropped) is marked ``end lost``; the views of those shown."""
+        lost = [stream for stream in self._streams.values() if not stream.ended]
+        for stream in lost:
+            stream.state, stream.detail = "end lost", END_LOST_DETAIL
+            if stream.slot >= 0:
+                self._ended_order.append(stream.sample_id)
+        return tuple(self._view(stream) for stream in lost if stream.slot >= 0)
 
     def use_tokenizer(self, tokenizer: SharedTokenizer, boundary: BoundaryIds) -> None:
         """Decode with ``tokenizer`` from now on (every kept stream is decoded again)."""
@@ -211,6 +225,8 @@ class StreamBoard:
         if event.kind == "sent":
             if stream.ids or stream.missed:  # a retry starts the generation over
                 self._restart(stream)
+            if stream.sample_id in self._ended_order:  # a resumed batch sent it again
+                self._ended_order.remove(stream.sample_id)
             stream.state, stream.detail = "streaming", ""
         elif event.kind == "retry":
             stream.state, stream.detail = "retrying", event.detail or event.error_kind or ""

@@ -11,7 +11,7 @@ from eagle_tui.tui.render.flags import badge_text
 from eagle_tui.tui.sources.streams import StreamView
 from eagle_tui.tui.widgets.token_view import TokenView
 
-STATES = ("streaming", "retrying", "finished", "failed", "waiting")
+STATES = ("streaming", "retrying", "finished", "failed", "waiting", "end lost")
 
 
 def stream_title(view: StreamView) -> str:
@@ -37,6 +37,7 @@ class StreamBox(Vertical):
         self.sample_id = view.sample_id
         self.tokens = TokenView(view.document, tail=True, classes="stream-tokens")
         self.ended = False
+        self.state = view.state
         self._set_state(view)
 
     def compose(self) -> ComposeResult:
@@ -49,7 +50,8 @@ class StreamBox(Vertical):
         self.tokens.show(view.document)
 
     def _set_state(self, view: StreamView) -> None:
-        self.ended = view.ended
+        self.ended, self.state = view.ended, view.state
         self.border_title = literal.content(stream_title(view))
         self.set_class(view.state == "finished", "-done")
         self.set_class(view.state == "failed", "-failed")
+        self.set_class(view.state == "end lost", "-lost")
