@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 
@@ -21,6 +22,12 @@ import pytest
 from support.processes import Holder, reap, spawn_holder
 
 from eagle_tui.core.sim.launcher import SimProcess
+
+# pytest rewrites the asserts of ~220 test modules at every collection unless it may cache
+# the result: with PYTHONDONTWRITEBYTECODE set (as on the shared machine) each xdist worker
+# spent ~9 of its ~15 s of collection rewriting. Only this process caches (in the
+# git-ignored __pycache__); the processes tests start keep the user's setting.
+sys.dont_write_bytecode = False
 
 FAST_SIM_ARGS = ("--time-scale", "0", "--tokens-per-s", "0", "--ttft", "0")
 
