@@ -383,3 +383,29 @@ async def test_a_tokenizer_other_than_the_recorded_one_is_said(tmp_path: Path) -
         await wait_for(pilot, lambda: any("differs from the one the shards were captured with"
                                           in n.message for n in app._notifications),
                        60.0, "the warning")
+
+
+SUMMARY_PROBE = """
+import sys
+from eagle_tui.tui.sources.samples import SampleSource
+source = SampleSource(sys.argv[1])
+summary = source.summary()
+source.page(0)
+print(summary.rows, summary.clean, "pandas" in sys.modules)
+"""
+
+
+@pytest.mark.slow
+def test_the_inspect_summary_and_first_page_do_not_import_pandas(tmp_path: Path) -> None:
+    """A Python scalar in an Arrow comparison imports pandas (~0.5 s of CPU before the
+    Inspect view's first figures); the summary counts without one."""
+    import subprocess
+    import sys
+
+    rows = synthetic_rows(30)
+    directory = write_shards(tmp_path / "batch", rows)
+    done = subprocess.run([sys.executable, "-c", SUMMARY_PROBE, str(directory)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    clean = sum(not row.flags for row in rows)
+    assert done.stdout.split() == ["30", str(clean), "False"]
