@@ -6,7 +6,9 @@ Prints, against the simulated server (a separate process):
    with 1,024-token outputs at concurrency 256, for the capture engine and for bare loops
    that only post pre-tokenized ids and discard the answer (httpx with one connection pool
    of 256 and with 32 pools of 8 like the engine uses; the same 32 pools on the capture's
-   lean transport and on aiohttp, ``BARE_CLIENTS``), and the ratios;
+   lean transport and on aiohttp, ``BARE_CLIENTS``), and the ratios (``bench_capture_ab.py``
+   also runs ``minimal``: a bare loop that renders, decodes and writes the rows, the least
+   a capture can do);
 2. rendering: chat-template rendering cost per prompt (it runs in a thread beside
    dispatch) against the dispatch rate it has to feed;
 3. capacity: with a finite-capacity sim (``--capacity``, ``--tokens-per-s``), the share
@@ -149,9 +151,9 @@ def bare_client(kind: str, url: str, pools: int, per_pool: int) -> tuple[Any, An
             base_url=url, connector=aiohttp.TCPConnector(limit=per_pool),
             timeout=aiohttp.ClientTimeout(total=600)) for _ in range(pools)]
 
-        async def post_aiohttp(pool: int, body: dict[str, Any]) -> None:
+        async def post_aiohttp(pool: int, body: dict[str, Any]) -> bytes:
             async with sessions[pool].post("/generate", json=body) as response:
-                await response.read()
+                return await response.read()
 
         async def close_aiohttp() -> None:
             for session in sessions:
@@ -171,15 +173,89 @@ def bare_client(kind: str, url: str, pools: int, per_pool: int) -> tuple[Any, An
     clients = [httpx.AsyncClient(base_url=url, limits=limits, timeout=600,
                                  transport=transport()) for _ in range(pools)]
 
-    async def post_httpx(pool: int, body: dict[str, Any]) -> None:
+    async def post_httpx(pool: int, body: dict[str, Any]) -> bytes:
         response = await clients[pool].post("/generate", json=body)
-        await response.aread()
+        return await response.aread()
 
     async def close_httpx() -> None:
         for client in clients:
             await client.aclose()
 
     return post_httpx, close_httpx, httpx.TransportError
+
+
+async def child_minimal(args: argparse.Namespace) -> dict[str, Any]:
+    """The least a capture must do on top of a bare loop, timed with it: render every prompt
+    with the chat template, decode each JSON answer, keep prompt + output ids as a row and
+    write the rows to zstd parquet shards. No validation, retries, events or progress: the
+    floor under the capture engine's CPU per sample with the same HTTP client."""
+    from array import array
+    from datetime import UTC, datetime
+
+    import msgspec
+
+    from eagle_tui.core.capture.prompts import PromptRecord, open_prompts
+    from eagle_tui.core.shards.manifest import Manifest
+    from eagle_tui.core.shards.schema import ShardMetadata, ShardRow
+    from eagle_tui.core.shards.writer import ShardWriter
+    from eagle_tui.core.tokenizer import bundled_tokenizer_path, load_tokenizer
+
+    class Answer(msgspec.Struct):
+        output_ids: tuple[int, ...]  # the rest of the answer is skipped, never built
+
+    decode = msgspec.json.Decoder(Answer).decode
+    tokenizer = load_tokenizer(bundled_tokenizer_path())
+    records = [r for r in open_prompts(Path(args.prompts)) if isinstance(r, PromptRecord)]
+    out = Path(args.out)
+    out.mkdir(parents=True)
+    manifest = Manifest(out, minimal_batch_config(Path(args.prompts), args.max_new_tokens))
+    manifest.save_atomic()
+    writer = ShardWriter(out, metadata=ShardMetadata(), manifest=manifest, max_rows=5000)
+    pools = max(1, args.pools)
+    post, close, transient = bare_client(args.client, args.url[0], pools,
+                                         max(1, args.concurrency // pools))
+    sampling = {"max_new_tokens": args.max_new_tokens, "ignore_eos": True,
+                "temperature": 1.0, "skip_special_tokens": False, "no_stop_trim": True}
+    queue = iter(enumerate(records))
+
+    async def worker(pool: int) -> None:
+        for index, record in queue:
+            ids = tokenizer.render(record.messages, record.tools)
+            body = {"input_ids": ids, "sampling_params": sampling, "stream": False,
+                    "rid": f"min-{index:012d}"}
+            for _ in range(5):  # a burst of new connections is sometimes reset: resend
+                try:
+                    answer = decode(await post(pool, body))
+                    break
+                except transient:
+                    continue
+            row_ids = array("i", ids)
+            row_ids.extend(array("i", answer.output_ids))
+            writer.add(ShardRow(
+                sample_id=record.sample_id, input_ids=row_ids, prompt_len=len(ids),
+                finish_reason="length", matched_stop=None, think_end=-1, flags=[],
+                endpoint=args.url[0], rid=body["rid"], latency_s=0.0,
+                created_at=datetime.now(UTC)))
+
+    cpu, wall = cpu_seconds(), time.perf_counter()
+    await asyncio.gather(*(worker(i % pools) for i in range(args.concurrency)))
+    writer.close()
+    cpu, wall = cpu_seconds() - cpu, time.perf_counter() - wall
+    await close()
+    return {"samples": len(records), "wall": wall, "cpu": cpu}
+
+
+def minimal_batch_config(prompts: Path, max_new_tokens: int) -> Any:
+    """A manifest config for the minimal loop's shards (identity fields are placeholders:
+    nothing reads them back)."""
+    from eagle_tui.core.sampling import SamplingIdentity, SamplingPreset
+    from eagle_tui.core.shards.manifest import BatchConfig
+
+    return BatchConfig(
+        prompt_file=str(prompts), prompt_sha256="0" * 64, tokenizer_path="bundled",
+        tokenizer_fingerprint="0" * 64, template_hash="0" * 64,
+        sampling=SamplingIdentity(max_new_tokens=max_new_tokens,
+                                  presets=(SamplingPreset(temperature=1.0),)))
 
 
 async def child_render(args: argparse.Namespace) -> dict[str, Any]:
@@ -251,7 +327,8 @@ async def child_rss(args: argparse.Namespace) -> dict[str, Any]:
             "wall": counts.elapsed_s}
 
 
-CHILDREN = {"capture": child_capture, "bare": child_bare, "render": child_render,
+CHILDREN = {"capture": child_capture, "bare": child_bare, "minimal": child_minimal,
+            "render": child_render,
             "capacity": child_capacity, "rss": child_rss}
 
 
