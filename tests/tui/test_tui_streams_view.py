@@ -120,13 +120,19 @@ def test_board_shows_only_the_tail_of_long_streams() -> None:
     assert view.document.total_ids == 100
 
 
-async def test_view_shows_streams_coalesced_and_toggles_ids() -> None:
+def streams_app_watching_b1() -> tuple[FakeCapture, EagleApp]:
+    """The Streams view watching batch ``b1`` (running, no tokenizer) of a fake control."""
     control = FakeCapture([batch("b1", "running", tokenizer=None)])
     app = EagleApp(
         DashboardOptions(start_view="streams"),
         sources=Sources(capture=control, tokenizers=TokenizerCache()),
     )
     app.watching = "b1"
+    return control, app
+
+
+async def test_view_shows_streams_coalesced_and_toggles_ids() -> None:
+    control, app = streams_app_watching_b1()
     async with app.run_test(size=(100, 30)) as pilot:
         screen = app.screen
         assert isinstance(screen, StreamsScreen)
@@ -212,12 +218,7 @@ async def test_a_box_whose_end_was_dropped_stops_streaming_once_the_batch_is_ove
     """A request's ``finished`` event dropped for a slow reader: once the batch has ended and
     its follower has nothing left to give, the box says its end was lost (ci12: boxes kept
     saying "streaming" after the batch was done)."""
-    control = FakeCapture([batch("b1", "running", tokenizer=None)])
-    app = EagleApp(
-        DashboardOptions(start_view="streams"),
-        sources=Sources(capture=control, tokenizers=TokenizerCache()),
-    )
-    app.watching = "b1"
+    control, app = streams_app_watching_b1()
     async with app.run_test(size=(100, 30)) as pilot:
         screen = app.screen
         assert isinstance(screen, StreamsScreen)
