@@ -128,18 +128,28 @@ async def child_bare(args: argparse.Namespace) -> dict[str, Any]:
         for index, ids in queue:
             body = {"input_ids": ids, "sampling_params": sampling, "stream": False,
                     "rid": f"bare-{index:012d}"}
-            for _ in range(5):  # a burst of new connections is sometimes reset: resend
-                try:
-                    await post(pool, body)  # reads the answer and discards it
-                    break
-                except transient:
-                    retried += 1
+            _, resent = await post_resending(post, pool, body, transient)  # answer discarded
+            retried += resent
 
     cpu, wall = cpu_seconds(), time.perf_counter()
     await asyncio.gather(*(worker(i % pools) for i in range(args.concurrency)))
     cpu, wall = cpu_seconds() - cpu, time.perf_counter() - wall
     await close()
     return {"samples": len(prompts), "wall": wall, "cpu": cpu, "retried": retried}
+
+
+async def post_resending(post: Any, pool: int, body: dict[str, Any],
+                         transient: Any, attempts: int = 5) -> tuple[bytes, int]:
+    """The answer to ``body`` and how many times it was sent again: a burst of new
+    connections is sometimes reset. The last error is raised after ``attempts``, so a loop
+    never counts a sample it did not get."""
+    for resent in range(attempts):
+        try:
+            return await post(pool, body), resent
+        except transient:
+            if resent == attempts - 1:
+                raise
+    raise AssertionError("unreachable")
 
 
 def bare_client(kind: str, url: str, pools: int, per_pool: int) -> tuple[Any, Any, Any]:
@@ -223,12 +233,7 @@ async def child_minimal(args: argparse.Namespace) -> dict[str, Any]:
             ids = tokenizer.render(record.messages, record.tools)
             body = {"input_ids": ids, "sampling_params": sampling, "stream": False,
                     "rid": f"min-{index:012d}"}
-            for _ in range(5):  # a burst of new connections is sometimes reset: resend
-                try:
-                    answer = decode(await post(pool, body))
-                    break
-                except transient:
-                    continue
+            answer = decode((await post_resending(post, pool, body, transient))[0])
             row_ids = array("i", ids)
             row_ids.extend(array("i", answer.output_ids))
             writer.add(ShardRow(
