@@ -18,7 +18,7 @@ from eagle_tui.core.tokenizer import bundled_tokenizer_path, load_tokenizer
 from eagle_tui.tui.app import EagleApp
 from eagle_tui.tui.clipboard import ClipboardReach, clipboard_reach, copy_feedback
 from eagle_tui.tui.options import DashboardOptions
-from eagle_tui.tui.screens.inspect import InspectScreen
+from eagle_tui.tui.screens.inspect import InspectScreen, PageReady
 from eagle_tui.tui.screens.sample import SampleScreen
 from eagle_tui.tui.sources import Sources
 from eagle_tui.tui.sources.samples import SampleSource
@@ -73,6 +73,26 @@ async def test_pages_and_filters_without_loading_everything(tmp_path: Path) -> N
             what="finish filter",
         )
         assert all(row.finish_reason == "length" for row in screen.page.rows)
+
+
+async def test_columns_fit_a_page_before_the_table_is_next_idle(tmp_path: Path) -> None:
+    """A DataTable measures auto-width columns only when idle and caches cells drawn before
+    then at the old width (Textual #3533): under CI load a frame came first and the view kept
+    every column at its label's width. The widths must be right when the page is shown."""
+    directory = write_shards(tmp_path / "batch", synthetic_rows(350))
+    app = inspect_app(directory)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = screen_of(app)
+        await wait_for(pilot, lambda: screen.page is not None, what="first page")
+        assert screen.source is not None
+        last = screen.source.page(3)  # rows 300-349: a three-digit index column
+        screen._page_ready(PageReady(last))  # no await: the table has not been idle since
+        table = screen.query_one("#inspect-table", DataTable)
+        widest_flags = max(len(" ".join(f"⚑ {flag}" for flag in row.flags) or "clean")
+                           for row in last.rows)
+        widths = [column.get_render_width(table) - 2 * table.cell_padding
+                  for column in table.ordered_columns]
+        assert widths[0] == 3 and widths[-1] == max(widest_flags, len("flags")), widths
 
 
 async def test_opens_a_sample_decoded_with_literal_tricky_text(tmp_path: Path) -> None:

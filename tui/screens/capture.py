@@ -34,7 +34,7 @@ from eagle_tui.tui.screens.base import ViewScreen
 from eagle_tui.tui.screens.batch_forms import NewBatchScreen, StopBatchScreen
 from eagle_tui.tui.sources.capture import BatchRequest, CaptureControl
 from eagle_tui.tui.widgets.batch_detail import BatchDetail
-from eagle_tui.tui.widgets.nav_table import NavTable
+from eagle_tui.tui.widgets.nav_table import NavTable, column_widths, set_columns
 from eagle_tui.tui.widgets.slurm_job import SlurmJobPanel
 
 HELP = """\
@@ -98,6 +98,8 @@ class CaptureScreen(ViewScreen):
         self.sort_reverse = False
         self.shown_columns: tuple[int, ...] = ()
         """Indices in ``COLUMNS`` of the columns that fit the terminal's width."""
+        self.widths: tuple[int, ...] = ()
+        """The shown columns' widths in cells: their widest cells or labels."""
         self._wanted: str | None = None
         """A batch just started, to select once the registry lists it."""
 
@@ -149,28 +151,34 @@ class CaptureScreen(ViewScreen):
         table = self.query_one("#batch-table", DataTable)
         rows = {snapshot.batch_id: table_cells(snapshot) for snapshot in self.snapshots}
         shown = columns_that_fit(list(rows.values()), self.size.width - SCROLLBAR)
-        if shown != self.shown_columns:
-            self._set_columns(table, shown)
-        for key, row in rows.items():
-            cells = [literal.rich_text(row[index]) for index in shown]
+        shown_rows = {
+            key: [literal.rich_text(row[index]) for index in shown] for key, row in rows.items()
+        }
+        widths = column_widths([COLUMNS[index] for index in shown], shown_rows.values())
+        if shown == self.shown_columns:  # grow only: a rebuild each tick would move the view
+            widths = tuple(map(max, widths, self.widths))
+        if (shown, widths) != (self.shown_columns, self.widths):
+            self._set_columns(table, shown, widths)
+        for key, cells in shown_rows.items():
             if key in table.rows:
                 for column, cell in zip(table.columns, cells, strict=True):
-                    table.update_cell(key, column, cell, update_width=True)  # literal: above
+                    table.update_cell(key, column, cell)  # literal: made above
             else:
-                table.add_row(*cells, key=key)  # literal: cells made above
+                table.add_row(*cells, key=key)  # literal: made above
         known = {snapshot.batch_id for snapshot in self.snapshots}
         for row_key in [row_key for row_key in table.rows if row_key.value not in known]:
             table.remove_row(row_key)  # forgotten from the registry
         self._sort(table)
         self.query_one("#batch-empty").display = not self.snapshots
 
-    def _set_columns(self, table: DataTable[Text], shown: tuple[int, ...]) -> None:
-        """Show the columns ``shown`` (the terminal's width changed): rows are added again
-        by the caller, the selected batch stays selected."""
+    def _set_columns(
+        self, table: DataTable[Text], shown: tuple[int, ...], widths: tuple[int, ...]
+    ) -> None:
+        """Show the columns ``shown`` at ``widths`` (the terminal's width or a cell's width
+        changed): rows are added again by the caller, the selected batch stays selected."""
         selected = self.selected()
-        table.clear(columns=True)
-        table.add_columns(*(COLUMNS[index] for index in shown))  # literal: constants
-        self.shown_columns = shown
+        set_columns(table, [COLUMNS[index] for index in shown], widths)
+        self.shown_columns, self.widths = shown, widths
         if selected is not None and self._wanted is None:
             self._wanted = selected.batch_id
 

@@ -36,7 +36,12 @@ from eagle_tui.tui.sources.samples import (
     ShardSummary,
 )
 from eagle_tui.tui.widgets.field import Field
-from eagle_tui.tui.widgets.nav_table import NavTable, SearchableTable
+from eagle_tui.tui.widgets.nav_table import (
+    NavTable,
+    SearchableTable,
+    column_widths,
+    set_columns,
+)
 
 HELP = """\
 Pick a batch directory, a `shards/` directory or one parquet file (`o` edits the path,
@@ -380,9 +385,10 @@ class InspectScreen(ViewScreen):
     def _page_ready(self, message: PageReady) -> None:
         self.page = message.page
         table = self.query_one("#inspect-table", DataTable)
-        table.clear()
-        for row in message.page.rows:
-            table.add_row(*row_cells(row), key=str(row.index))
+        cells = [row_cells(row) for row in message.page.rows]
+        set_columns(table, COLUMNS, column_widths(COLUMNS, cells))
+        for row, row_of_cells in zip(message.page.rows, cells, strict=True):
+            table.add_row(*row_of_cells, key=str(row.index))  # literal: row_cells
         if self._cursor_to is not None and str(self._cursor_to) in table.rows:
             table.move_cursor(row=table.get_row_index(str(self._cursor_to)))
             self._cursor_to = None

@@ -5,7 +5,7 @@ own key, e.g. next page or new batch)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import ClassVar, Protocol, runtime_checkable
 
 from rich.text import Text
@@ -23,6 +23,26 @@ def row_matches(cells: Sequence[object], needle: str) -> bool:
         if wanted in text.lower():
             return True
     return False
+
+
+def column_widths(labels: Sequence[str], rows: Iterable[Sequence[Text]]) -> tuple[int, ...]:
+    """Each column's width in cells: its widest cell, or its label if that is wider."""
+    widths = [len(label) for label in labels]
+    for cells in rows:
+        widths = [max(width, cell.cell_len) for width, cell in zip(widths, cells, strict=True)]
+    return tuple(widths)
+
+
+def set_columns(table: DataTable[Text], labels: Sequence[str], widths: Sequence[int]) -> None:
+    """Empty ``table`` and give it these columns at these fixed widths.
+
+    Why fixed: a DataTable measures auto-width columns only when it is next idle, and caches
+    cells drawn before then at the old width without noticing the change (Textual #3533).
+    Under load a frame can come first, and the Inspect view was once left with every column
+    at its label's width (``⚑ too`` for ``⚑ tool_call``) until the next page."""
+    table.clear(columns=True)
+    for label, width in zip(labels, widths, strict=True):
+        table.add_column(literal.rich_text(label), width=width)
 
 
 @runtime_checkable
