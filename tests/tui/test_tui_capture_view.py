@@ -11,6 +11,7 @@ import signal
 from pathlib import Path
 
 import msgspec
+from rich.cells import cell_len
 from textual.coordinate import Coordinate
 from textual.widgets import DataTable, Input
 from tui_fakes import FakeCapture, batch, progress, wait_for
@@ -27,6 +28,7 @@ from eagle_tui.core.tokenizer import bundled_tokenizer_path
 from eagle_tui.core.urls import ServerURL
 from eagle_tui.tui.app import EagleApp
 from eagle_tui.tui.options import DashboardOptions, ServerTarget
+from eagle_tui.tui.render import literal
 from eagle_tui.tui.render.capture import kinds_text, sort_key, sparkline
 from eagle_tui.tui.screens.batch_forms import NewBatchScreen, StopBatchScreen, stop_question
 from eagle_tui.tui.screens.capture import CaptureScreen
@@ -87,6 +89,29 @@ async def test_table_and_detail_show_the_batches() -> None:
         assert "done 40" in counts and "in flight 8" in counts
         assert "timeout 2" in str(detail.query_one(".batch-failures").render())
         assert "tool_call 4" in str(detail.query_one(".batch-flags").render())
+
+
+async def test_columns_fit_names_as_shown_and_grow_with_them() -> None:
+    """The table's columns have fixed widths (a DataTable measuring on idle can be drawn at
+    the old width first, Textual #3533): measured on the text as shown (an escape in a name
+    is drawn visibly, wider than the raw string measures), and widened when a later tick
+    brings a wider cell."""
+    hostile = "run\x1b]0;pwned\x07"
+    control = FakeCapture([batch("b1-live", "running", name=hostile)])
+    app = capture_app(control)
+    async with app.run_test(size=(160, 40)) as pilot:
+        screen = screen_of(app)
+        table = screen.query_one("#batch-table", DataTable)
+        await wait_for(pilot, lambda: table.row_count == 1, what="rows")
+
+        def name_width() -> int:
+            return table.ordered_columns[1].get_render_width(table) - 2 * table.cell_padding
+
+        assert name_width() == cell_len(literal.shown(hostile)) > cell_len(hostile)
+        assert str(table.get_row("b1-live")[1]) == literal.shown(hostile)
+        control.snapshots[0] = batch("b1-live", "running", name="a-much-longer-batch-name")
+        screen.refresh_batches()
+        assert name_width() == len("a-much-longer-batch-name")
 
 
 async def test_no_eta_unless_the_batch_is_progressing() -> None:

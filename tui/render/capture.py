@@ -97,17 +97,22 @@ def table_cells(snapshot: BatchSnapshot) -> tuple[str, ...]:
     )
 
 
-def columns_that_fit(rows: Sequence[Sequence[str]], width: int) -> tuple[int, ...]:
-    """Indices (in table order) of the ``COLUMNS`` that fit in ``width`` cells, taken in
-    ``COLUMNS_BY_USE`` order; the batch id always."""
-    widths = [
-        max([cell_len(header), *(cell_len(row[i]) for row in rows)]) + CELL_PADDING
+def content_widths(rows: Sequence[Sequence[str]]) -> tuple[int, ...]:
+    """Each of the ``COLUMNS``' width in cells: its widest cell, or its header if wider."""
+    return tuple(
+        max([cell_len(header), *(cell_len(row[i]) for row in rows)])
         for i, header in enumerate(COLUMNS)
-    ]
+    )
+
+
+def columns_that_fit(widths: Sequence[int], width: int) -> tuple[int, ...]:
+    """Indices (in table order) of the ``COLUMNS`` (``widths``: their ``content_widths``)
+    that fit in ``width`` cells, taken in ``COLUMNS_BY_USE`` order; the batch id always."""
+    padded = [column + CELL_PADDING for column in widths]
     chosen: list[int] = []
     for name in COLUMNS_BY_USE:
         index = COLUMNS.index(name)
-        if not chosen or sum(widths[i] for i in chosen) + widths[index] <= width:
+        if not chosen or sum(padded[i] for i in chosen) + padded[index] <= width:
             chosen.append(index)
     return tuple(sorted(chosen))
 

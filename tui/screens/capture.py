@@ -27,6 +27,7 @@ from eagle_tui.tui.render.capture import (
     COLUMNS,
     BatchHistory,
     columns_that_fit,
+    content_widths,
     sort_key,
     table_cells,
 )
@@ -34,7 +35,7 @@ from eagle_tui.tui.screens.base import ViewScreen
 from eagle_tui.tui.screens.batch_forms import NewBatchScreen, StopBatchScreen
 from eagle_tui.tui.sources.capture import BatchRequest, CaptureControl
 from eagle_tui.tui.widgets.batch_detail import BatchDetail
-from eagle_tui.tui.widgets.nav_table import NavTable, column_widths, set_columns
+from eagle_tui.tui.widgets.nav_table import NavTable, set_columns
 from eagle_tui.tui.widgets.slurm_job import SlurmJobPanel
 
 HELP = """\
@@ -149,17 +150,19 @@ class CaptureScreen(ViewScreen):
 
     def _update_table(self) -> None:
         table = self.query_one("#batch-table", DataTable)
-        rows = {snapshot.batch_id: table_cells(snapshot) for snapshot in self.snapshots}
-        shown = columns_that_fit(list(rows.values()), self.size.width - SCROLLBAR)
-        shown_rows = {
-            key: [literal.rich_text(row[index]) for index in shown] for key, row in rows.items()
-        }
-        widths = column_widths([COLUMNS[index] for index in shown], shown_rows.values())
+        rows = {
+            snapshot.batch_id: [literal.rich_text(cell) for cell in table_cells(snapshot)]
+            for snapshot in self.snapshots
+        }  # measured as shown: an escape in a name is drawn wider than the raw string measures
+        every_width = content_widths([[cell.plain for cell in row] for row in rows.values()])
+        shown = columns_that_fit(every_width, self.size.width - SCROLLBAR)
+        widths = tuple(every_width[index] for index in shown)
         if shown == self.shown_columns:  # grow only: a rebuild each tick would move the view
             widths = tuple(map(max, widths, self.widths))
         if (shown, widths) != (self.shown_columns, self.widths):
             self._set_columns(table, shown, widths)
-        for key, cells in shown_rows.items():
+        for key, row in rows.items():
+            cells = [row[index] for index in shown]
             if key in table.rows:
                 for column, cell in zip(table.columns, cells, strict=True):
                     table.update_cell(key, column, cell)  # literal: made above

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import ClassVar, Protocol, runtime_checkable
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable
@@ -27,7 +28,7 @@ def row_matches(cells: Sequence[object], needle: str) -> bool:
 
 def column_widths(labels: Sequence[str], rows: Iterable[Sequence[Text]]) -> tuple[int, ...]:
     """Each column's width in cells: its widest cell, or its label if that is wider."""
-    widths = [len(label) for label in labels]
+    widths = [cell_len(label) for label in labels]
     for cells in rows:
         widths = [max(width, cell.cell_len) for width, cell in zip(widths, cells, strict=True)]
     return tuple(widths)
