@@ -21,15 +21,16 @@ import pytest
 from rich.console import Console
 from support.waiting import pilot_wait
 from test_tui_capture_view import prompts_file
-from textual import events
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Footer, Input, Static
 from tui_fakes import FakeCapture, FakeServerFeed, batch, health
+from tui_keys import burst
 from tui_shards import make_row, synthetic_rows, write_shards
 
 from eagle_tui.core import kimi
 from eagle_tui.core.batchstate import BatchState
 from eagle_tui.core.capture.events import RequestEvent
+from eagle_tui.core.clock import FakeClock
 from eagle_tui.core.health.snapshot import Flag
 from eagle_tui.core.proc.discover import ServerProcess
 from eagle_tui.core.sglang.types import ModelInfo
@@ -41,11 +42,13 @@ from eagle_tui.tui.cli import inspect as inspect_cli
 from eagle_tui.tui.cli.main import build_parser
 from eagle_tui.tui.options import DashboardOptions, ServerTarget
 from eagle_tui.tui.render.capture import batch_note
+from eagle_tui.tui.render.incidents import HOLD_S
 from eagle_tui.tui.screens.batch_forms import NewBatchScreen
 from eagle_tui.tui.screens.capture import CaptureScreen
 from eagle_tui.tui.screens.help import HelpScreen
 from eagle_tui.tui.screens.inspect import InspectScreen
 from eagle_tui.tui.screens.sample import SampleScreen, sample_header
+from eagle_tui.tui.screens.server import ServerScreen
 from eagle_tui.tui.screens.streams import StreamsScreen
 from eagle_tui.tui.sources import Sources
 from eagle_tui.tui.sources.batches import shard_flag_counts
@@ -74,12 +77,6 @@ def capture_app(control: FakeCapture, **options: object) -> EagleApp:
                          **options),  # type: ignore[arg-type]
         sources=Sources(capture=control, tokenizers=TokenizerCache()),
     )
-
-
-def burst(app: EagleApp, keys: list[str]) -> None:
-    """Keys as one read of the terminal gives them: all posted before the app runs."""
-    for key in keys:
-        app.post_message(events.Key(key, key if len(key) == 1 else None))
 
 
 # -- item 2: a burst of keys in a text field ------------------------------------------------
@@ -185,13 +182,13 @@ async def test_inspect_search_finds_a_row_on_another_page(
             return row.sample_id if row is not None else None
 
         for typed, wanted in (("s00250", "s00250"), ("#301", "s00301"), ("00149", "s00149")):
-            await pilot.press("slash", *typed, "enter")
+            burst(app, ["slash", *typed, "enter"])
             await pilot_wait(pilot, lambda w=wanted: highlighted() == w,
                              what=lambda w=wanted: f"{w} highlighted (now {highlighted()})")
             assert app.focused is table
         said: list[str] = []
         monkeypatch.setattr(screen, "notify", lambda message, **_: said.append(message))
-        await pilot.press("slash", *"p0150", "enter")
+        burst(app, ["slash", *"p0150", "enter"])
         await pilot_wait(pilot, lambda: bool(said), what="the answer")
         assert "350" in said[0] and "searched every shard" in said[0]
 
@@ -348,13 +345,22 @@ async def test_discovery_toasts_only_about_this_users_servers(
     assert [target.quiet for target in targets] == [True, False]
     crash = Flag("crashed", "process exited with code 1")
     feeds = [FakeServerFeed(target, [health(flags=[crash])]) for target in targets]
+    clock = FakeClock()  # the toasts' hold passes when the test says, not in real time
     app = EagleApp(DashboardOptions(servers=tuple(targets)),
-                   sources=Sources(servers=tuple(feeds), capture=FakeCapture()))
+                   sources=Sources(servers=tuple(feeds), capture=FakeCapture()), clock=clock)
     async with app.run_test(size=(120, 40)) as pilot:
         said: list[str] = []
         monkeypatch.setattr(app.screen, "notify", lambda _m, **kw: said.append(kw["title"]))
-        await pilot_wait(pilot, lambda: bool(said), what="the toast about our own server")
-        await pilot.pause(0.5)
+        screen = app.screen
+        assert isinstance(screen, ServerScreen)
+        await pilot_wait(pilot, lambda: all(d.incident for d in screen.desks), what="incidents")
+        clock.advance(HOLD_S)
+
+        def decided() -> bool:  # each desk has chosen whether to toast its incident
+            return all(d.incident is not None and d.incident.shown_rank >= 0
+                       for d in screen.desks)
+
+        await pilot_wait(pilot, decided, what="both servers' incidents decided")
         assert said == [f"{targets[1].label}: crashed"]  # listed both; toasted only ours
         assert "(user " in targets[0].label and "(user" not in targets[1].label
         assert len(app.screen.query(ServerCard)) == 2
@@ -468,14 +474,13 @@ async def test_the_form_has_a_name_and_rows_per_shard(
 ) -> None:
     control = FakeCapture()
     app = capture_app(control)
-    monkeypatch.chdir(tmp_path)  # short relative paths: each key pressed costs ~0.1 s
+    monkeypatch.chdir(tmp_path)  # short relative paths
     prompts_file(tmp_path / "p.jsonl", 3)
     async with app.run_test(size=(80, 24)) as pilot:
         form = await open_form(app, pilot)
         assert form.field_values()["shard_rows"] == "2000"
-        await pilot.press(*"p.jsonl", "tab", "o",
-                          "tab", *"http://127.0.0.1:9", "tab", "tab", "tab", "tab")
-        await pilot.press("ctrl+u", *"500", "tab", *"night run")
+        burst(app, [*"p.jsonl", "tab", "o", "tab", *"http://127.0.0.1:9", "tab", "tab", "tab",
+                    "tab", "ctrl+u", *"500", "tab", *"night run"])
         await pilot_wait(pilot, lambda: form.field_values()["name"] == "night run", what="name")
         await pilot.press("ctrl+s")
         await pilot_wait(pilot, lambda: len(control.started) == 1, 60, "started")

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from rich.text import Text
 from test_tui_widgets import PaneApp, shown
-from textual import events
 from textual.binding import Binding
 from textual.widgets import Input
 from tui_fakes import FakeCapture, FakeServerFeed, batch, health, wait_for
+from tui_keys import burst
 
 from eagle_tui.core.urls import ServerURL
 from eagle_tui.tui.app import EagleApp
@@ -66,8 +66,7 @@ async def test_a_burst_of_keys_keeps_its_order_and_field() -> None:
         await pilot.press("n")
         screen = app.screen
         assert isinstance(screen, NewBatchScreen)
-        for key in [*"p.jsonl", "tab", *"out", "tab", *"srv", "shift+tab", "end", *"2"]:
-            app.post_message(events.Key(key, key if len(key) == 1 else None))  # no waiting
+        burst(app, [*"p.jsonl", "tab", *"out", "tab", *"srv", "shift+tab", "end", *"2"])
 
         def typed() -> tuple[str, str, str]:
             fields = screen.field_values()
