@@ -65,12 +65,15 @@ class HealthPoller:
         clock: Clock,
         interval_s: float = 1.0,
         timeout_s: float = 3.0,
+        backstop_s: float = 1.0,
         keep: int = 60,
     ) -> None:
         self._check = check
         self._clock = clock
         self.interval_s = interval_s
         self.timeout_s = timeout_s
+        self.backstop_s = backstop_s
+        """How long past ``timeout_s`` a check that ignores its own timeout is waited for."""
         self._task: asyncio.Task[HealthProbe] | None = None
         self._next_start = float("-inf")
         self._seq = 0
@@ -108,7 +111,8 @@ class HealthPoller:
 
     async def _classify(self) -> tuple[HealthOutcome, int | None, str]:
         try:
-            result = await asyncio.wait_for(self._check(self.timeout_s), self.timeout_s + 1.0)
+            result = await asyncio.wait_for(self._check(self.timeout_s),
+                                            self.timeout_s + self.backstop_s)
         except ServerUnreachable as exc:
             return HealthOutcome.REFUSED, None, f"connection refused ({exc.message})"
         except (ServerTimeout, TimeoutError):

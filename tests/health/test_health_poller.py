@@ -107,7 +107,8 @@ async def test_a_hanging_check_is_cut_by_the_pollers_own_timeout() -> None:
         await asyncio.Event().wait()
         raise AssertionError("unreachable")
 
-    poller = HealthPoller(check, clock=FakeClock(), interval_s=1.0, timeout_s=0.01)
+    poller = HealthPoller(check, clock=FakeClock(), interval_s=1.0, timeout_s=0.01,
+                          backstop_s=0.01)
     probe = await poller.poll_once()
     assert probe.outcome == HealthOutcome.TIMEOUT
     await poller.aclose()
