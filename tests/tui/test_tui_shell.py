@@ -10,6 +10,7 @@ import pytest
 from rich.color import Color as RichColor
 from rich.color import ColorSystem
 from textual.app import SystemCommand
+from textual.css.stylesheet import Stylesheet
 from tui_fakes import FakeCapture, batch
 
 from eagle_tui.core.errors import ConfigError
@@ -42,6 +43,28 @@ async def test_number_keys_switch_views() -> None:
             await pilot.press(key)
             await pilot.pause()
             assert app.current_mode == view
+
+
+@pytest.mark.parametrize(("view", "parses"), [("server", 2), ("inspect", 2), ("fleet", 4)])
+async def test_the_app_is_composed_in_its_start_view(
+    view: str, parses: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Composed in the start view, not in Textual's blank screen switched away from: one
+    stylesheet parse less at start-up (the Fleet view is fed by the Server view's, so it
+    starts there and moves on)."""
+    seen: list[int] = []
+    reparse = Stylesheet.reparse
+
+    def counted(stylesheet: Stylesheet) -> None:
+        seen.append(1)
+        reparse(stylesheet)
+
+    monkeypatch.setattr(Stylesheet, "reparse", counted)
+    app = quiet_app(start_view=view)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert app.current_mode == view
+        assert len(seen) == parses
 
 
 async def test_question_mark_and_f1_toggle_help_for_the_view() -> None:
