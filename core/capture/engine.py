@@ -76,6 +76,7 @@ from eagle_tui.core.urls import public_url
 log = logging.getLogger(__name__)
 
 WATCHDOG_TICK_S = 1.0
+WATCHDOG_MIN_TICK_S = 0.01
 
 ClientFactory = Callable[[str], ServerClient]
 
@@ -368,8 +369,10 @@ class CaptureEngine:
     async def _watch_servers(self, pool: ServerPool) -> None:
         """Fail the run when no server has been usable for ``server_down_limit_s``."""
         limit = self.config.server_down_limit_s
+        # A short limit is not overrun by a whole tick; the floor keeps a zero from spinning.
+        tick = max(WATCHDOG_MIN_TICK_S, min(WATCHDOG_TICK_S, limit / 4))
         while True:
-            await self._clock.sleep(WATCHDOG_TICK_S)
+            await self._clock.sleep(tick)
             if pool.down_for() >= limit:
                 reasons = "; ".join(f"{s.url}: {s.reason}" for s in pool.statuses())
                 self._fail(f"no server has been healthy for {limit:g} s ({reasons}); "
