@@ -474,7 +474,7 @@ async def test_the_form_has_a_name_and_rows_per_shard(
 ) -> None:
     control = FakeCapture()
     app = capture_app(control)
-    monkeypatch.chdir(tmp_path)  # short relative paths
+    monkeypatch.chdir(tmp_path)  # the form's relative p.jsonl and out resolve here
     prompts_file(tmp_path / "p.jsonl", 3)
     async with app.run_test(size=(80, 24)) as pilot:
         form = await open_form(app, pilot)
