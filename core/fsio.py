@@ -23,6 +23,9 @@ from pathlib import Path
 from typing import IO
 
 TMP_SUFFIX = ".tmp"
+DROP_BEHIND_BYTES = 64 << 20
+"""What a large file written once passes as :class:`HashingFile`'s ``drop_behind``."""
+_CAN_DROP = hasattr(os, "posix_fadvise")  # Linux and most Unix; not macOS
 
 
 def fsync_dir(directory: Path) -> None:
@@ -56,12 +59,16 @@ class HashingFile:
     reading it back.
     """
 
-    def __init__(self, path: Path) -> None:
-        """Create (truncate) ``path`` for writing."""
+    def __init__(self, path: Path, *, drop_behind: int = 0) -> None:
+        """Create (truncate) ``path`` for writing. ``drop_behind``: every this many bytes,
+        keep the page cache small for a large file written once (:meth:`_drop_behind`);
+        0 never does."""
         self.path = path
         self._handle: IO[bytes] = open(path, "wb")  # noqa: SIM115 (held open)
         self._sha = hashlib.sha256()
         self.size = 0
+        self._drop_every = drop_behind if _CAN_DROP else 0
+        self._next_drop = self._drop_every or -1
 
     @property
     def closed(self) -> bool:
@@ -74,7 +81,25 @@ class HashingFile:
         self._handle.write(view)
         self._sha.update(view)
         self.size += view.nbytes
+        if 0 <= self._next_drop <= self.size:
+            self._drop_behind()
         return view.nbytes
+
+    def _drop_behind(self) -> None:
+        """Start writing back what was written and drop from the page cache what is already
+        on disk (the pages still being written stay until the next call).
+
+        Why: a multi-GiB export otherwise fills the page cache, and on the VMs measured
+        growing it cost more kernel time than encoding the file (issue 23: 4.4 GiB written
+        in 9-19 s, 8-14 s of it system time, against 2.3-2.6 s with this). It also leaves
+        the host's cache to the files that are read again. Advice only: an error is ignored.
+        """
+        self._next_drop = self.size + self._drop_every
+        self._handle.flush()  # a full disk is raised as ever
+        try:
+            os.posix_fadvise(self._handle.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+        except OSError:
+            self._next_drop = -1  # a file system that refuses advice: write as before
 
     def tell(self) -> int:
         """Bytes written so far."""

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 from eagle_tui.core.export.background import BackgroundFile
 from eagle_tui.core.export.encode import JSONL_COLUMNS, MASK_TYPE, jsonl_chunks, with_loss_mask
 from eagle_tui.core.export.options import ExportFormat, MaskStart
-from eagle_tui.core.fsio import HashingFile
+from eagle_tui.core.fsio import DROP_BEHIND_BYTES, HashingFile
 from eagle_tui.core.shards.schema import COLUMNS, SHARD_SCHEMA, SHARD_SCHEMA_V2, TURN_COLUMNS
 from eagle_tui.core.shards.writer import COMPRESSION, STATISTICS_COLUMNS
 
@@ -49,7 +49,7 @@ class ExportSink:
         self.fingerprint = fingerprint
         self.schema = EXPORT_SCHEMA_TURNS if turns else EXPORT_SCHEMA
         self.rows = 0
-        self.file = HashingFile(tmp)
+        self.file = HashingFile(tmp, drop_behind=DROP_BEHIND_BYTES)
         self._out = BackgroundFile(self.file)
         self._helper: ThreadPoolExecutor | None = None
         self._parquet: Any = None

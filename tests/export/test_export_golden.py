@@ -22,6 +22,7 @@ import pyarrow as pa
 import pytest
 from export_helpers import make_row, make_turn_row, write_batch
 
+from eagle_tui.core.export import output
 from eagle_tui.core.export.options import DEFAULT_DROP_FLAGS, ExportOptions, RowFilter
 from eagle_tui.core.export.run import export
 from eagle_tui.core.export.tally import invalid_reasons
@@ -84,6 +85,19 @@ def test_jsonl_bytes_are_those_a1c00fb_wrote(sources: Path, tmp_path: Path, name
     data = out.read_bytes()
     assert data.count(b"\n") == rows == result.counts.kept
     assert hashlib.sha256(data).hexdigest() == sha256
+
+
+@pytest.mark.parametrize(("names", "options", "sha256", "rows"), [CASES[3], CASES[4]])
+def test_dropping_written_pages_from_the_cache_changes_no_byte(
+        sources: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, names: list[str],
+        options: ExportOptions, sha256: str, rows: int) -> None:
+    """The export drops its written pages from the page cache every 64 MiB; here every
+    KiB, so the small golden files go through it many times."""
+    monkeypatch.setattr(output, "DROP_BEHIND_BYTES", 1024)
+    out = tmp_path / "train.jsonl"
+    result = export([sources / name for name in names], out, options)
+    assert result.bytes > 10 * 1024
+    assert hashlib.sha256(out.read_bytes()).hexdigest() == sha256 == result.sha256
 
 
 def test_a_missing_id_drops_its_row_as_out_of_range() -> None:

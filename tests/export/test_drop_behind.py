@@ -1,0 +1,90 @@
+"""A large file written once leaves the page cache behind it (issue 23: on the VMs measured,
+growing the cache by a 4.4 GiB export cost more kernel time than encoding it), and keeps
+every byte.
+
+Residency is read with the kernel's own ``mincore`` (through ctypes, as ``vmtouch`` does), so
+the test sees what the kernel did, not which calls were made.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import errno
+import hashlib
+import mmap
+import os
+from pathlib import Path
+
+import pytest
+
+from eagle_tui.core.fsio import HashingFile
+
+PAGE = mmap.PAGESIZE
+CHUNK = os.urandom(64 * 1024)
+TOTAL = 32 << 20
+EVERY = 2 << 20
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "posix_fadvise"), reason="no posix_fadvise")
+
+
+def resident_pages(path: Path) -> int:
+    """Pages of ``path`` in the page cache now."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    size = path.stat().st_size
+    vector = (ctypes.c_ubyte * ((size + PAGE - 1) // PAGE))()
+    # a private mapping is writable for ctypes and touches no page until written
+    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), size,
+                                                access=mmap.ACCESS_COPY) as mapped:
+        start = ctypes.c_char.from_buffer(mapped)
+        try:
+            if libc.mincore(ctypes.byref(start), ctypes.c_size_t(size), vector) != 0:
+                raise OSError(ctypes.get_errno(), "mincore failed")
+        finally:
+            del start  # the mapping closes only once nothing points into it
+    return sum(byte & 1 for byte in vector)
+
+
+def write(path: Path, drop_behind: int) -> str:
+    """Write :data:`TOTAL` bytes through a :class:`HashingFile`, fsync it; its sha256."""
+    file = HashingFile(path, drop_behind=drop_behind)
+    for _ in range(TOTAL // len(CHUNK)):
+        file.write(CHUNK)
+    file.sync()
+    file.close()
+    return file.hexdigest()
+
+
+def test_a_file_written_with_drop_behind_leaves_the_cache_and_keeps_every_byte(
+        tmp_path: Path) -> None:
+    kept, dropped = tmp_path / "kept", tmp_path / "dropped"
+    assert write(kept, drop_behind=0) == write(dropped, drop_behind=EVERY)
+    if resident_pages(kept) < TOTAL // PAGE // 2:
+        pytest.skip("this file system does not keep written pages cached (nothing to drop)")
+    control = os.open(kept, os.O_RDONLY)
+    try:
+        os.posix_fadvise(control, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(control)
+    if resident_pages(kept) > TOTAL // PAGE // 2:
+        pytest.skip("this file system keeps pages the kernel is advised to drop (tmpfs)")
+    # at most the last two windows stay (written back while the next was written)
+    assert resident_pages(dropped) <= 2 * EVERY // PAGE + 1
+    data = dropped.read_bytes()
+    assert data == CHUNK * (TOTAL // len(CHUNK))
+    assert hashlib.sha256(data).hexdigest() == hashlib.sha256(kept.read_bytes()).hexdigest()
+
+
+def test_a_file_system_that_refuses_the_advice_is_written_as_before(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+
+    def refuse(fd: int, offset: int, length: int, advice: int) -> None:
+        calls.append(advice)
+        raise OSError(errno.EINVAL, "Invalid argument (injected)")
+
+    monkeypatch.setattr(os, "posix_fadvise", refuse)
+    digest = write(tmp_path / "file", drop_behind=EVERY)
+    assert calls == [os.POSIX_FADV_DONTNEED]  # asked once, then never again
+    assert (tmp_path / "file").read_bytes() == CHUNK * (TOTAL // len(CHUNK))
+    assert digest == hashlib.sha256(CHUNK * (TOTAL // len(CHUNK))).hexdigest()
