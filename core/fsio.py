@@ -91,7 +91,7 @@ class HashingFile:
 
         Why: a multi-GiB export otherwise fills the page cache, and on the VMs measured
         growing it cost more kernel time than encoding the file (issue 23: 4.4 GiB written
-        in 9-19 s, 8-14 s of it system time, against 2.3-2.6 s with this). It also leaves
+        in 8.8-22.7 s, 7.8-18.3 s of it system time, against 2.3-3.0 s with this). It also leaves
         the host's cache to the files that are read again. Advice only: an error is ignored.
         """
         self._next_drop = self.size + self._drop_every
