@@ -5,7 +5,8 @@ Writes ~``--gib`` of shards with the project's own ShardWriter (Zipf-like ids, c
 text than noise; reused when ``DIR`` already holds a batch), then measures, each in a fresh
 process so peak RSS is its own: a plain pyarrow read of every row group (all columns), the
 export's verification alone (checksums + sample ids), and ``export`` to each format.
-MiB/s counts shard bytes read. Prints figures; asserts nothing.
+MiB/s counts shard bytes read; user and system CPU seconds are the measuring process's
+(system time is where page-cache and page-fault costs show). Prints figures; asserts nothing.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ def write_shards(directory: Path, gib: float, tokens: int) -> None:
 
 def measure(what: str, directory: Path, scratch: Path) -> dict[str, float]:
     """One measurement in this process; returns seconds, rows and peak RSS (MiB)."""
+    before = resource.getrusage(resource.RUSAGE_SELF)
     start = time.perf_counter()
     rows = 0
     if what == "pyarrow":
@@ -86,8 +88,10 @@ def measure(what: str, directory: Path, scratch: Path) -> dict[str, float]:
               f"{result.bytes / 2**20:,.0f} MiB", file=sys.stderr)
         out.unlink()
     seconds = time.perf_counter() - start
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"seconds": seconds, "rows": rows, "peak_rss_mib": peak}
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return {"seconds": seconds, "rows": rows, "peak_rss_mib": usage.ru_maxrss / 1024,
+            "user_s": usage.ru_utime - before.ru_utime,
+            "system_s": usage.ru_stime - before.ru_stime}
 
 
 def run_child(what: str, directory: Path, scratch: Path) -> dict[str, float]:
@@ -105,12 +109,13 @@ def report(directory: Path, scratch: Path) -> None:
     figures = {what: run_child(what, directory, scratch) for what in MEASURES}
     figures["pyarrow (again)"] = run_child("pyarrow", directory, scratch)
     base = min(figures["pyarrow"]["seconds"], figures["pyarrow (again)"]["seconds"])
-    print(f"{'':<16}{'s':>8}{'rows/s':>10}{'MiB/s':>9}{'peak RSS MiB':>14}"
-          f"{'time x pyarrow':>16}{'speed x pyarrow':>17}")
+    print(f"{'':<16}{'s':>8}{'user s':>8}{'sys s':>7}{'rows/s':>10}{'MiB/s':>9}"
+          f"{'peak RSS MiB':>14}{'time x pyarrow':>16}{'speed x pyarrow':>17}")
     for what, f in figures.items():
-        print(f"{what:<16}{f['seconds']:>8.1f}{f['rows'] / f['seconds']:>10,.0f}"
-              f"{size / 2**20 / f['seconds']:>9,.0f}{f['peak_rss_mib']:>14,.0f}"
-              f"{f['seconds'] / base:>16.2f}{base / f['seconds']:>17.2f}")
+        print(f"{what:<16}{f['seconds']:>8.1f}{f['user_s']:>8.1f}{f['system_s']:>7.1f}"
+              f"{f['rows'] / f['seconds']:>10,.0f}{size / 2**20 / f['seconds']:>9,.0f}"
+              f"{f['peak_rss_mib']:>14,.0f}{f['seconds'] / base:>16.2f}"
+              f"{base / f['seconds']:>17.2f}")
 
 
 def main() -> None:
