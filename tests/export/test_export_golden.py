@@ -13,6 +13,7 @@ they were compared with ``cmp`` against a1c00fb's by hand (issue 23's closing no
 from __future__ import annotations
 
 import hashlib
+import random
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -98,6 +99,33 @@ def test_dropping_written_pages_from_the_cache_changes_no_byte(
     result = export([sources / name for name in names], out, options)
     assert result.bytes > 10 * 1024
     assert hashlib.sha256(out.read_bytes()).hexdigest() == sha256 == result.sha256
+
+
+@pytest.mark.parametrize(("names", "row_filter"), [
+    (["a", "b"], STOP_ONLY), (["odd"], RowFilter.build(drop_flags=["tool_call"])),
+    (["held"], RowFilter.build())])
+def test_parquet_bytes_are_those_arrows_take_gives(
+        sources: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, names: list[str],
+        row_filter: RowFilter) -> None:
+    """Kept rows are joined from slices, not copied by Arrow's ``filter``: the same file."""
+    options = ExportOptions("parquet", filter=row_filter)
+    ours = export([sources / name for name in names], tmp_path / "ours.parquet", options)
+    monkeypatch.setattr(output, "kept_rows",
+                        lambda table, kept: table.take(pa.array(kept, pa.int64())))
+    arrows = export([sources / name for name in names], tmp_path / "take.parquet", options)
+    assert 0 < ours.counts.kept < ours.counts.rows
+    assert (tmp_path / "ours.parquet").read_bytes() == (tmp_path / "take.parquet").read_bytes()
+    assert ours.sha256 == arrows.sha256
+
+
+def test_kept_rows_are_the_rows_asked_for_in_order() -> None:
+    table = pa.table({"ids": pa.array([[i] * (i % 5) for i in range(40)], pa.list_(pa.int32())),
+                      "name": [f"r{i}" for i in range(40)]})
+    rng = random.Random(7)
+    cases = [[0], [39], list(range(40)), [0, 39], list(range(1, 39)), list(range(0, 40, 2))]
+    cases += [sorted(rng.sample(range(40), rng.randint(1, 40))) for _ in range(50)]
+    for kept in cases:
+        assert output.kept_rows(table, kept).equals(table.take(pa.array(kept, pa.int64())))
 
 
 def test_a_missing_id_drops_its_row_as_out_of_range() -> None:
