@@ -96,6 +96,9 @@ class HashingFile:
         """
         self._next_drop = self.size + self._drop_every
         self._handle.flush()  # a full disk is raised as ever
+        self._advise_drop()
+
+    def _advise_drop(self) -> None:
         try:
             os.posix_fadvise(self._handle.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
         except OSError:
@@ -122,9 +125,12 @@ class HashingFile:
         return False
 
     def sync(self) -> None:
-        """Flush and fsync, so the bytes are on disk before a rename."""
+        """Flush and fsync, so the bytes are on disk before a rename (with ``drop_behind``,
+        the now clean pages leave the cache too)."""
         self._handle.flush()
         os.fsync(self._handle.fileno())
+        if self._next_drop >= 0:
+            self._advise_drop()
 
     def hexdigest(self) -> str:
         """sha256 of everything written."""
