@@ -23,6 +23,7 @@ from eagle_tui.core.fsio import HashingFile
 PAGE = mmap.PAGESIZE
 CHUNK = os.urandom(64 * 1024)
 TOTAL = 32 << 20
+CONTENT = CHUNK * (TOTAL // len(CHUNK))
 EVERY = 2 << 20
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "posix_fadvise"), reason="no posix_fadvise")
@@ -82,8 +83,7 @@ def test_a_file_written_with_drop_behind_leaves_the_cache_and_keeps_every_byte(
     file.close()
     assert resident_pages(dropped) <= EVERY // PAGE  # the sync dropped what it made clean
     assert file.hexdigest() == kept_digest
-    data = dropped.read_bytes()
-    assert data == CHUNK * (TOTAL // len(CHUNK))
+    assert dropped.read_bytes() == CONTENT
 
 
 def test_a_file_system_that_refuses_the_advice_is_written_as_before(
@@ -97,5 +97,5 @@ def test_a_file_system_that_refuses_the_advice_is_written_as_before(
     monkeypatch.setattr(os, "posix_fadvise", refuse)
     digest = write(tmp_path / "file", drop_behind=EVERY)
     assert calls == [os.POSIX_FADV_DONTNEED]  # asked once, then never again
-    assert (tmp_path / "file").read_bytes() == CHUNK * (TOTAL // len(CHUNK))
-    assert digest == hashlib.sha256(CHUNK * (TOTAL // len(CHUNK))).hexdigest()
+    assert (tmp_path / "file").read_bytes() == CONTENT
+    assert digest == hashlib.sha256(CONTENT).hexdigest()
