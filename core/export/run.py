@@ -26,6 +26,7 @@ from eagle_tui.core.export.background import prefetched
 from eagle_tui.core.export.manifest import build_manifest, manifest_path_for
 from eagle_tui.core.export.options import ExportOptions
 from eagle_tui.core.export.output import ExportSink
+from eagle_tui.core.export.pool import export_memory_pool
 from eagle_tui.core.export.tally import KeepCounts, KeepTally, batch_split
 from eagle_tui.core.fsio import TMP_SUFFIX, describe_os_error, fsync_dir, write_atomic
 from eagle_tui.core.samples.job import (
@@ -76,7 +77,18 @@ def export(directories: Sequence[str | Path], out: str | Path, options: ExportOp
     tally = KeepTally(options.filter, mask_start, options.max_length,
                       footer.tokenizer.vocab_size if footer else None)
     turns = any(is_multi_turn(batch.reader) for batch in batches)
-    sink = _open_sink(path, options, fingerprint, turns=turns)
+    with export_memory_pool():
+        sink = _open_sink(path, options, fingerprint, turns=turns)
+        _fill_and_commit(sink, batches, tally, progress, options, path)
+    return ExportResult(path, manifest_path, tally.counts(), sink.file.size,
+                        sink.file.hexdigest(), partial)
+
+
+def _fill_and_commit(sink: ExportSink, batches: list[SourceBatch], tally: KeepTally,
+                     progress: Progress | None, options: ExportOptions, path: Path) -> None:
+    """Every kept row into ``sink``, then the data file and its manifest put in place; on
+    any failure neither is, and the temporary files are gone."""
+    manifest_path = manifest_path_for(path)
     tmp_manifest = manifest_path.with_name(manifest_path.name + TMP_SUFFIX)
     try:
         _stream(batches, sink, tally, progress, include_held_out=options.include_held_out)
@@ -91,8 +103,6 @@ def export(directories: Sequence[str | Path], out: str | Path, options: ExportOp
         sink.discard()
         tmp_manifest.unlink(missing_ok=True)
         raise
-    return ExportResult(path, manifest_path, tally.counts(), sink.file.size,
-                        sink.file.hexdigest(), partial)
 
 
 def _check_output(path: Path, manifest_path: Path, force: bool) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -87,6 +88,7 @@ def measure(what: str, directory: Path, scratch: Path) -> dict[str, float]:
         print(f"  {what}: {result.counts.text(lead='kept')}; output "
               f"{result.bytes / 2**20:,.0f} MiB", file=sys.stderr)
         out.unlink()
+        result.manifest_path.unlink()  # a later measurement writes the same name
     seconds = time.perf_counter() - start
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return {"seconds": seconds, "rows": rows, "peak_rss_mib": usage.ru_maxrss / 1024,
@@ -94,10 +96,14 @@ def measure(what: str, directory: Path, scratch: Path) -> dict[str, float]:
             "system_s": usage.ru_stime - before.ru_stime}
 
 
-def run_child(what: str, directory: Path, scratch: Path) -> dict[str, float]:
+def run_child(what: str, directory: Path, scratch: Path,
+              pool: str | None = None) -> dict[str, float]:
+    """``what`` measured in a fresh process; ``pool`` names the Arrow pool it must keep
+    (the export otherwise picks jemalloc, core/export/pool.py)."""
     command = [sys.executable, __file__, "--measure", what, "--dir", str(directory),
                "--scratch", str(scratch)]
-    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    env = dict(os.environ, ARROW_DEFAULT_MEMORY_POOL=pool) if pool else None
+    done = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
     sys.stderr.write(done.stderr)
     result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
@@ -107,12 +113,14 @@ def report(directory: Path, scratch: Path) -> None:
     size = sum(p.stat().st_size for p in (directory / "shards").glob("*.parquet"))
     print(f"shards: {size / 2**20:,.0f} MiB in {directory}")
     figures = {what: run_child(what, directory, scratch) for what in MEASURES}
+    # the same export on pyarrow's default pool: the figure before the export chose its own
+    figures["speculators, mimalloc"] = run_child("speculators", directory, scratch, "mimalloc")
     figures["pyarrow (again)"] = run_child("pyarrow", directory, scratch)
     base = min(figures["pyarrow"]["seconds"], figures["pyarrow (again)"]["seconds"])
-    print(f"{'':<16}{'s':>8}{'user s':>8}{'sys s':>7}{'rows/s':>10}{'MiB/s':>9}"
+    print(f"{'':<22}{'s':>8}{'user s':>8}{'sys s':>7}{'rows/s':>10}{'MiB/s':>9}"
           f"{'peak RSS MiB':>14}{'time x pyarrow':>16}{'speed x pyarrow':>17}")
     for what, f in figures.items():
-        print(f"{what:<16}{f['seconds']:>8.1f}{f['user_s']:>8.1f}{f['system_s']:>7.1f}"
+        print(f"{what:<22}{f['seconds']:>8.1f}{f['user_s']:>8.1f}{f['system_s']:>7.1f}"
               f"{f['rows'] / f['seconds']:>10,.0f}{size / 2**20 / f['seconds']:>9,.0f}"
               f"{f['peak_rss_mib']:>14,.0f}{f['seconds'] / base:>16.2f}"
               f"{base / f['seconds']:>17.2f}")
