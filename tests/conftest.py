@@ -17,6 +17,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
+from types import ModuleType
 
 import pytest
 from support.processes import Holder, reap, spawn_holder
@@ -105,6 +106,13 @@ def port_holders() -> Iterator[SpawnHolder]:
     yield make
     for holder in made:
         reap(holder)
+
+
+@pytest.fixture(scope="session")
+def hf_datasets() -> ModuleType:
+    """Hugging Face ``datasets``, imported by the tests that use it (skipped without it):
+    imported at collection it costs each worker ~0.5 s of CPU, pandas with it."""
+    return pytest.importorskip("datasets")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from export_helpers import make_row, read_jsonl, write_batch
@@ -12,8 +13,6 @@ from rich.console import Console
 
 from eagle_tui.tui.cli.main import build_parser, main
 from eagle_tui.tui.cli.stats import run as run_stats
-
-datasets = pytest.importorskip("datasets")
 
 
 @pytest.fixture
@@ -77,11 +76,12 @@ def test_stats_previews_the_export_in_its_single_read(
 
 
 @pytest.mark.parametrize("fmt", ["speculators", "parquet"])
-def test_hugging_face_datasets_loads_the_export(batch: Path, tmp_path: Path, fmt: str) -> None:
+def test_hugging_face_datasets_loads_the_export(batch: Path, tmp_path: Path, fmt: str,
+                                                hf_datasets: ModuleType) -> None:
     out = tmp_path / ("train.jsonl" if fmt == "speculators" else "train.parquet")
     assert main(["export", str(batch), "--format", fmt, "--out", str(out)]) == 0
     loader = "json" if fmt == "speculators" else "parquet"
-    loaded = datasets.load_dataset(loader, data_files=str(out), split="train",
+    loaded = hf_datasets.load_dataset(loader, data_files=str(out), split="train",
                                    cache_dir=str(tmp_path / "hf-cache"))
     rows = read_jsonl(out) if fmt == "speculators" else None
     assert loaded.num_rows == 30
