@@ -82,7 +82,7 @@ def test_hugging_face_datasets_loads_the_export(batch: Path, tmp_path: Path, fmt
     assert main(["export", str(batch), "--format", fmt, "--out", str(out)]) == 0
     loader = "json" if fmt == "speculators" else "parquet"
     loaded = hf_datasets.load_dataset(loader, data_files=str(out), split="train",
-                                   cache_dir=str(tmp_path / "hf-cache"))
+                                      cache_dir=str(tmp_path / "hf-cache"))
     rows = read_jsonl(out) if fmt == "speculators" else None
     assert loaded.num_rows == 30
     first = loaded[0]

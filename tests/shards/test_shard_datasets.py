@@ -20,7 +20,7 @@ def test_load_dataset_parquet_reads_a_shard(batch_dir: Path, tmp_path: Path,
             writer.add(row)
     files = sorted(str(p) for p in (batch_dir / "shards").glob("*.parquet"))
     loaded = hf_datasets.load_dataset("parquet", data_files=files, split="train",
-                                   cache_dir=str(tmp_path / "hf-cache"))
+                                      cache_dir=str(tmp_path / "hf-cache"))
     assert loaded.num_rows == 6
     assert loaded["sample_id"] == [r.sample_id for r in rows]
     assert loaded[1]["input_ids"] == list(rows[1].input_ids)
@@ -42,5 +42,5 @@ def test_load_dataset_parquet_reads_the_acceptance_column(tmp_path: Path,
             writer.add(row)
     files = sorted(str(p) for p in (tmp_path / "b" / "shards").glob("*.parquet"))
     loaded = hf_datasets.load_dataset("parquet", data_files=files, split="train",
-                                   cache_dir=str(tmp_path / "hf-cache"))
+                                      cache_dir=str(tmp_path / "hf-cache"))
     assert loaded["acceptance"] == [counts if i % 2 else None for i in range(6)]
