@@ -26,16 +26,16 @@ CHOSEN_BY_USER = "ARROW_DEFAULT_MEMORY_POOL"
 
 
 @contextlib.contextmanager
-def export_memory_pool() -> Iterator[pa.MemoryPool]:
+def export_memory_pool() -> Iterator[None]:
     """Arrow's default pool is jemalloc inside this block (see the module docstring)."""
-    previous = pa.default_memory_pool()
     pool = _jemalloc() if not os.environ.get(CHOSEN_BY_USER) else None
     if pool is None:
-        yield previous
+        yield
         return
+    previous = pa.default_memory_pool()
     pa.set_memory_pool(pool)
     try:
-        yield pool
+        yield
     finally:
         pa.set_memory_pool(previous)
 
