@@ -26,6 +26,10 @@ from eagle_tui.core.shards.writer import ShardWriter
 
 log = logging.getLogger(__name__)
 
+HAND_OFF_ROWS = 64
+"""Rows handed to the writer thread at once (fewer when shards are smaller, so a full shard
+is committed when its last row is done, not when 64 are)."""
+
 
 @dataclass(slots=True)
 class _Batch:
@@ -42,7 +46,7 @@ class ShardSink:
         writer: ShardWriter,
         clock: Clock,
         *,
-        batch_rows: int = 64,
+        batch_rows: int = HAND_OFF_ROWS,
         max_age_s: float = 120.0,
         counts: Callable[[], tuple[int, int]] = lambda: (0, 0),
         on_commit: Callable[[ShardInfo], None] = lambda info: None,

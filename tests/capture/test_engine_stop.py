@@ -33,6 +33,11 @@ async def until_in_flight(fake: FakeSGLang, count: int) -> None:
                            every=0.005)
 
 
+def committed_rows(out_dir: Path) -> int:
+    manifest = Manifest.load_optional(out_dir)
+    return 0 if manifest is None else manifest.counts.done
+
+
 async def test_stop_lets_in_flight_finish_within_grace(
     tmp_path: Path, tokenizer: LoadedTokenizer
 ) -> None:
@@ -119,3 +124,22 @@ async def test_stop_before_start_sends_nothing(tmp_path: Path,
     engine.stop()
     summary = await engine.run()
     assert summary.state == "stopped" and fake.generate_bodies == []
+
+
+async def test_a_full_shard_is_committed_when_its_last_row_is_done(
+    tmp_path: Path, tokenizer: LoadedTokenizer
+) -> None:
+    """Shards smaller than the writer thread's hand-off batch (64 rows) are committed as
+    they fill, not after 64 rows or two minutes: a run killed now keeps them."""
+    fake = FakeSGLang()
+    fake.fault_for = lambda prompt: "hang" if len(fake.generate_bodies) > 7 else None
+    write_prompts(tmp_path / "prompts.jsonl", 40)
+    config = make_config(tmp_path, [fake.url], concurrency=2, shard_rows=5)
+    engine = engine_for(config, fake, tokenizer)
+    run = asyncio.ensure_future(engine.run())
+    await async_wait_until(lambda: committed_rows(config.out_dir) >= 5, 30,
+                           "a shard of 5 rows committed while the run goes on")
+    assert not run.done() and len(rows_of(config.out_dir)) == 5
+    engine.stop(abort=True)
+    summary = await run
+    assert summary.progress.counts.done == 7 == len(rows_of(config.out_dir))
