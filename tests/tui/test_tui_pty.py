@@ -253,8 +253,10 @@ def test_a_foreground_capture_stopping_after_ctrl_c_shows_no_eta(
             400)), "--out", str(tmp_path / "out"), "--server", sim.url, "--tokenizer",
             TOKENIZER, "--max-new-tokens", "48", "--concurrency", "16", "--grace", "60"]
     with PtyTerminal(args, cols=140, rows=30, cwd=tmp_path) as term:
-        term.wait_until(lambda: re.search(r"ETA \d+s\s+\[running\]", term.text()) is not None,
-                        "an ETA while running", timeout=120)
+        # any ETA: 400 rows at ~3 a second first show as ETA 2m10s (`\d+s` alone waited a
+        # minute for the ETA to drop under 60 s)
+        term.wait_until(lambda: re.search(r"ETA \d[\dhms]*\s+\[running\]", term.text())
+                        is not None, "an ETA while running", timeout=120)
         term.write(b"\x03")  # Ctrl-C as the terminal sends it (the tty makes it SIGINT)
         term.wait_for("[stopping]")
         term.wait_until(lambda: term.alive() is not None, "the capture to end", timeout=120)
