@@ -105,8 +105,9 @@ class Server:
         self.paused_at: float | None = None
         # Set when the server is paused, so its health monitor re-checks it at once.
         self.paused_signal = asyncio.Event()
-        # The timeouts of the requests in flight here, so a stop can end them at once.
-        self.attempts: set[asyncio.Timeout] = set()
+        # The timeout and rid of each request in flight here, so a stop can abort them by
+        # rid or end them at once.
+        self.attempts: dict[asyncio.Timeout, str] = {}
         self.cut = False
 
     @property
@@ -123,6 +124,10 @@ class Server:
             if not scope.expired():  # an expired one is already on its way out
                 scope.reschedule(loop.time())
         return len(self.attempts)
+
+    def rids_in_flight(self) -> list[str]:
+        """The rids of the requests in flight here."""
+        return list(self.attempts.values())
 
     def status(self) -> ServerStatus:
         """A snapshot of this server."""

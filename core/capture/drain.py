@@ -2,10 +2,15 @@
 
 Order: no new jobs (the feeder stops and the pool closes, so workers waiting for a server
 leave), wait up to ``grace_s`` for in-flight requests (an abort request cuts the wait),
-abort this run's requests on every server with one prefix call each (their rids share the
-run prefix and nobody else's do), wait ``ABORT_WAIT_S`` for the aborted answers, and only
-then cancel what is left (a server that died never answers; cancelling closes the
-connections, which SGLang also treats as an abort).
+abort this run's requests on every server by their exact rids, wait ``ABORT_WAIT_S`` for
+the aborted answers, and only then cancel what is left (a server that died never answers;
+cancelling closes the connections, which SGLang also treats as an abort).
+
+Exact rids, not the run's prefix: SGLang's tokenizer manager drops an ``/abort_request``
+whose rid is not itself in flight (measured on 0.5.23, docs/sim.md), so one prefix call
+aborted nothing and every stop waited ``ABORT_WAIT_S`` before cutting. A router is cut
+instead (it has no ``/abort_request`` and passes the hang-up on); its workers get the
+prefix, one call each, where ``--trust-router-workers`` allows.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 
-from eagle_tui.core.capture.dispatch import ServerPool
+from eagle_tui.core.capture.dispatch import Server, ServerPool
 from eagle_tui.core.clock import Clock
 
 log = logging.getLogger(__name__)
@@ -73,22 +78,29 @@ class Drainer:
         return workers.done()
 
     async def _abort_in_flight(self) -> None:
-        """Abort this run's requests on every server that has some (one call each). Requests
-        through a router are cut at once (it has no ``/abort_request``; it passes the hang-up
-        on), and the abort then goes to its workers directly to make sure."""
+        """Abort this run's requests on every server that has some, one call per rid.
+        Requests through a router are cut at once (it has no ``/abort_request``; it passes
+        the hang-up on), and the prefix then goes to its workers directly to make sure."""
         pool = self._pool
         if not pool.in_flight:
             return
-        log.info("aborting %d in-flight requests (rid prefix %s)", pool.in_flight,
-                 self._run_prefix)
+        log.info("aborting %d in-flight requests (rids %s…)", pool.in_flight, self._run_prefix)
         for server in pool.servers:
             if server.is_router and server.in_flight:
                 log.info("cut %d requests through the router %s", server.cut_in_flight(),
                          server.url)
-        calls = [s.client.abort(self._run_prefix) for s in pool.servers if s.in_flight]
-        for outcome in await asyncio.gather(*calls, return_exceptions=True):
-            if isinstance(outcome, Exception):
-                log.warning("abort failed: %s", self._redact(str(outcome)))
+        calls = [server.client.abort(rid) for server in pool.servers if server.in_flight
+                 for rid in self._rids_to_abort(server)]
+        outcomes = await asyncio.gather(*calls, return_exceptions=True)
+        failed = [outcome for outcome in outcomes if isinstance(outcome, Exception)]
+        if failed:  # one line, not one per rid: a dead server fails them all alike
+            log.warning("abort failed for %d of %d requests: %s", len(failed), len(calls),
+                        self._redact(str(failed[0])))
+
+    def _rids_to_abort(self, server: Server) -> list[str]:
+        """What to send ``server``'s ``/abort_request``: its rids in flight, or for a router
+        the run's prefix (its client passes it to the workers)."""
+        return [self._run_prefix] if server.is_router else server.rids_in_flight()
 
 
 async def _completion(future: Awaitable[object]) -> object:

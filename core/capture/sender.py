@@ -153,7 +153,7 @@ class Sender:
                                     watched=watched))
         try:
             async with asyncio.timeout(self._timeout_s) as scope:
-                server.attempts.add(scope)
+                server.attempts[scope] = rid
                 try:
                     if watched:
                         return await server.client.generate_streaming(
@@ -161,7 +161,7 @@ class Sender:
                         )
                     return await server.client.generate(request, timeout=self._timeout_s)
                 finally:
-                    server.attempts.discard(scope)
+                    del server.attempts[scope]
         except TimeoutError:
             if server.cut:
                 raise _Cut from None

@@ -55,6 +55,7 @@ class FakeSGLang:
         self.aborts: list[dict[str, Any]] = []
         self.auth_headers: set[str] = set()
         self.in_flight = 0
+        self.rids_in_flight: set[str | None] = set()
         self.max_in_flight = 0
         self.gate: asyncio.Event | None = None
         self._hanging: dict[str, asyncio.Event] = {}
@@ -86,8 +87,12 @@ class FakeSGLang:
         return httpx.Response(404)
 
     def _abort(self, body: dict[str, Any]) -> httpx.Response:
+        """As SGLang 0.5.23 (docs/sim.md): dropped unless that exact rid is in flight; then
+        every rid that starts with it is aborted."""
         self.aborts.append(body)
         prefix = str(body.get("rid", ""))
+        if not body.get("abort_all") and prefix not in self.rids_in_flight:
+            return httpx.Response(200)
         for rid, event in self._hanging.items():
             if body.get("abort_all") or (prefix and rid.startswith(prefix)):
                 event.set()
@@ -96,12 +101,14 @@ class FakeSGLang:
     async def _generate(self, body: dict[str, Any]) -> httpx.Response:
         self.bodies.append(body)
         self.in_flight += 1
+        self.rids_in_flight.add(body.get("rid"))
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         self.started.set()
         try:
             return await self._answer(body)
         finally:
             self.in_flight -= 1
+            self.rids_in_flight.discard(body.get("rid"))
 
     async def _answer(self, body: dict[str, Any]) -> httpx.Response:
         prompt: list[int] = body["input_ids"]

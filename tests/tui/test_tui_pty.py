@@ -218,8 +218,10 @@ def test_streams_follows_a_batch_that_was_running_before_the_dashboard(
 ) -> None:
     # Low item of issue 20: a dashboard (re)started while a batch runs; Streams (3) finds
     # the running batch and follows it instead of saying that nothing is watched.
-    sim = start_sim("--tokens-per-s", "5")  # slow streams: the batch outlives the test
-    request = BatchRequest(prompts_file(tmp_path / "p.jsonl", 20), tmp_path / "out",
+    # slow enough that the batch outlives the test, fast enough that a request the view
+    # sees start (one after the two in flight when it opens) comes within seconds
+    sim = start_sim("--tokens-per-s", "20")
+    request = BatchRequest(prompts_file(tmp_path / "p.jsonl", 80), tmp_path / "out",
                            (sim.url,), bundled_tokenizer_path(), concurrency=2,
                            max_new_tokens=400)
     launched = asyncio.run(asyncio.to_thread(launch_detached, request.to_config()))
