@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
@@ -89,6 +89,7 @@ class ServerFeed:
         self._accept: AcceptanceTracker | None = None
         self.looked_at_acceptance = 0  # looks taken (a server without speculation too)
         self._next_accept = float("-inf")
+        self._side_looks: dict[str, asyncio.Task[None]] = {}
 
     @property
     def can_control(self) -> bool:
@@ -137,9 +138,9 @@ class ServerFeed:
         try:
             await self._watch(stop, emit, clock)
         finally:
-            tail.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await tail
+            for task in (tail, *self._side_looks.values()):
+                task.cancel()
+            await asyncio.gather(tail, *self._side_looks.values(), return_exceptions=True)
             await self._close_watcher()
             self._loop = None
 
@@ -164,8 +165,17 @@ class ServerFeed:
             snapshot = replace(self._last_snapshot, problems=(f"watch failed: {exc}",))
         self._last_snapshot = snapshot
         emit(snapshot)
-        await self._router_tick(emit)
-        await self._acceptance_tick(emit)
+        self._look_aside("router", lambda: self._router_tick(emit))
+        self._look_aside("acceptance", lambda: self._acceptance_tick(emit))
+
+    def _look_aside(self, name: str, look: Callable[[], Coroutine[None, None, None]]) -> None:
+        """Start a side view's look unless its last one is still waiting: a server that
+        takes connections and never answers (a port held by another process, a stopped
+        scheduler) makes a look wait out its timeouts, and the snapshots must not wait
+        with it (they did: one every 10-15 s)."""
+        running = self._side_looks.get(name)
+        if running is None or running.done():
+            self._side_looks[name] = asyncio.create_task(look())
 
     async def _acceptance_tick(self, emit: Emit) -> None:
         """Every ``ACCEPT_EVERY_S``: the live acceptance of a speculating server."""
