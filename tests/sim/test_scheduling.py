@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 import pytest
-from sim_helpers import chat_prompt
+from sim_helpers import chat_prompt, recording
 from support.waiting import async_wait_until
 
 from eagle_tui.core.sim.launcher import SimProcess
@@ -75,6 +75,24 @@ async def test_abort_matches_rid_prefixes(client: httpx.AsyncClient) -> None:
     assert not tasks["other"].done()
     await client.post("/abort_request", json={"abort_all": True})
     assert (await tasks["other"]).json()["meta_info"]["finish_reason"]["type"] == "abort"
+
+
+@pytest.mark.parametrize("how", ["prefix", "exact"])
+async def test_aborts_end_what_they_ended_on_real_sglang(client: httpx.AsyncClient,
+                                                         how: str) -> None:
+    """The recorded exchange replayed: a prefix that is no rid in flight aborts nothing,
+    exact rids abort at once (tests/fixtures/realsrv/abort_prefix_vs_exact.json)."""
+    recorded = recording("abort_prefix_vs_exact.json")[how]
+    rids = [entry["request"]["body"]["rid"] for entry in recorded["generates"]]
+    tasks = [asyncio.create_task(client.post("/generate", json=long_request(rid, 300)))
+             for rid in rids]
+    await until(lambda: state(client), lambda s: s["running"] == 2 and s["generation_tokens"] > 3)
+    for sent in recorded["aborts"]:
+        response = await client.post("/abort_request", json=sent["request"]["body"])
+        assert (response.status_code, response.text) == (sent["status"], sent["body"])
+    answers = [(await task).json()["meta_info"] for task in tasks]
+    assert [a["finish_reason"]["type"] for a in answers] == [
+        entry["finish_reason"]["type"] for entry in recorded["generates"]]
 
 
 async def test_queue_beyond_max_running_and_abort_while_waiting(
