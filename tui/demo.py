@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import concurrent.futures
 import contextlib
 import json
 import logging
@@ -330,7 +331,9 @@ class DemoApp(EagleApp):
                     timeout=30)
 
     def _from_thread(self, callback: Callable[[], object]) -> None:
-        with contextlib.suppress(RuntimeError):  # the app has already stopped
+        # the app has stopped (RuntimeError) or is stopping and cancelled the call: either
+        # way nothing is left to tell, and a traceback on the way out would only alarm
+        with contextlib.suppress(RuntimeError, concurrent.futures.CancelledError):
             self.call_from_thread(callback)
 
     def _quit_soon(self) -> None:

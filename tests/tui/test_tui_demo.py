@@ -18,6 +18,7 @@ import struct
 import subprocess
 import sys
 import termios
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -88,6 +89,10 @@ async def test_demo_runs_a_batch_on_the_sim_and_q_cleans_up(no_marker: None) -> 
     # loaded machine the keeper may finish after that, which is by design: wait for it.
     assert pid is not None
     poll_until(lambda: cleaned_up(pid, demo.workdir), 30, every=0.1)
+    # its thread then tells an app that is gone, and must end quietly (a CancelledError
+    # from Textual escaped once, and pytest blamed whichever test ran next): waited for
+    # here, so pytest lays anything it raises on this test
+    poll_until(lambda: all(t.name != "demo-stop" for t in threading.enumerate()), 30)
     assert Registry().all() == []  # the demo's record is gone with its files
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     assert not demo.workdir.exists()
