@@ -64,7 +64,10 @@ log = logging.getLogger(__name__)
 POLL_S = 0.5
 SURVEY_TIMEOUT_S = 2.0
 EVENT_BUFFER = 50_000
-HELLO_WAIT_S = 3.0
+HELLO_WAIT_S = 45.0
+"""How long a watch waits for its event subscription before asking the worker to stream.
+Streaming before we are subscribed loses the first ids of the requests it starts, so the
+wait is as long as the event stream's own read timeout: a loaded machine took over 3 s."""
 CLOSE_WAIT_S = 0.5
 """How long closing waits for the follower thread (a daemon: it never holds the exit up)."""
 _ENDED_KINDS = frozenset({"finished", "failed", "rejected"})
@@ -372,6 +375,7 @@ class DetachedCapture:
     async def _watch(self, batch_id: str, count: int) -> None:
         hello = self._follow(batch_id)
         with contextlib.suppress(TimeoutError):  # subscribe first: no delta is missed
+            # (the hello also comes when the follower fails: no hang here)
             await asyncio.wait_for(hello.wait(), HELLO_WAIT_S)
         await self._client(batch_id).watch(count)
 
