@@ -33,6 +33,13 @@ async def until_in_flight(fake: FakeSGLang, count: int) -> None:
                            every=0.005)
 
 
+def hanging_after(answered: int) -> FakeSGLang:
+    """A server that answers the first ``answered`` requests and never the rest."""
+    fake = FakeSGLang()
+    fake.fault_for = lambda prompt: "hang" if len(fake.generate_bodies) > answered else None
+    return fake
+
+
 def committed_rows(out_dir: Path) -> int:
     manifest = Manifest.load_optional(out_dir)
     return 0 if manifest is None else manifest.counts.done
@@ -85,8 +92,7 @@ async def test_grace_expiry_aborts_this_runs_requests(
 
 async def test_second_stop_with_abort_skips_the_grace(tmp_path: Path,
                                                       tokenizer: LoadedTokenizer) -> None:
-    fake = FakeSGLang()
-    fake.fault_for = lambda prompt: "hang" if len(fake.generate_bodies) > 5 else None
+    fake = hanging_after(5)
     write_prompts(tmp_path / "prompts.jsonl", 30)
     config = make_config(tmp_path, [fake.url], concurrency=2, stop_grace_s=3600.0)
     engine = engine_for(config, fake, tokenizer)
@@ -134,8 +140,7 @@ async def test_a_full_shard_is_committed_when_its_last_row_is_done(
 ) -> None:
     """Shards smaller than the writer thread's hand-off batch (64 rows) are committed as
     they fill, not after 64 rows or two minutes: a run killed now keeps them."""
-    fake = FakeSGLang()
-    fake.fault_for = lambda prompt: "hang" if len(fake.generate_bodies) > 7 else None
+    fake = hanging_after(7)
     write_prompts(tmp_path / "prompts.jsonl", 40)
     config = make_config(tmp_path, [fake.url], concurrency=2, shard_rows=5)
     engine = engine_for(config, fake, tokenizer)
