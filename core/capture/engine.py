@@ -53,7 +53,7 @@ from eagle_tui.core.capture.scheduler_env import SchedulerSlice
 from eagle_tui.core.capture.sender import Sender, sampling_params
 from eagle_tui.core.capture.servers import open_pool, shard_metadata
 from eagle_tui.core.capture.settle import Settler
-from eagle_tui.core.capture.sink import HAND_OFF_ROWS, ShardSink
+from eagle_tui.core.capture.sink import ShardSink
 from eagle_tui.core.capture.turns import (
     ConversationFeed,
     ConversationJob,
@@ -250,8 +250,7 @@ class CaptureEngine:
         rejects = stack.enter_context(RejectLog(BatchDir(config.out_dir).rejects))
         writer = ShardWriter(config.out_dir, metadata=metadata, manifest=batch.manifest,
                              max_rows=config.shard_rows)
-        sink = ShardSink(writer, self._clock, batch_rows=min(HAND_OFF_ROWS, config.shard_rows),
-                         max_age_s=config.shard_max_age_s,
+        sink = ShardSink(writer, self._clock, max_age_s=config.shard_max_age_s,
                          counts=lambda: (failures.count, rejects.count),
                          on_commit=self._committed, on_fatal=lambda e: self._fail(str(e)))
         settler = Settler(rows=RowBuilder(batch.boundaries, batch.vocab_size,

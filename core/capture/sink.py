@@ -27,8 +27,8 @@ from eagle_tui.core.shards.writer import ShardWriter
 log = logging.getLogger(__name__)
 
 HAND_OFF_ROWS = 64
-"""Rows handed to the writer thread at once (fewer when shards are smaller, so a full shard
-is committed when its last row is done, not when 64 are)."""
+"""Rows handed to the writer thread at once; never more than a shard holds, so a full shard
+is committed when its last row is done, not when 64 are."""
 
 
 @dataclass(slots=True)
@@ -54,7 +54,7 @@ class ShardSink:
     ) -> None:
         self._writer = writer
         self._clock = clock
-        self._batch_rows = batch_rows
+        self._batch_rows = min(batch_rows, writer.max_rows)
         self._max_age_s = max_age_s
         self._counts = counts  # (failed, rejected) for the manifest, read at each hand-off
         self._on_commit = on_commit
