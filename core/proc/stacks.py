@@ -57,14 +57,17 @@ class Place:
     def describe(self) -> str:
         """``load_weights → reading weights (safetensors) model.safetensors, in
         safetensors_weights_iterator (weight_utils.py:1177)``."""
-        words = self.words
+        words, frame = self.words, self.frame
         if self.point is Point.COLLECTIVE:
-            words = f"{self.function}()"
+            words, frame = f"{self.function}()", None
+        elif self.point is Point.UNKNOWN and frame is not None:
+            # the frame is all we know: named first, so "TP0 in <module> (…), a place …"
+            words, frame = f"{frame.describe()}, {words}", None
         text = " → ".join((*self.path, words))
         if self.detail:
             text += f" {self.detail}"
-        if self.frame is not None and self.point is not Point.COLLECTIVE:
-            text += f", in {self.frame.describe()}"
+        if frame is not None:
+            text += f", in {frame.describe()}"
         return text
 
     @property
@@ -107,7 +110,7 @@ def classify(dump: StackDump, wait_syscall: str | None = None) -> Place | None:
         return None
     main = dump.main
     if main is None:
-        return Place(Point.UNKNOWN, "no Python threads", False, False)
+        return Place(Point.UNKNOWN, "a process with no Python threads", False, False)
     place = place_of_thread(main)
     if place.point in (Point.UNKNOWN, Point.SUBPROCESS) or not place.stuck:
         better = _other_thread(dump.threads, main)
@@ -116,7 +119,7 @@ def classify(dump: StackDump, wait_syscall: str | None = None) -> Place | None:
     if place.point is Point.UNKNOWN and wait_syscall in _SLEEP_SYSCALLS:
         place = Place(
             Point.RETRY_SLEEP,
-            "sleeping (a retry loop?)",
+            "a sleep (a retry loop?)",
             True,
             True,
             place.path,
@@ -153,7 +156,7 @@ def place_of_thread(thread: ThreadStack) -> Place:
     innermost = frames[0] if frames else None
     return Place(
         Point.UNKNOWN,
-        "not in the catalogue",
+        "a place not in the catalogue",
         False,
         False,
         _path(frames),

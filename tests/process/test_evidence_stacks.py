@@ -70,7 +70,7 @@ def test_a_stopped_rank_is_read_where_the_signal_caught_it() -> None:
     assert place is not None and place.point is Point.UNKNOWN and not place.stuck
     assert place.path == ("load_model",)
     assert place.describe() == (
-        "load_model → not in the catalogue, in Tensor.__rdiv__ (torch/_tensor.py:1122)"
+        "load_model → Tensor.__rdiv__ (torch/_tensor.py:1122), a place not in the catalogue"
     )
     tokenizer = classify(recorded("stop-in-tokenizer", "scheduler"))
     assert tokenizer is not None and tokenizer.point is Point.TOKENIZER
@@ -167,3 +167,17 @@ def test_gpu_ranks_in_a_barrier_and_in_nccl_init_fold_as_a_person_says_it() -> N
         "TP0 in distributed init → creating NCCL communicators, in "
         "NCCLLibrary.ncclCommInitRank (pynccl_wrapper.py:520)"
     )
+
+
+def test_a_rank_outside_the_catalogue_reads_as_a_sentence() -> None:
+    """The demo's rank is a ``python -c`` script: "TP0 in not in the catalogue, in <module>"
+    was on the Server card; a sleeping or threadless rank read as badly."""
+    script = stack(("<module>", "<string>", 10))
+    assert describe_folds(fold([RankPlace("TP0", 1, classify(script))])) == (
+        "TP0 in <module> (<string>:10), a place not in the catalogue")
+    asleep = classify(script, wait_syscall="clock_nanosleep")
+    assert describe_folds(fold([RankPlace("TP0", 1, asleep)])) == (
+        "TP0 in a sleep (a retry loop?), in <module> (<string>:10)")
+    threadless = classify(StackDump(1, DumpStatus.OK, ()))
+    assert describe_folds(fold([RankPlace("TP0", 1, threadless)])) == (
+        "TP0 in a process with no Python threads")
