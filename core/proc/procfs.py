@@ -261,8 +261,8 @@ def mapped_files(pid: int, suffixes: tuple[str, ...]) -> list[tuple[str, int]] |
 _X86_64 = {
     0: "read", 1: "write", 2: "open", 7: "poll", 17: "pread64", 19: "readv", 23: "select",
     35: "nanosleep", 42: "connect", 43: "accept", 45: "recvfrom", 47: "recvmsg", 61: "wait4",
-    72: "fcntl", 73: "flock", 202: "futex", 219: "restart_syscall", 230: "clock_nanosleep",
-    232: "epoll_wait",
+    62: "kill", 72: "fcntl", 73: "flock", 200: "tkill", 202: "futex", 219: "restart_syscall",
+    230: "clock_nanosleep", 232: "epoll_wait", 234: "tgkill",
     247: "waitid", 257: "openat", 270: "pselect6", 271: "ppoll", 281: "epoll_pwait",
     288: "accept4", 295: "preadv", 437: "openat2", 441: "epoll_pwait2",
 }  # fmt: skip
@@ -270,6 +270,7 @@ _AARCH64 = {
     22: "epoll_pwait", 25: "fcntl", 32: "flock", 56: "openat", 63: "read", 64: "write",
     65: "readv", 67: "pread64", 69: "preadv", 72: "pselect6", 73: "ppoll", 95: "waitid",
     98: "futex", 101: "nanosleep", 115: "clock_nanosleep", 128: "restart_syscall",
+    129: "kill", 130: "tkill", 131: "tgkill",
     202: "accept", 203: "connect", 207: "recvfrom", 212: "recvmsg", 242: "accept4",
     260: "wait4", 437: "openat2", 441: "epoll_pwait2",
 }  # fmt: skip

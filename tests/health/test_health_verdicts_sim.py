@@ -90,6 +90,10 @@ async def test_a_rank_that_stops_itself_is_stopped_naming_it(start_sim, tmp_path
     assert "kill -CONT" in verdict.next_step
     stacks = seen[-1].stacks
     assert stacks is not None and stacks.folds and stacks.folds[0].labels == "TP0"
+    # it sent itself SIGSTOP: the call it sits in is named, not "syscall 62"
+    evidence = seen[-1].evidence
+    assert evidence is not None and "blocked in kill: stopped by a signal" in "\n".join(
+        evidence.describe())
 
 
 async def test_node_zero_without_node_one_is_waiting_for_peers(start_sim, tmp_path: Path) -> None:
