@@ -139,6 +139,10 @@ class WatchState:
         """The deployment: the log's ``server_args``, else the command line."""
         return topology(self._log, self._seen.process)
 
+    def server_args(self) -> dict[str, str]:
+        """The log's ``server_args`` settings ({} before the line, or without a log)."""
+        return dict(self._log.server_args) if self._log is not None else {}
+
     def phase_starts(self) -> dict[Phase, float]:
         """When each phase of this start-up began (the log's dating wins where it has one)."""
         return self._timeline.phase_starts()

@@ -29,6 +29,7 @@ from eagle_tui.core.health.state import WatchState
 from eagle_tui.core.proc.evidence import TreeEvidence
 from eagle_tui.core.proc.launcher import ManagedServer, RestartResult
 from eagle_tui.core.proc.orphans import OrphanReport, Watched
+from eagle_tui.core.proc.peers import DistInit
 from eagle_tui.core.proc.probe import ProcessProbe
 from eagle_tui.core.proc.report import GpuReport, ProbeReport
 from eagle_tui.core.proc.sampler import EvidenceSampler
@@ -203,6 +204,9 @@ class Watcher:
         if self._sampler is None or self._sampler.root_pid != process.pid:
             self._sampler = self._sampler_factory(process.pid)
             self._stacks = None
+        logged = DistInit.from_server_args(self.state.server_args())
+        if logged is not None:
+            self._sampler.use_dist(logged)
         return self._sampler.sample(self.clock.monotonic())
 
     def _start_stacks(self, evidence: TreeEvidence) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import ipaddress
 import socket
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 _STATES = {"01": "ESTABLISHED", "02": "SYN_SENT", "0A": "LISTEN"}
@@ -73,6 +73,20 @@ class DistInit:
         nnodes = _int_flag(argv, ("--nnodes",), 1) or 1
         node_rank = _int_flag(argv, ("--node-rank",), 0) or 0
         return cls(parsed[0], parsed[1], nnodes, node_rank, world)
+
+    @classmethod
+    def from_server_args(cls, fields: Mapping[str, str]) -> DistInit | None:
+        """From the log's ``server_args`` (``core.serverlog.serverargs``): the values the
+        server resolved, defaults and a ``--config`` file included, where the command line
+        may say nothing (the sim's default ``--tp-size`` is 8, SGLang's 1). None without an
+        address."""
+        argv = [part for key, flags in _SERVER_ARGS_FLAGS.items()
+                if fields.get(key, "None") != "None" for part in (flags[0], fields[key])]
+        return cls.from_argv(argv)
+
+
+_SERVER_ARGS_FLAGS = {"dist_init_addr": _ADDR_FLAGS, "nnodes": ("--nnodes",),
+                      "node_rank": ("--node-rank",), "tp_size": _TP_FLAGS, "pp_size": _PP_FLAGS}
 
 
 @dataclass(frozen=True)

@@ -153,6 +153,12 @@ class EvidenceSampler:
         argv = procfs.read_argv(root_pid) or []
         self.dist = dist if dist is not None else DistInit.from_argv(argv)
 
+    def use_dist(self, dist: DistInit) -> None:
+        """Read the rendezvous at ``dist`` from now on (the log's ``server_args`` say more
+        than the command line); the next sample reads the connection table afresh."""
+        if dist != self.dist:
+            self.dist, self._peers = dist, None
+
     def sample(self, now: float) -> TreeEvidence:
         """The tree now; ``now`` is the caller's monotonic clock in seconds."""
         interval = None if self._previous_at is None else max(1e-6, now - self._previous_at)

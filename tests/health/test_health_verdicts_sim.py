@@ -108,6 +108,21 @@ async def test_node_zero_without_node_one_is_waiting_for_peers(start_sim, tmp_pa
     assert seen[-1].phase in (Phase.LAUNCHING, Phase.DISTRIBUTED_INIT)
 
 
+async def test_waiting_for_peers_counts_the_ranks_the_log_gives_not_the_command_line(
+    start_sim, tmp_path: Path
+) -> None:
+    """The sim's ``--tp-size`` defaults to 8 and is then not on its command line, where
+    SGLang's default would be 1: the ``server_args`` line says 8 ranks, 4 per node. Read
+    from the command line alone, 1 of 1 ranks had joined and the verdict was "hung"."""
+    address = f"127.0.0.1:{_free_port()}"
+    sim = start_sim("--time-scale", "0.05", "--health-latency", "0", "--rank-hang", "peers",
+                    "--dist-init-addr", address, "--nnodes", "2", wait=None)
+    verdict = (await _verdict_of(sim, tmp_path))[-1].verdict
+    assert verdict is not None and verdict.cause == "waiting for peers", verdict
+    assert (f"distributed init {address}: this node hosts the store; 1 of 8 ranks connected; "
+            "missing node 1 (ranks 4-7)") in verdict.diagnosis
+
+
 async def test_a_compiler_child_keeps_the_start_up_busy_then_it_hangs(
     start_sim, tmp_path: Path
 ) -> None:

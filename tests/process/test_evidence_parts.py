@@ -4,6 +4,7 @@ connection table's addresses, rank folding and the sentences a person reads."""
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +13,7 @@ from eagle_tui.core.proc.files import file_kind
 from eagle_tui.core.proc.peers import DistInit, PeerEvidence, TcpRow, _endpoint, peer_evidence
 from eagle_tui.core.proc.stacks import compress_labels
 from eagle_tui.core.proc.titles import Kind, role_of
+from eagle_tui.core.serverlog.serverargs import extract_server_args
 
 
 @pytest.mark.parametrize(
@@ -59,6 +61,26 @@ def test_the_rendezvous_is_read_from_the_command_line() -> None:
     assert old.address == "[fe80::1]:29500"
     assert DistInit.from_argv(["--tp", "2"]) is None
     assert DistInit.from_argv(["--dist-init-addr", "nohost"]) is None
+
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def server_args_of(log: Path) -> dict[str, str]:
+    line = next(line for line in log.read_text().splitlines() if "server_args=" in line)
+    return extract_server_args(line.split("server_args=", 1)[1])
+
+
+def test_the_rendezvous_is_read_from_the_logged_server_args_of_real_sglang() -> None:
+    """What the server resolved, where the command line may say nothing (a ``--config``
+    file, a default): a 2-node DeepSeek-R1 log from a public issue (``ServerArgs(…)``) and
+    real SGLang 0.5.23's node 0 alone (``{…}``)."""
+    old = server_args_of(FIXTURES / "serverlogs" / "02-deepseek-r1-2node-h800-ready.log")
+    assert DistInit.from_server_args(old) == DistInit("10.0.0.15", 5000, 2, 0, 16)
+    new = server_args_of(FIXTURES / "pyspy" / "peers" / "server.log")
+    assert DistInit.from_server_args(new) == DistInit("127.0.0.1", 37013, 2, 0, 2)
+    assert DistInit.from_server_args({"dist_init_addr": "None", "tp_size": "8"}) is None
+    assert DistInit.from_server_args({}) is None
 
 
 def test_connection_table_addresses_decode_in_host_byte_order() -> None:
