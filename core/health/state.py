@@ -17,6 +17,7 @@ evidence (``evidence``), and the snapshot, built by a pure function (``snapshot_
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 
 from eagle_tui.core.health.cause import Cause, read_cause
@@ -139,9 +140,9 @@ class WatchState:
         """The deployment: the log's ``server_args``, else the command line."""
         return topology(self._log, self._seen.process)
 
-    def server_args(self) -> dict[str, str]:
+    def server_args(self) -> Mapping[str, str]:
         """The log's ``server_args`` settings ({} before the line, or without a log)."""
-        return dict(self._log.server_args) if self._log is not None else {}
+        return self._log.server_args if self._log is not None else {}
 
     def phase_starts(self) -> dict[Phase, float]:
         """When each phase of this start-up began (the log's dating wins where it has one)."""

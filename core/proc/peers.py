@@ -61,32 +61,29 @@ class DistInit:
     def from_argv(cls, argv: Sequence[str]) -> DistInit | None:
         """From ``--dist-init-addr HOST:PORT`` (or the old ``--nccl-init-addr``), ``--nnodes``,
         ``--node-rank``, ``--tp-size``/``--tp``, ``--pp-size``; None without an address."""
-        value = _flag(argv, _ADDR_FLAGS)
-        if value is None:
-            return None
-        parsed = _split_address(value)
-        if parsed is None:
-            return None
-        tp = _int_flag(argv, _TP_FLAGS, 1)
-        pp = _int_flag(argv, _PP_FLAGS, 1)
-        world = tp * pp if tp is not None and pp is not None else None
-        nnodes = _int_flag(argv, ("--nnodes",), 1) or 1
-        node_rank = _int_flag(argv, ("--node-rank",), 0) or 0
-        return cls(parsed[0], parsed[1], nnodes, node_rank, world)
+        found = {key: _flag(argv, flags) for key, flags in _FIELD_FLAGS.items()}
+        return cls.from_server_args({k: v for k, v in found.items() if v is not None})
 
     @classmethod
     def from_server_args(cls, fields: Mapping[str, str]) -> DistInit | None:
-        """From the log's ``server_args`` (``core.serverlog.serverargs``): the values the
-        server resolved, defaults and a ``--config`` file included, where the command line
-        may say nothing (the sim's default ``--tp-size`` is 8, SGLang's 1). None without an
-        address."""
-        argv = [part for key, flags in _SERVER_ARGS_FLAGS.items()
-                if fields.get(key, "None") != "None" for part in (flags[0], fields[key])]
-        return cls.from_argv(argv)
+        """From ``server_args`` fields (``core.serverlog.serverargs``; "None" is absent):
+        the values the server resolved, defaults and a ``--config`` file included, where
+        the command line may say nothing (the sim's default ``--tp-size`` is 8, SGLang's 1).
+        None without an address."""
+        parsed = _split_address(fields.get("dist_init_addr", "None"))
+        if parsed is None:
+            return None
+        tp = _int_field(fields, "tp_size", 1)
+        pp = _int_field(fields, "pp_size", 1)
+        world = tp * pp if tp is not None and pp is not None else None
+        nnodes = _int_field(fields, "nnodes", 1) or 1
+        node_rank = _int_field(fields, "node_rank", 0) or 0
+        return cls(parsed[0], parsed[1], nnodes, node_rank, world)
 
 
-_SERVER_ARGS_FLAGS = {"dist_init_addr": _ADDR_FLAGS, "nnodes": ("--nnodes",),
-                      "node_rank": ("--node-rank",), "tp_size": _TP_FLAGS, "pp_size": _PP_FLAGS}
+_FIELD_FLAGS = {"dist_init_addr": _ADDR_FLAGS, "nnodes": ("--nnodes",),
+                "node_rank": ("--node-rank",), "tp_size": _TP_FLAGS, "pp_size": _PP_FLAGS}
+"""The ``server_args`` field each command-line flag sets."""
 
 
 @dataclass(frozen=True)
@@ -258,9 +255,10 @@ def _flag(argv: Sequence[str], names: Sequence[str]) -> str | None:
     return None
 
 
-def _int_flag(argv: Sequence[str], names: Sequence[str], default: int) -> int | None:
-    value = _flag(argv, names)
-    if value is None:
+def _int_field(fields: Mapping[str, str], key: str, default: int) -> int | None:
+    """``default`` when absent (or "None"); None when not an integer."""
+    value = fields.get(key, "None")
+    if value == "None":
         return default
     try:
         return int(value)
