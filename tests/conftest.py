@@ -21,6 +21,7 @@ from types import ModuleType
 
 import pytest
 from support.processes import Holder, reap, spawn_holder
+from support.second_user import second_user  # noqa: F401  (a fixture: a real second local user)
 
 from eagle_tui.core.sim.launcher import SimProcess
 
@@ -33,7 +34,7 @@ sys.dont_write_bytecode = False
 FAST_SIM_ARGS = ("--time-scale", "0", "--tokens-per-s", "0", "--ttft", "0")
 
 PROCESS_FIXTURES = frozenset({"sim_server", "start_sim", "sims", "sim", "slow_sim",
-                              "port_holders", "garbage_server"})
+                              "port_holders", "garbage_server", "second_user"})
 """Fixtures that start real processes: a test using one is marked ``slow`` automatically
 (files that start processes themselves say ``pytestmark = pytest.mark.slow``)."""
 
