@@ -191,17 +191,6 @@ def _over_max_new_tokens(
     return len(output_ids) > allowed
 
 
-def check_prompt_ids(ids: Sequence[int], vocab_size: int) -> int | None:
-    """Index of the first id outside ``0 .. vocab_size-1``, or None when all are valid.
-
-    Run before sending: SGLang answers an out-of-vocabulary id with a CUDA fault or garbage,
-    not a clean error.
-    """
-    if _in_vocab(ids, vocab_size):
-        return None
-    return next(i for i, tid in enumerate(ids) if not 0 <= tid < vocab_size)
-
-
 def _in_vocab(ids: Sequence[int], vocab_size: int) -> bool:
     """True when every id is in ``0 .. vocab_size-1`` (min/max run in C)."""
     return not ids or (min(ids) >= 0 and max(ids) < vocab_size)

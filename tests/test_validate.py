@@ -7,8 +7,9 @@ from collections.abc import Sequence
 import pytest
 
 from eagle_tui.core import kimi
+from eagle_tui.core.capture.render import first_out_of_range
 from eagle_tui.core.tokenizer import BoundaryIds
-from eagle_tui.core.validate import FLAGS, Validation, check_prompt_ids, validate_sample
+from eagle_tui.core.validate import FLAGS, Validation, validate_sample
 
 B = BoundaryIds(
     think=kimi.THINK, think_end=kimi.THINK_END, stop=(kimi.IM_END,), tool_call=kimi.TOOL_CALL_IDS
@@ -116,8 +117,8 @@ def test_empty_output_with_stop_finish() -> None:
     assert check([]).flags == ("no_think_end", "no_stop_token")
 
 
-def test_check_prompt_ids_finds_the_first_bad_index() -> None:
-    assert check_prompt_ids(PROMPT, kimi.VOCAB_SIZE) is None
-    assert check_prompt_ids([], kimi.VOCAB_SIZE) is None
-    assert check_prompt_ids([1, kimi.VOCAB_SIZE, -3], kimi.VOCAB_SIZE) == 1
-    assert check_prompt_ids([1, 2, -3], kimi.VOCAB_SIZE) == 2
+def test_the_first_out_of_range_prompt_id_is_found_before_sending() -> None:
+    assert first_out_of_range(PROMPT, kimi.VOCAB_SIZE) is None
+    assert first_out_of_range([], kimi.VOCAB_SIZE) is None
+    assert first_out_of_range([1, kimi.VOCAB_SIZE, -3], kimi.VOCAB_SIZE) == (1, kimi.VOCAB_SIZE)
+    assert first_out_of_range([1, 2, -3], kimi.VOCAB_SIZE) == (2, -3)

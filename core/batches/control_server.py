@@ -20,7 +20,6 @@ import os
 import socket
 import time
 from pathlib import Path
-from typing import Protocol
 
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -35,10 +34,6 @@ from eagle_tui.core.wire import ENCODER
 log = logging.getLogger(__name__)
 
 SHUTDOWN_GRACE_S = 2.0
-
-
-class _PeerChecked(Protocol):
-    allowed_uid: int
 
 
 def _forbidden() -> bytes:

@@ -18,7 +18,6 @@ import pyarrow.compute as pc
 from eagle_tui.core.accept.heldout import HeldOutSplit
 from eagle_tui.core.export.options import MaskStart, RowFilter, mask_offset
 from eagle_tui.core.shards.manifest import Manifest
-from eagle_tui.core.shards.reader import ShardReader
 from eagle_tui.core.text import counts_text
 
 FILTER_COLUMNS = ("flags", "finish_reason", "sample_id")
@@ -181,11 +180,3 @@ def batch_split(manifest: Manifest) -> HeldOutSplit | None:
     if not isinstance(fraction, float) or not fraction:
         return None
     return HeldOutSplit(fraction, tuple(p.name for p in manifest.config.sampling.presets))
-
-
-def preview(reader: ShardReader, tally: KeepTally) -> KeepCounts:
-    """What an export with ``tally``'s options would keep of ``reader``'s rows (reads only
-    the columns the decision needs, one row group at a time)."""
-    for table in reader.iter_batches(tally.columns):
-        tally.add(table)
-    return tally.counts()

@@ -10,7 +10,7 @@ form. Every boundary token gets a visible marker (``‹think›``, ``‹/think�
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -18,7 +18,7 @@ from textual.content import Content
 from textual.style import Style
 
 from eagle_tui.core import kimi
-from eagle_tui.core.segments import Segment, SegmentKind, split_segments
+from eagle_tui.core.segments import SegmentKind, split_segments
 from eagle_tui.core.validate import Boundaries
 from eagle_tui.tui.render import literal
 
@@ -106,19 +106,6 @@ def build_document(
         for seg in split_segments(ids, prompt_len, boundary)
     )
     return TokenDocument(pieces, prompt_len, decoded=decode is not None)
-
-
-def pieces_from_segments(
-    ids: Sequence[int],
-    segments: Iterable[Segment],
-    *,
-    decode: Decoder | None = None,
-    token_text: TokenText | None = None,
-) -> tuple[Piece, ...]:
-    """Pieces for already-split ``segments`` of ``ids`` (the live-stream path)."""
-    return tuple(
-        make_piece(seg.kind, ids[seg.start : seg.end], decode, token_text) for seg in segments
-    )
 
 
 _KIMI_TOOL_TEXT: Mapping[int, str] = dict(
