@@ -7,6 +7,7 @@ sequences in their title: ``watch``'s text and JSON carry neither."""
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import subprocess
@@ -16,6 +17,7 @@ from typing import Any
 
 import pytest
 from support.second_user import LocalUser
+from support.waiting import async_wait_until
 
 from eagle_tui.core.outside import clean, command_line, quote
 from eagle_tui.core.urls import is_secret_name, redact
@@ -148,6 +150,15 @@ def holder(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[int
             process.stdout.close()
 
 
+def _server_log(tmp_path: Path, port: int) -> Path:
+    """A start-up's log with a key in its arguments and an escape sequence in its last line."""
+    log = tmp_path / "server.log"
+    log.write_text(
+        f"server_args=ServerArgs(model_path='/m', port={port}, api_key='{SECRET}')\n"
+        f"Load weight begin. avail mem=10.00 GB \x1b]0;log-pwned\x07 HF_TOKEN={SECRET2}\n")
+    return log
+
+
 def _watch(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
     code = main(["watch", *FAST, *args])
     return code, capsys.readouterr().out
@@ -197,10 +208,7 @@ def test_a_port_conflict_flag_quotes_the_holder_and_the_log_cleanly(
     capsys: pytest.CaptureFixture[str]
 ) -> None:
     pid, port = holder
-    log = tmp_path / "server.log"
-    log.write_text(
-        f"server_args=ServerArgs(model_path='/m', port={port}, api_key='{SECRET}')\n"
-        f"Load weight begin. avail mem=10.00 GB \x1b]0;log-pwned\x07 HF_TOKEN={SECRET2}\n")
+    log = _server_log(tmp_path, port)
     server = subprocess.Popen(["sleep", "60"])  # the server we watch: it holds no port
     try:
         code, out = _watch(capsys, "--url", f"http://127.0.0.1:{port}", "--log", str(log),
@@ -220,3 +228,44 @@ def test_a_port_conflict_flag_quotes_the_holder_and_the_log_cleanly(
         said, last = next(line for line in lines if "flag port_conflict" in line), lines[-1]
     assert f"held by PID {pid} ('␛]0;pwned␇␛[2J' -m holder --api-key <redacted>" in said
     assert "HF_TOKEN=<redacted>'" in last and "␛]0;log-pwned␇" in last
+
+
+@pytest.mark.slow
+async def test_the_dashboard_shows_the_holder_and_the_log_cleanly(
+    holder: tuple[int, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from eagle_tui.tui.app import EagleApp
+    from eagle_tui.tui.cli.main import build_parser
+    from eagle_tui.tui.dashboard import TuiConfig, options_from
+    from eagle_tui.tui.widgets.server_card import ServerCard
+
+    monkeypatch.setenv("EAGLE_TUI_STATE_DIR", str(tmp_path / "state"))
+    pid, port = holder
+    server = subprocess.Popen(["sleep", "60"])
+    argv = ["--url", f"http://127.0.0.1:{port}", "--log", str(_server_log(tmp_path, port)),
+            "--pid", str(server.pid)]
+    try:
+        app = EagleApp(options_from(build_parser(argv).parse_args(argv), TuiConfig(), {}))
+        async with app.run_test(size=(220, 60)) as pilot:
+            card = app.screen.query_one(ServerCard)
+            await async_wait_until(lambda: card.snapshot is not None
+                                   and card.snapshot.flag("port_conflict") is not None,
+                                   60, "the port conflict")
+            await pilot.pause()
+            screen = _screen_text(app.export_screenshot())
+    finally:
+        server.kill()
+        server.wait()
+    assert SECRET not in screen and CONTROL.search(screen.replace("\n", "")) is None
+    ours = [line for line in screen.splitlines() if "held by" in line or "last log" in line]
+    assert len(ours) >= 3  # the flag, the card's process line, the card's last log line
+    assert all(SECRET2 not in line for line in ours)  # the log pane shows the file as it is
+    held = f"held by PID {pid} ('␛]0;pwned␇␛[2J' -m holder --api-key <redacted> --hf-token "
+    assert sum(held in line for line in ours) == 2
+    assert any("last log" in line and "␛]0;log-pwned␇ HF_TOKEN=<redacted>" in line
+               for line in ours)
+
+
+def _screen_text(svg: str) -> str:
+    """The text of a screenshot, one line per row."""
+    return html.unescape(re.sub(r"<[^>]+>", "", svg)).replace("\xa0", " ")
