@@ -209,7 +209,9 @@ def test_a_port_conflict_flag_quotes_the_holder_and_the_log_cleanly(
 ) -> None:
     pid, port = holder
     log = _server_log(tmp_path, port)
-    server = subprocess.Popen(["sleep", "60"])  # the server we watch: it holds no port
+    # the server we watch holds no port; its title and command line are as hostile
+    server = subprocess.Popen([TITLE, "-c", "import time; time.sleep(60)", "--api-key", SECRET],
+                              executable=PYTHON)
     try:
         code, out = _watch(capsys, "--url", f"http://127.0.0.1:{port}", "--log", str(log),
                            "--pid", str(server.pid), "--timeout", "3",
@@ -228,6 +230,9 @@ def test_a_port_conflict_flag_quotes_the_holder_and_the_log_cleanly(
         said, last = next(line for line in lines if "flag port_conflict" in line), lines[-1]
     assert f"held by PID {pid} ('␛]0;pwned␇␛[2J' -m holder --api-key <redacted>" in said
     assert "HF_TOKEN=<redacted>'" in last and "␛]0;log-pwned␇" in last
+    if as_json:
+        processes = json.loads(lines[-1])["processes"]
+        assert processes[0].startswith(f"launcher (PID {server.pid}) ")
 
 
 @pytest.mark.slow
