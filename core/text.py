@@ -40,7 +40,8 @@ def clip(text: str, limit: int = 160) -> str:
 
 
 def quote(text: str | None, limit: int = 160) -> str:
-    """A log line quoted for evidence; ``(none)`` when absent."""
+    """Text quoted for evidence; ``(none)`` when absent. Text from others (a log line)
+    goes through ``core.outside.quote``, which makes it clean first."""
     return "(none)" if text is None else repr(clip(text, limit))
 
 

@@ -171,30 +171,79 @@ def _split(url: str) -> ServerURL | None:
 
 
 _URL_IN_TEXT = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\"]*[^\s'\";,.)\]}]")
-_SECRET = r"(?:api[_-]?key|[_-]key\b|token(?!izer|s)|secret|passw(?:or)?d|credential)"
-_SECRET_NAME = re.compile(_SECRET, re.IGNORECASE)
-_SECRET_FLAG = re.compile(
-    r"(--?[A-Za-z0-9_-]*" + _SECRET + r"[A-Za-z0-9_-]*)(=|\s+)(\S+)", re.IGNORECASE
-)
-_SECRET_ASSIGN = re.compile(
-    r"\b([A-Za-z0-9_]*" + _SECRET + r"[A-Za-z0-9_]*)(=|:\s*)('[^']*'|\"[^\"]*\"|[^\s,)}]+)",
-    re.IGNORECASE,
-)
 REDACTED = "<redacted>"
+
+# A credential's name, read on the name flattened to lower case with ``_`` for ``-``:
+# ``api_key``/``OPENAI_API_KEY``/``apiKey``, a name ending in ``_key`` or ``token``
+# (``HF_TOKEN``, ``--hf-token``, ``accessToken``), anything with ``secret``, ``password``,
+# ``credential`` or ``authorization`` in it, AWS's ``ACCESS_KEY_ID``. ``tokens`` and
+# ``tokenizer`` are no secrets, nor is ``token_usage``.
+_SECRET_NAME = re.compile(
+    r"api_?key|access_?key|private_?key|_key$|token$|secret|passw(?:or)?d|passphrase"
+    r"|credential|authorization|(?:^|_)auth$"
+)
+# A value as it is written: quoted (to the closing quote, or to the end when a clip cut it
+# off; a JSON ``\"`` stays inside), an HTTP scheme and its credential, or one word.
+_VALUE = (r"(?:\"(?:[^\"\\]|\\.)*(?:\"|$)|'[^']*(?:'|$)"
+          r"|(?:Bearer|Basic|Token|Digest)\s+[^\s'\",;)}\]]+|[^\s'\",;)}\]]+)")
+_KEPT = frozenset({"None", "null", "''", '""', REDACTED})  # nothing secret to hide
+# Where a credential's value begins: after a flag (``--api-key X``, ``--api-key=X``; never
+# before another flag) or a name with ``=``/``:`` (``HF_TOKEN=X``, ``"api_key": "X"``,
+# ``{'api_key': 'X'}``, ``api_key = 'X'``, ``Authorization: Bearer X``). A name glued to
+# ``#`` or ``-`` is none: SGLang's own counters ``#token: N``, ``#new-token: N``.
+_FLAG = re.compile(r"(?<![\w#-])(?P<name>--?[A-Za-z][\w-]*)(?:=|[ \t]+)(?!--)")
+_ASSIGN = re.compile(r"(?<![\w#-])(?P<q>[\"']?)(?P<name>[A-Za-z][\w-]*)(?P=q)\s*[=:]\s*")
+_VALUE_AT = re.compile(_VALUE)
+_SCHEME = re.compile(r"(?:Bearer|Basic|Token|Digest)\s+")
+_BEARER = re.compile(r"\b(?:Bearer|bearer|BEARER)\s+(?!<redacted>)[^\s'\",;)}\]]+")
+# ``user:password@host`` without a scheme (a scheme's URL is made public as a whole).
+_BARE_USERINFO = re.compile(r"(?<![\w/@.%+:-])[\w.%+-]+:[^\s@/:'\"]+@(?=[\w\[])")
 
 
 def is_secret_name(name: str) -> bool:
-    """A setting or flag whose value is a credential (``api_key``, ``--hf-token``…)."""
-    return _SECRET_NAME.search(name) is not None
+    """A setting, flag or variable whose value is a credential (``api_key``, ``--hf-token``,
+    ``AWS_SECRET_ACCESS_KEY``, ``Authorization``…); not ``max_new_tokens``, not ``tokenizer``."""
+    flat = name.strip("-").replace("-", "_").lower()
+    return _SECRET_NAME.search(flat) is not None
 
 
 def redact(text: str) -> str:
     """``text`` safe to paste into an issue: every URL without user info, query string or
-    fragment, the values of credential flags (``--api-key X``) and assignments
-    (``HF_TOKEN=…``, ``api_key='…'``) replaced by ``<redacted>``."""
+    fragment, ``user:password@`` before a host, and the value of every credential replaced
+    by ``<redacted>``: flags (``--api-key X``, ``--api-key "two words"``), assignments and
+    keys (``HF_TOKEN=…``, ``"api_key": "…"``, ``{'api_key': '…'}``, ``api_key = '…'``),
+    ``Authorization: Bearer …`` and a bare ``Bearer …``. SGLang's own counters
+    (``#token: N``, ``#new-token: N``, ``#cached-token: N``) are figures, kept as they are."""
     text = _URL_IN_TEXT.sub(lambda m: _url_redacted(m.group(0)), text)
-    text = _SECRET_FLAG.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
-    return _SECRET_ASSIGN.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
+    text = _BARE_USERINFO.sub(REDACTED + "@", text)
+    text = _values_redacted(_FLAG, text)
+    text = _values_redacted(_ASSIGN, text)
+    return _BEARER.sub(lambda m: m.group(0).split(None, 1)[0] + " " + REDACTED, text)
+
+
+def _values_redacted(names: re.Pattern[str], text: str) -> str:
+    """The value after each credential name ``names`` finds, replaced. Names are found one
+    at a time and values only read after a credential's, so a plain name's value never
+    hides the next name (``error: token=X``)."""
+    out, done = [], 0
+    for found in names.finditer(text):
+        if found.start() < done or not is_secret_name(found.group("name")):
+            continue
+        value = _VALUE_AT.match(text, found.end())
+        if value is None or value.group() in _KEPT:
+            continue
+        out += [text[done : value.start()], _placeholder(value.group())]
+        done = value.end()
+    return "".join(out) + text[done:]
+
+
+def _placeholder(value: str) -> str:
+    """``<redacted>`` in the value's own quotes, after its HTTP scheme (``Bearer``)."""
+    scheme = _SCHEME.match(value)
+    if scheme is not None:
+        return scheme.group() + REDACTED
+    closed = len(value) > 1 and value[0] in "'\"" and value[-1] == value[0]
+    return f"{value[0]}{REDACTED}{value[0]}" if closed else REDACTED
 
 
 def _url_redacted(url: str) -> str:

@@ -6,8 +6,8 @@ Python stack (py-spy), looks for leftover processes of earlier runs, and returns
 ``Bundle``: phase and verdict, the log's last lines, each process's state, CPU, I/O, files
 and wait, the stacks, the rendezvous peers, GPU processes, orphans and the server's
 arguments. ``Bundle.lines()`` is text a person pastes into an issue, ``Bundle.as_json()``
-the same as data; both pass every outside string through ``core.urls.redact`` (no
-credentials, no query strings).
+the same as data; both pass every outside string through ``core.outside.clean`` (no
+credentials, no query strings, no control or escape character).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from eagle_tui.core.health.settings import WatchSettings
 from eagle_tui.core.health.snapshot import HealthSnapshot
 from eagle_tui.core.health.state import WatchState
 from eagle_tui.core.health.watcher import Watcher
+from eagle_tui.core.outside import clean, command_line
 from eagle_tui.core.proc import procfs
 from eagle_tui.core.proc.discover import ServerProcess, discover_servers
 from eagle_tui.core.proc.evidence import TreeEvidence
@@ -34,8 +35,8 @@ from eagle_tui.core.proc.report import GpuReport
 from eagle_tui.core.proc.sampler import EvidenceSampler
 from eagle_tui.core.proc.stacks import StackReport
 from eagle_tui.core.serverlog.follower import LogFollower
-from eagle_tui.core.text import clip, duration, terminal_safe
-from eagle_tui.core.urls import REDACTED, ServerURL, is_secret_name, redact
+from eagle_tui.core.text import clip, duration
+from eagle_tui.core.urls import REDACTED, ServerURL, is_secret_name
 
 LAST_LINES = 20
 _TAIL_BYTES = 64 * 1024
@@ -102,7 +103,7 @@ class Bundle:
         out += self.orphans.describe() + [f"problem: {p}" for p in self.orphans.problems]
         out.append("== server arguments")
         out += [f"{k} = {v}" for k, v in self.server_args] or ["(not in the log)"]
-        return [redact(terminal_safe(line)) for line in out]
+        return [clean(line) for line in out]
 
     def as_json(self) -> dict[str, Any]:
         """The bundle as data (the same content as ``lines``)."""
@@ -249,7 +250,7 @@ def _tail(path: Path | None, count: int = LAST_LINES) -> tuple[str, ...]:
 
 def _command(pid: int | None) -> str:
     argv = procfs.read_argv(pid) if pid is not None else None
-    return " ".join(argv) if argv else ""
+    return command_line(argv) if argv else ""
 
 
 def _gpu_lines(gpu: GpuReport | None) -> list[str]:
@@ -276,7 +277,7 @@ def _reading_json(evidence: TreeEvidence | None) -> dict[str, Any] | None:
 
 def _redacted(value: Any) -> Any:
     if isinstance(value, str):
-        return redact(value)
+        return clean(value)
     if isinstance(value, list):
         return [_redacted(v) for v in value]
     if isinstance(value, dict):

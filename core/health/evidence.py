@@ -9,8 +9,9 @@ from eagle_tui.core.health.context import TickContext
 from eagle_tui.core.health.logtrack import LogTracker
 from eagle_tui.core.health.poller import HealthOutcome
 from eagle_tui.core.health.settings import WatchSettings
+from eagle_tui.core.outside import quote
 from eagle_tui.core.proc.report import ProcessReport
-from eagle_tui.core.text import duration, quote
+from eagle_tui.core.text import duration
 
 
 def stop_evidence(log: LogTracker | None, process: ProcessReport | None,

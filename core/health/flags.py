@@ -9,7 +9,7 @@ window; ``core.health.nextstep`` says what to do.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from eagle_tui.core.health import nextstep
 from eagle_tui.core.health.cause import Cause, CauseReading
@@ -17,9 +17,10 @@ from eagle_tui.core.health.context import TickContext
 from eagle_tui.core.health.phase import Phase, is_starting
 from eagle_tui.core.health.settings import WatchSettings
 from eagle_tui.core.health.stall import StallLimit, silence, stall_limit
+from eagle_tui.core.outside import clean, quote
 from eagle_tui.core.proc.orphans import OrphanReport
 from eagle_tui.core.proc.report import ProcessReport
-from eagle_tui.core.text import clip, duration, quote
+from eagle_tui.core.text import clip, duration
 
 
 @dataclass(frozen=True)
@@ -56,8 +57,8 @@ FATAL_PRIORITY = (
 
 
 def all_flags(c: TickContext, phase: Phase) -> list[Raised]:
-    """Every flag raised by this tick's evidence, most serious first."""
-    return [
+    """Every flag raised by this tick's evidence, most serious first, made clean."""
+    raised = [
         *fatal_flags(c),
         *exception_flags(c),
         *exit_flags(c, phase),
@@ -68,6 +69,14 @@ def all_flags(c: TickContext, phase: Phase) -> list[Raised]:
         *gpu_flags(c, phase),
         *slow_flags(c, phase),
     ]
+    return [_cleaned(r) for r in raised]
+
+
+def _cleaned(raised: Raised) -> Raised:
+    """The flag with its texts made clean (``core.outside``) once, whatever piece of
+    others' text (a log line, a command line, a title, a path, a stack) went into them:
+    every front end shows these texts as they are."""
+    return replace(raised, evidence=clean(raised.evidence), next_step=clean(raised.next_step))
 
 
 def fatal_flags(c: TickContext) -> list[Raised]:

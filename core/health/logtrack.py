@@ -28,6 +28,7 @@ from eagle_tui.core.health.phase import Phase, later
 from eagle_tui.core.health.ranks import RankProgress, Topology
 from eagle_tui.core.health.snapshot import StartupProgress
 from eagle_tui.core.health.steps import STEP_PHASE, BarPace, Step, later_step, step_of
+from eagle_tui.core.outside import clean
 from eagle_tui.core.serverlog import events as ev
 from eagle_tui.core.serverlog.follower import LogChunk
 from eagle_tui.core.serverlog.parser import parse_line, parse_text
@@ -82,7 +83,7 @@ class LogTracker:
         self.shutdown: ev.Shutdown | None = None
         self.drain_remaining: int | None = None
         self.shutdown_at: float | None = None
-        self.last_line: str | None = None
+        self._last_text: str | None = None  # the newest line as written
         self.last_line_at: float | None = None
         self.last_progress_at: float | None = None
         self.first_line_at: float | None = None
@@ -99,7 +100,7 @@ class LogTracker:
         self.load_at: float | None = None
         self.lines = 0
         self.unknown = 0
-        self.unknown_lines: deque[str] = deque(maxlen=_KEPT_UNKNOWN)
+        self._unknown_texts: deque[str] = deque(maxlen=_KEPT_UNKNOWN)
         self.warnings: deque[ev.WarningLine] = deque(maxlen=_KEPT_WARNINGS)
         self.progress = StartupProgress()
         self._previous: ev.LogEvent | None = None
@@ -116,6 +117,17 @@ class LogTracker:
     def exception_line(self) -> str | None:
         """The latest exception line (the end of a traceback)."""
         return self.crash.exception_line
+
+    @property
+    def last_line(self) -> str | None:
+        """The newest line, made clean (``core.outside``): quoted in flags, shown as "last
+        log" everywhere. Cleaned when asked for, not for each line of a backlog."""
+        return None if self._last_text is None else clean(self._last_text)
+
+    @property
+    def unknown_lines(self) -> tuple[str, ...]:
+        """The latest lines no pattern read, made clean like ``last_line``."""
+        return tuple(clean(text) for text in self._unknown_texts)
 
     @property
     def topology(self) -> Topology:
@@ -178,7 +190,7 @@ class LogTracker:
             self.reset()  # the server was started again in the same log
         self.lines += 1
         self.first_line_at = self.first_line_at if self.first_line_at is not None else at
-        self.last_line = event.line.text
+        self._last_text = event.line.text
         if not isinstance(event, ev.OtherLine):
             self._args_text = None  # a recognised line ends any wrapped server_args
         if not _is_our_probe(event):
@@ -216,13 +228,13 @@ class LogTracker:
         reached = later_step(self.step, step)
         if reached != self.step:
             self.step = reached
-            self.step_line = event.line.text
+            self.step_line = clean(event.line.text)
             self.step_since.setdefault(reached, at)
             self.crash.progressed()
         phase = later(self.phase, STEP_PHASE[reached])
         if phase != self.phase:
             self.phase = phase
-            self.phase_line = event.line.text
+            self.phase_line = clean(event.line.text)
             self.phase_since.setdefault(phase, at)
 
     def _note_rank(self, event: ev.LogEvent, step: Step) -> None:
@@ -315,7 +327,7 @@ class LogTracker:
         if self.crash.traceback_open or _FRAME.match(line.text):
             return  # a traceback's frames: read, and quoted by their exception line
         self.unknown += 1
-        self.unknown_lines.append(line.text)
+        self._unknown_texts.append(line.text)
 
     def _continues_args(self, line: ev.LogLine) -> bool:
         """A hard-wrapped ``server_args`` line (cut mid-word by a terminal paste): join the

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from eagle_tui.core.outside import clean
 from eagle_tui.core.proc.peers import PeerEvidence
 from eagle_tui.core.proc.titles import Kind, Role
 from eagle_tui.core.text import duration
@@ -251,7 +252,7 @@ class TreeEvidence:
         if not self.gpu_available and self.gpu_reason:
             lines.append(f"GPU: {self.gpu_reason}")
         lines.extend(f"problem: {p}" for p in self.problems)
-        return lines
+        return [clean(line) for line in lines]  # titles, paths, a peer's address: others'
 
 
 def byte_rate(per_s: float) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 
 import psutil
 
+from eagle_tui.core.outside import clean, command_line
 from eagle_tui.core.proc.hostview import listening_inodes
 from eagle_tui.core.proc.report import PortStatus
 
@@ -70,7 +71,7 @@ def listener_pids(port: int, hint: Iterable[int] = (),
 def _describe(pid: int) -> tuple[str, str]:
     try:
         proc = psutil.Process(pid)
-        return proc.name(), " ".join(proc.cmdline())
+        return clean(proc.name()), command_line(proc.cmdline())
     except (psutil.Error, OSError):
         return "", ""
 

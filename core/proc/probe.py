@@ -14,6 +14,7 @@ from typing import Any
 
 import psutil
 
+from eagle_tui.core.outside import clean, command_line
 from eagle_tui.core.proc.discover import find_server_pid
 from eagle_tui.core.proc.hostview import HostLook
 from eagle_tui.core.proc.ports import port_status
@@ -165,8 +166,8 @@ class ProcessProbe:
             pid=proc.pid,
             alive=True,
             status=status,
-            name=_quiet(proc.name, ""),
-            cmdline=" ".join(_quiet(proc.cmdline, [])),
+            name=clean(_quiet(proc.name, "")),
+            cmdline=command_line(_quiet(proc.cmdline, [])),
             create_time=self._create_time,
             cpu_percent=total_cpu,
             rss_bytes=_quiet(lambda: proc.memory_info().rss, None),
@@ -241,8 +242,8 @@ def _child_name(proc: Any) -> str:
     # the command line rather than in name().
     argv = _quiet(proc.cmdline, [])
     if argv and argv[0].startswith("sglang::"):
-        return str(argv[0])
-    return str(_quiet(proc.name, "?"))
+        return clean(str(argv[0]))
+    return clean(str(_quiet(proc.name, "?")))
 
 
 def _quiet(getter: Callable[[], Any], default: Any) -> Any:

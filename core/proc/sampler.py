@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from eagle_tui.core.outside import clean
 from eagle_tui.core.proc import blocked, procfs
 from eagle_tui.core.proc.evidence import (
     BlockedCall,
@@ -269,7 +270,7 @@ class EvidenceSampler:
             ppid=stat.ppid,
             depth=depth,
             role=tracked.role,
-            comm=stat.comm,
+            comm=clean(stat.comm),  # anyone sets a name (a write to /proc/self/comm)
             state=state,
             age_s=max(0.0, uptime - stat.start_ticks / procfs.CLOCK_TICKS),
             cpu_s=stat.cpu_ticks / procfs.CLOCK_TICKS,

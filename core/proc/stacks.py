@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from eagle_tui.core.outside import clean
 from eagle_tui.core.proc import pyspy
 from eagle_tui.core.proc.evidence import State, TreeEvidence
 from eagle_tui.core.proc.pyspy import DumpStatus, Frame, StackDump, ThreadStack
@@ -263,7 +264,7 @@ class StackReport:
         text = describe_folds([f for f in self.folds if f.place is not None])
         if self.failures:
             text += ("; " if text else "") + "; ".join(self.failures)
-        return text or "no stack"
+        return clean(text) or "no stack"  # others' function names and paths
 
 
 StackDumper = Callable[[int], StackDump]

@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from eagle_tui.core.outside import clean
+
 _TAG = re.compile(r"_(DP|PP|ATTN_CP|MOE_DP|TP|EP)(\d+)")
 _TAG_ORDER = ("DP", "PP", "ATTN_CP", "MOE_DP", "TP", "EP")
 _SGLANG_PREFIXES = ("sglang::", "sgl_diffusion::")
@@ -84,7 +86,12 @@ _MULTIPROCESSING = (
 def title_of(argv: Sequence[str] | None, comm: str) -> str:
     """The name a person knows the process by: the setproctitle title, multiprocessing's
     helpers by their job (an SGLang rank reads ``python -c from multiprocessing.spawn …``
-    until it sets its title), else the program."""
+    until it sets its title), else the program. Any user sets a title (``exec -a``, a write
+    to ``/proc/self/comm``), so it is made clean here (``core.outside``) for every view."""
+    return clean(_raw_title(argv, comm))
+
+
+def _raw_title(argv: Sequence[str] | None, comm: str) -> str:
     if argv:
         first = argv[0].strip()
         if first.startswith(_SGLANG_PREFIXES):
@@ -114,10 +121,10 @@ def role_of(argv: Sequence[str] | None, comm: str, *, is_root: bool) -> Role:
         return Role(Kind.OTHER, title)
     if is_root:
         return Role(Kind.LAUNCHER, title)
-    program = os.path.basename(argv[0]) if argv else comm
+    program = clean(os.path.basename(argv[0]) if argv else comm)
     if comm in COMPILERS or program in COMPILERS:
         return Role(Kind.COMPILER, comm if comm in COMPILERS else program)
-    return Role(Kind.OTHER, title if title != comm else comm or program)
+    return Role(Kind.OTHER, title if title != clean(comm) else title or program)
 
 
 def _tags(body: str) -> tuple[tuple[str, int], ...]:
