@@ -77,7 +77,7 @@ from eagle_tui.core.capture.scheduler_env import (
     slice_from_environment,
 )
 from eagle_tui.core.errors import ConfigError, EagleError
-from eagle_tui.core.fsio import describe_os_error
+from eagle_tui.core.fsio import describe_os_error, open_append
 from eagle_tui.core.sampling import SamplingPreset
 from eagle_tui.core.sglang import API_KEY_ENV
 from eagle_tui.core.sglang.apikey import read_api_key
@@ -430,12 +430,17 @@ class _SafeFormatter(logging.Formatter):
         return terminal_safe(super().format(record))
 
 
-class _LogFile(logging.FileHandler):
+class _LogFile(logging.StreamHandler[TextIO]):
     """``capture.log``, which must never break the capture: surrogates are escaped, and a
-    write error (disk full) is reported once, in one line, after which the file is left."""
+    write error (disk full) is reported once, in one line, after which the file is left.
+    Opened for appending without following a link (``open_append``): UnsafeFile (an
+    OSError) for a link, FIFO or another user's file at its name."""
 
     def __init__(self, path: Path) -> None:
-        super().__init__(path, encoding="utf-8", errors="backslashreplace")
+        stream = os.fdopen(open_append(path, "capture log"), "a", encoding="utf-8",
+                           errors="backslashreplace")
+        super().__init__(stream)
+        self.baseFilename = str(path)
         self._broken = False
 
     def emit(self, record: logging.LogRecord) -> None:
@@ -452,8 +457,11 @@ class _LogFile(logging.FileHandler):
               "go to stderr only (warnings and errors)", file=sys.stderr)
 
     def close(self) -> None:
-        with contextlib.suppress(OSError):  # flushing what a full disk refused
-            super().close()
+        # flushing what a full disk refused; ValueError: closed already
+        with contextlib.suppress(OSError, ValueError):
+            self.flush()
+            self.stream.close()
+        super().close()
 
 
 class _StderrHandler(logging.StreamHandler[TextIO]):
