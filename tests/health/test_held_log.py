@@ -121,11 +121,12 @@ def test_a_log_path_swapped_after_discovery_is_never_followed(
     try:
         assert child.stdout is not None and child.stdin is not None
         found = child.stdout.readline()
-        assert found.startswith("discovered /proc/"), found  # the held file, not its path
         second_user.act(lambda: SWAPS[swap](log, secret))
         child.stdin.write("\n")
         child.stdin.flush()
         out, err = child.communicate(timeout=120)  # a FIFO read blocked here forever
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"diagnose still running 120 s after the log became a {swap}")
     finally:
         child.kill()
         child.wait()
@@ -133,6 +134,7 @@ def test_a_log_path_swapped_after_discovery_is_never_followed(
     print("\n".join(line for line in out.splitlines() if line.startswith("url ")))
     assert child.returncode == 0, err[-2000:]
     assert SECRET not in out and "Traceback" not in err
+    assert found.startswith("discovered /proc/"), found  # the held file, not its path
     tail = out.split("== last log lines", 1)[1].split("== processes", 1)[0]
     assert "fired up and ready" in tail  # the server's own log, read through its descriptor
     assert f"{log} (deleted) (read through /proc/{pid}/fd/" in out
