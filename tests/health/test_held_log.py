@@ -169,3 +169,21 @@ def test_discovery_takes_the_servers_own_log_file_over_its_redirected_output(
               f"{held_name(server.log_path)} (read through {server.log_path})")
         assert held_name(server.log_path) == str(own)
         assert server.log_path.samefile(own)
+
+
+def test_the_server_views_log_is_the_held_file(
+        second_user: LocalUser, their_server: tuple[int, Path], secret: Path) -> None:
+    """The Server view's target of a discovered server follows the held file too: after
+    the owner swaps the path to a link, its log pane still reads the server's lines."""
+    from eagle_tui.core.serverlog.follower import LogFollower
+    from eagle_tui.tui.sources.server import target_of
+
+    pid, log = their_server
+    server = next(s for s in discover_servers() if s.pid == pid)
+    target = target_of(server)
+    assert not server.mine and target.log_file == server.log_path
+    second_user.act(lambda: SWAPS["link to a root-only file"](log, secret))
+    with LogFollower(target.log_file, from_start=True) as follower:
+        chunk = follower.read()
+    assert chunk.error is None and any("fired up and ready" in line for line in chunk.lines)
+    assert not any(SECRET in line for line in chunk.lines)
