@@ -4,6 +4,11 @@ reads of the small files we are handed.
 A rename is only durable once the directory holding it is fsynced, and a file's bytes only
 once the file is; both are done here so callers cannot forget one.
 
+Files we write in a directory of ours (a batch's files, temp files) are never written through
+a link planted at their name: temp files are created new (:func:`create_new`, ``O_EXCL`` and
+``O_NOFOLLOW``), logs appended to with :func:`open_append` (``O_NOFOLLOW``, a regular file of
+ours, never blocking on a FIFO); anything else there is :class:`UnsafeFile` (an OSError).
+
 Every file we expect to be small (a manifest, an API key file, a stored config or result, a
 model's ``config.json``, the head of a prompt file) is read with :func:`read_small`: at
 most ``limit`` bytes, and only from a regular file. A FIFO, a device (``/dev/zero``), a

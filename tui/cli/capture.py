@@ -11,7 +11,8 @@ Exit status (also in ``--help``):
     1  rows failed: the batch ran to its end, but some rows failed permanently or prompts
        were rejected (see failures.jsonl / rejects.jsonl; ``--resume`` retries the failures)
     2  refused to start: bad flags or URLs, unreadable files or tokenizer, the output
-       directory held by another batch or not writable, a changed config on resume;
+       directory held by another batch, not writable, or not safely ours (another user's,
+       writable by others, a link at one of its file names), a changed config on resume;
        nothing was sent
     3  batch crashed: it stopped before the end (no usable server, disk full or another
        write error, an internal error); every saved row is safe and ``--resume`` continues
@@ -107,8 +108,8 @@ EXIT_HELP = """exit status:
   0  every row captured
   1  rows failed: the batch finished, some rows failed or prompts were rejected
      (failures.jsonl, rejects.jsonl; --resume retries the failures)
-  2  refused to start: bad flags, URLs, files or tokenizer, output directory locked or
-     not writable, changed config on --resume; nothing was sent
+  2  refused to start: bad flags, URLs, files or tokenizer, output directory locked,
+     not writable or not yours alone, changed config on --resume; nothing was sent
   3  batch crashed: stopped early (no usable server, disk full, internal error); saved
      rows are safe, --resume continues
   130  interrupted by Ctrl-C before every row was captured (143: SIGTERM); saved rows
