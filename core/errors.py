@@ -2,6 +2,7 @@
 
     EagleError                     base; ``str(e)`` says what, where, and what to do
     ├── ConfigError                bad user input: a file, a flag, a config field
+    │   └── UntrustedOutput        a batch directory not ours, or writable by others
     ├── TokenizerError             a tokenizer or chat template that cannot be loaded or used
     ├── ShardError                 a shard or shard directory that cannot be read as one
     │   └── ShardWriteError        a shard not saved (disk full…); names the rows lost
@@ -62,6 +63,11 @@ class EagleError(Exception):
 
 class ConfigError(EagleError):
     """User input (file, flag, config field) that cannot be used as given."""
+
+
+class UntrustedOutput(ConfigError):
+    """A batch directory (``--out``) that is not safely ours: another user's, writable by
+    others, or reached through their symlink (``core.trust``); nothing was written."""
 
 
 class TokenizerError(EagleError):

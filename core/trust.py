@@ -33,10 +33,16 @@ PRIVATE_FILE_MODE = 0o600
 _OTHERS_WRITE = stat.S_IWGRP | stat.S_IWOTH
 
 
-def dir_problem(path: Path, *, what: str) -> str | None:
-    """Why the existing directory ``path`` is not safely ours, or None (see the module doc)."""
+STATE_DIR_ELSEWHERE = "point EAGLE_TUI_STATE_DIR at it"
+
+
+def dir_problem(path: Path, *, what: str, elsewhere: str = STATE_DIR_ELSEWHERE) -> str | None:
+    """Why the existing directory ``path`` is not safely ours, or None (see the module doc).
+
+    ``elsewhere`` ends the advice to use a directory of one's own (``mkdir -m 700 DIR and
+    …``): how this caller is given another place."""
     uid = os.geteuid()
-    problem = _symlink_problem(path, uid, what)
+    problem = _symlink_problem(path, uid, what, elsewhere)
     if problem is not None:
         return problem
     real = Path(os.path.realpath(path))
@@ -49,13 +55,12 @@ def dir_problem(path: Path, *, what: str) -> str | None:
     if info.st_uid != uid:
         return (f"{what} {path} belongs to {_owner(info.st_uid)}, not to you "
                 f"({_owner(uid)}): that user could plant or change what eagle-tui reads "
-                f"there. Use a directory of your own: mkdir -m 700 DIR and point "
-                f"EAGLE_TUI_STATE_DIR at it")
+                f"there. Use a directory of your own: mkdir -m 700 DIR and {elsewhere}")
     if info.st_mode & _OTHERS_WRITE:
         return (f"{what} {path} is writable by {_who(info.st_mode)} (mode "
                 f"{stat.S_IMODE(info.st_mode):o}): another user could plant or replace what "
                 f"eagle-tui reads there. Fix: chmod 700 {_quote(real)}")
-    return _ancestor_problem(real, uid, what, path)
+    return _ancestor_problem(real, uid, what, path, elsewhere)
 
 
 def file_problem(path: Path, info: os.stat_result, *, what: str) -> str | None:
@@ -118,7 +123,8 @@ def ensure_private_dir(path: Path, *, what: str) -> str | None:
     return dir_problem(path, what=what)
 
 
-def _symlink_problem(path: Path, uid: int, what: str) -> str | None:
+def _symlink_problem(path: Path, uid: int, what: str,
+                     elsewhere: str = STATE_DIR_ELSEWHERE) -> str | None:
     """A symlink on the way to ``path`` owned by someone but us or root."""
     current = Path("/")
     for part in Path(os.path.abspath(path)).parts[1:]:
@@ -133,26 +139,28 @@ def _symlink_problem(path: Path, uid: int, what: str) -> str | None:
             if info.st_uid not in (uid, 0):
                 return (f"{what} {path} is reached through the symlink {step}, which belongs "
                         f"to {_owner(info.st_uid)}: it could point anywhere. Remove the link "
-                        f"(rm {_quote(step)}) or set EAGLE_TUI_STATE_DIR to a directory of "
-                        "your own")
+                        f"(rm {_quote(step)}), or use a directory of your own: mkdir -m 700 "
+                        f"DIR and {elsewhere}")
             step = Path(os.path.realpath(step))
         current = step
     return None
 
 
-def _ancestor_problem(real: Path, uid: int, what: str, shown: Path) -> str | None:
+def _ancestor_problem(real: Path, uid: int, what: str, shown: Path,
+                      elsewhere: str) -> str | None:
     """A directory above ``real`` that another user could use to replace it."""
     for parent in real.parents:
         info = os.stat(parent)
         if info.st_uid not in (uid, 0):
             return (f"{what} {shown} is inside {parent}, which belongs to "
-                    f"{_owner(info.st_uid)}: that user could replace it. Move the state "
-                    "directory (EAGLE_TUI_STATE_DIR) under a directory you or root own")
+                    f"{_owner(info.st_uid)}: that user could replace it. Use a directory "
+                    f"under one you or root own: mkdir -m 700 DIR and {elsewhere}")
         if info.st_mode & _OTHERS_WRITE and not info.st_mode & stat.S_ISVTX:
             return (f"{what} {shown} is inside {parent}, which is writable by "
                     f"{_who(info.st_mode)} without the sticky bit (mode "
                     f"{stat.S_IMODE(info.st_mode):o}): anyone could replace it. Fix: chmod "
-                    f"go-w {_quote(parent)} (or chmod +t), or move the state directory")
+                    f"go-w {_quote(parent)} (or chmod +t), or mkdir -m 700 DIR elsewhere and "
+                    f"{elsewhere}")
     return None
 
 

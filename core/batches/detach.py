@@ -26,11 +26,12 @@ from eagle_tui.core.batches.registry import BatchRecord, Registry, new_batch_id
 from eagle_tui.core.batches.secretenv import has_secrets, worker_env
 from eagle_tui.core.batches.sockpath import control_socket_path
 from eagle_tui.core.capture.config import CaptureConfig
-from eagle_tui.core.errors import BatchLocked, WorkerStartFailed
-from eagle_tui.core.fsio import UnfitFile, read_tail
+from eagle_tui.core.errors import BatchLocked, UntrustedOutput, WorkerStartFailed
+from eagle_tui.core.fsio import UnfitFile, UnsafeFile, open_append, read_tail
 from eagle_tui.core.sglang.client import API_KEY_ENV
 from eagle_tui.core.shards.batchdir.layout import BatchDir
 from eagle_tui.core.shards.batchdir.lock import holder_of
+from eagle_tui.core.shards.batchdir.owned import claim_batch_dir
 from eagle_tui.core.wire import explain
 
 READY_TIMEOUT_S = 120.0
@@ -50,6 +51,7 @@ def launch_detached(config: CaptureConfig, *, name: str | None = None,
     """Register and start a detached worker for ``config`` (see the module docstring)."""
     registry = registry or Registry()
     config = _absolute(config)
+    claim_batch_dir(config.out_dir)  # ours and writable by nobody else, or UntrustedOutput
     holder = holder_of(config.out_dir)
     if holder is not None:
         raise BatchLocked(f"{config.out_dir} is already being captured by {holder.describe()}; "
@@ -130,7 +132,11 @@ def _spawn(record: BatchRecord, registry: Registry, config: CaptureConfig, ready
     env.setdefault("PYTHONUNBUFFERED", "1")
     command = [sys.executable, "-m", "eagle_tui.core.batches.daemon", "--batch", record.id,
                "--registry", str(registry.root), "--ready-fd", str(ready_fd)]
-    with open(record.log, "ab") as log:
+    try:  # never through a link planted at worker.log (fsio.open_append)
+        log = os.fdopen(open_append(Path(record.log), "worker log"), "ab")
+    except UnsafeFile as e:
+        raise UntrustedOutput(str(e)) from None
+    with log:
         stamp = time.strftime("%Y-%m-%d %H:%M:%S")
         log.write(f"\n=== {stamp} eagle-tui: starting batch {record.id} ===\n".encode())
         log.flush()
@@ -187,7 +193,8 @@ def _parse(line: bytes, record: BatchRecord) -> ReadyMessage:
 def log_tail(path: Path, lines: int = 20) -> str:
     """The last ``lines`` lines of a log, for error messages."""
     try:
-        text = read_tail(path, 16384, "worker log").decode("utf-8", errors="replace")
+        text = read_tail(path, 16384, "worker log", follow=False).decode(
+            "utf-8", errors="replace")
     except (OSError, UnfitFile) as e:
         return f"(log unreadable: {e})"
     return "\n".join(text.splitlines()[-lines:])

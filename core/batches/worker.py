@@ -96,7 +96,7 @@ class Worker:
         try:
             record = self._registry.load(self._batch_id)
             lock = OutputLock(Path(record.out_dir)).acquire(batch_id=record.id)
-        except BatchError as e:
+        except EagleError as e:  # not ours to write (UntrustedOutput), locked, no record
             log.error("%s", e)
             locked = isinstance(e, BatchLocked)
             self._ready.fail(str(e), kind="locked" if locked else "error")

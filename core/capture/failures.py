@@ -28,6 +28,7 @@ from typing import IO
 import msgspec
 
 from eagle_tui.core.errors import ConfigError
+from eagle_tui.core.fsio import UnsafeFile, create_new, open_read_own, unsafe_to_write
 from eagle_tui.core.shards.batchdir.layout import BatchDir
 from eagle_tui.core.wire import ENCODER
 
@@ -66,11 +67,13 @@ class FailureLog:
             self.carried = {f.sample_id: f for f in read_failures(self.path)
                             if f.kind in NOT_RETRIED_ON_RESUME}
         try:
-            if self.path.exists() and self.path.stat().st_size > 0:
+            if _has_lines(self.path):
                 os.replace(self.path, batch.previous_failures)
-            # backslashreplace: a server's message may hold lone surrogates
+            # backslashreplace: a server's message may hold lone surrogates; created new,
+            # never through a link at its name (fsio.create_new)
             self._handle: IO[str] = open(  # noqa: SIM115 (held open)
-                self.path, "w", encoding="utf-8", errors="backslashreplace")
+                create_new(self.path, "failures file"), "w", encoding="utf-8",
+                errors="backslashreplace")
         except OSError as e:
             raise ConfigError(f"cannot write failures file {self.path}: {e.strerror or e}") from e
 
@@ -86,11 +89,29 @@ class FailureLog:
             self._handle.close()
 
 
+def _has_lines(path: Path) -> bool:
+    """True when ``path`` is a non-empty regular file of ours (UnsafeFile, an OSError, for
+    a link or anything else at its name: it is neither read nor rotated)."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    problem = unsafe_to_write(info, path, "failures file")
+    if problem is not None:
+        raise UnsafeFile(problem)
+    return info.st_size > 0
+
+
 def read_failures(path: Path) -> Iterator[Failure]:
-    """The failures in ``path``; lines torn by a crash or of another shape are skipped."""
-    if not path.exists():
+    """The failures in ``path``; lines torn by a crash or of another shape are skipped.
+    Never read through a link (ConfigError for one, or for another user's file)."""
+    try:
+        fd = open_read_own(path, "failures file")
+    except OSError as e:
+        raise ConfigError(f"cannot read failures file {path}: {e.strerror or e}") from e
+    if fd is None:
         return
-    with open(path, encoding="utf-8", errors="replace") as handle:
+    with open(fd, encoding="utf-8", errors="replace") as handle:
         for text in handle:
             try:
                 # json first: a line may escape a lone surrogate, which msgspec refuses

@@ -16,6 +16,7 @@ from types import TracebackType
 from typing import IO
 
 from eagle_tui.core.errors import ConfigError
+from eagle_tui.core.fsio import open_append, open_read_own
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,12 +41,14 @@ class RejectLog:
     def __init__(self, path: str | Path) -> None:
         """Open (creating if needed) ``path`` for appending; ConfigError if it cannot be."""
         self.path = Path(path)
-        self._seen = _existing_keys(self.path)
         try:
-            # backslashreplace: text from a prompt file may hold lone surrogates
+            self._seen, torn = _existing_keys(self.path)
+            # backslashreplace: text from a prompt file may hold lone surrogates; never
+            # through a link at its name (fsio.open_append)
             self._handle: IO[str] = open(  # noqa: SIM115 (held open)
-                self.path, "a", encoding="utf-8", errors="backslashreplace")
-            if _ends_torn(self.path):
+                open_append(self.path, "rejects file"), "a", encoding="utf-8",
+                errors="backslashreplace")
+            if torn:
                 self._handle.write("\n")  # keep the next entry off a line torn by a crash
                 self._handle.flush()
         except OSError as e:
@@ -83,26 +86,19 @@ class RejectLog:
         self.close()
 
 
-def _existing_keys(path: Path) -> set[tuple[str, int]]:
-    """(source, line) of every reject already in ``path``; a torn last line is ignored."""
+def _existing_keys(path: Path) -> tuple[set[tuple[str, int]], bool]:
+    """(source, line) of every reject already in ``path`` (a torn last line is ignored),
+    and whether the file ends torn (non-empty, its last byte not a newline)."""
     keys: set[tuple[str, int]] = set()
-    if not path.exists():
-        return keys
-    with open(path, encoding="utf-8", errors="replace") as handle:
+    fd = open_read_own(path, "rejects file")  # UnsafeFile (an OSError) for a link
+    if fd is None:
+        return keys, False
+    text = ""
+    with open(fd, encoding="utf-8", errors="replace") as handle:
         for text in handle:
             try:
                 entry = json.loads(text)
                 keys.add((str(entry["source"]), int(entry["line"])))
             except (ValueError, KeyError, TypeError):
                 continue  # a line torn by a crash: the record will be logged again
-    return keys
-
-
-def _ends_torn(path: Path) -> bool:
-    """True when the file is non-empty and its last byte is not a newline."""
-    with open(path, "rb") as handle:
-        handle.seek(0, 2)
-        if handle.tell() == 0:
-            return False
-        handle.seek(-1, 2)
-        return handle.read(1) != b"\n"
+    return keys, bool(text) and not text.endswith("\n")

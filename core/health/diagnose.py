@@ -12,12 +12,12 @@ credentials, no query strings, no control or escape character).
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from eagle_tui.core.clock import Clock, SystemClock
+from eagle_tui.core.fsio import UnfitFile, read_tail
 from eagle_tui.core.health.assemble import WatchOptions, build_watcher
 from eagle_tui.core.health.cause import read_cause
 from eagle_tui.core.health.settings import WatchSettings
@@ -26,7 +26,12 @@ from eagle_tui.core.health.state import WatchState
 from eagle_tui.core.health.watcher import Watcher
 from eagle_tui.core.outside import clean, command_line
 from eagle_tui.core.proc import procfs
-from eagle_tui.core.proc.discover import ServerProcess, discover_servers
+from eagle_tui.core.proc.discover import (
+    ServerProcess,
+    discover_servers,
+    held_name,
+    shown_log,
+)
 from eagle_tui.core.proc.evidence import TreeEvidence
 from eagle_tui.core.proc.gpu import read_gpus
 from eagle_tui.core.proc.orphans import OrphanReport, Watched, find_orphans
@@ -73,7 +78,7 @@ class Bundle:
         s, t = self.snapshot, self.target
         out = ["== server"]
         out.append(f"url {t.url.public if t.url else '(none)'}; PID {t.pid or '?'}; "
-                   f"log {t.log or '(none)'}")
+                   f"log {shown_log(t.log)}")
         if self.command:
             out.append(f"command: {self.command}")
         out.append(f"phase {s.phase} for {duration(s.phase_s)}"
@@ -111,7 +116,7 @@ class Bundle:
         data: dict[str, Any] = {
             "url": self.target.url.public if self.target.url else None,
             "pid": self.target.pid,
-            "log": str(self.target.log) if self.target.log else None,
+            "log": held_name(self.target.log) if self.target.log else None,
             "command": self.command or None,
             "phase": s.phase.value,
             "phase_s": round(s.phase_s, 2),
@@ -234,16 +239,17 @@ def _watched(target: Target, snapshot: HealthSnapshot) -> Watched:
 
 
 def _tail(path: Path | None, count: int = LAST_LINES) -> tuple[str, ...]:
-    """The file's last ``count`` lines (a progress bar's ``\\r`` redraws: the last one)."""
+    """The file's last ``count`` lines (a progress bar's ``\\r`` redraws: the last one):
+    at most ``_TAIL_BYTES`` of a regular file (a FIFO or device is refused without
+    blocking); a discovered server's log is ``/proc/PID/fd/N``, the file it holds."""
     if path is None:
         return ()
     try:
-        with open(path, "rb") as handle:
-            size = handle.seek(0, os.SEEK_END)
-            handle.seek(max(0, size - _TAIL_BYTES))
-            data = handle.read().decode("utf-8", "replace")
+        data = read_tail(path, _TAIL_BYTES, "log").decode("utf-8", "replace")
     except OSError as exc:
         return (f"(cannot read {path}: {exc.strerror or exc})",)
+    except UnfitFile as exc:
+        return (f"(cannot read the log: {exc})",)
     lines = [line.rstrip("\r").rsplit("\r", 1)[-1] for line in data.split("\n")]
     return tuple(clip(line, 400) for line in lines if line.strip())[-count:]
 

@@ -19,7 +19,12 @@ from eagle_tui.core.clock import Clock
 from eagle_tui.core.health.changes import Change, changes
 from eagle_tui.core.health.snapshot import HealthSnapshot, Outcome, Verdict
 from eagle_tui.core.health.watcher import Watcher
-from eagle_tui.core.proc.discover import ServerProcess, discover_servers
+from eagle_tui.core.proc.discover import (
+    ServerProcess,
+    discover_servers,
+    held_name,
+    shown_log,
+)
 from eagle_tui.core.text import clip, duration, quote
 
 HEARTBEAT_S = 60.0
@@ -176,9 +181,9 @@ async def _one(build: WatcherFactory, server: ServerProcess, queue: asyncio.Queu
     found = Change(
         "server",
         f"found {server.kind} {server.url} PID {server.pid}; log "
-        f"{server.log_path or '(not a file: not visible)'}",
+        f"{shown_log(server.log_path) if server.log_path else '(not a file: not visible)'}",
         {"kind": server.kind, "url": str(server.url), "pid": server.pid,
-         "log": str(server.log_path)},
+         "log": held_name(server.log_path) if server.log_path else str(None)},
     )
     await queue.put(WatchEvent(found, None, server=name))
     watcher = build(server)

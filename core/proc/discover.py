@@ -6,7 +6,9 @@ A server is recognised by how it was started, not by a word anywhere in its comm
 sglang_router.launch_router``/``launch_server``, ``sglang-router``), and eagle-tui's
 simulated server (``python -m eagle_tui.core.sim``, ``eagle-tui sim``). Its port comes from
 ``--port`` (SGLang's default 30000 otherwise) or, failing that, from what its process tree
-listens on; its log file is where its stderr (else stdout) points, when that is a file.
+listens on; its log is the file its own ``--log-file`` names, else where its stderr (else
+stdout) points, when that is a regular file it holds open, and is read through that
+descriptor (``/proc/PID/fd/N``: :func:`log_file_of`), never by re-resolving the path.
 
 Processes are matched by their title too, because SGLang renames them with
 ``setproctitle``, which overwrites the command line: ``sglang-router`` 0.3.2's
@@ -24,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +34,7 @@ from typing import Any
 
 import psutil
 
+from eagle_tui.core.proc import procfs
 from eagle_tui.core.proc.titles import title_of
 from eagle_tui.core.urls import ServerURL
 
@@ -47,6 +51,7 @@ _SCRIPT_KINDS = {"sglang-router": "router", "sgl-router": "router", "launch_serv
 _SUBCOMMAND_KINDS = {("sglang", "serve"): "serve", ("eagle-tui", "sim"): "sim"}
 _OPTIONS_WITH_VALUE = frozenset({"-X", "-W", "-Q"})
 _DEFAULT_PORT = 30000
+_HELD = re.compile(r"/proc/(\d+)/fd/(\d+)")
 
 
 @dataclass(frozen=True)
@@ -127,17 +132,67 @@ def mentions_port(argv: Sequence[str], port: int) -> bool:
     return re.search(rf"--port(?:=|\s+){port}\b", " ".join(argv)) is not None
 
 
-def log_file_of(pid: int) -> Path | None:
-    """The regular file the process's stderr (else stdout) writes to, if any."""
-    for fd in (2, 1):
-        try:
-            target = os.readlink(f"/proc/{pid}/fd/{fd}")
-        except OSError:
-            continue
-        path = Path(target.removesuffix(" (deleted)"))
-        if target.startswith("/") and not target.startswith("/dev/") and path.is_file():
-            return path
+def log_file_of(pid: int, argv: Sequence[str] = ()) -> Path | None:
+    """Where the process's log is read: ``/proc/PID/fd/N``, a regular file it holds open.
+
+    The server's own ``--log-file`` when its command line names one and it holds that file
+    open, else its stderr (else stdout) when that is a regular file. The log is always read
+    through the descriptor (the kernel opens the very file the process holds), never by
+    the path the link shows: that path belongs to whoever owns its directory, who may have
+    made it a link to a file only root can read, a FIFO or ``/dev/zero`` since. Another
+    user's descriptors are only visible to root (ptrace rules), so their log, too, is only
+    ever read this way. :func:`shown_log` gives the path for people.
+    """
+    for fd in _held_log_file(pid, argv), 2, 1:
+        if fd is not None and _is_regular(held := Path(f"/proc/{pid}/fd/{fd}")):
+            return held
     return None
+
+
+def _held_log_file(pid: int, argv: Sequence[str]) -> int | None:
+    """The descriptor of the file ``--log-file`` names, if the process holds it open."""
+    named = _flag(argv, "--log-file")
+    if not named:
+        return None
+    cwd = _cwd_of(pid)
+    if cwd is None and not named.startswith("/"):
+        return None
+    wanted = os.path.normpath(os.path.join(cwd or "/", named))
+    for fd in procfs.list_fds(pid) or ():
+        target = procfs.fd_target(pid, fd)
+        if target is not None and target.removesuffix(" (deleted)") == wanted:
+            return fd
+    return None
+
+
+def _cwd_of(pid: int) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/cwd")
+    except OSError:
+        return None
+
+
+def _is_regular(held: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(held).st_mode)  # the held file itself (a magic link)
+    except OSError:
+        return False
+
+
+def shown_log(path: Path | None) -> str:
+    """A log path for people: ``/srv/x.log (read through /proc/12/fd/2)`` for a held one."""
+    if path is None:
+        return "(none)"
+    named = held_name(path)
+    return str(path) if named == str(path) else f"{named} (read through {path})"
+
+
+def held_name(path: Path) -> str:
+    """The path the kernel shows for a held log (``/proc/PID/fd/N``), else ``path``: a
+    name for people and JSON, never opened."""
+    match = _HELD.fullmatch(str(path))
+    target = procfs.fd_target(int(match[1]), int(match[2])) if match else None
+    return target if target is not None else str(path)
 
 
 def _listening_ports(proc: Any) -> list[int]:
@@ -256,7 +311,7 @@ def discover_servers(within: int | None = None) -> list[ServerProcess]:
                 cmdline=" ".join(argv),
                 host=_flag(argv, "--host") or "127.0.0.1",
                 port=_port_of(proc, argv, kind),
-                log_path=log_file_of(proc.info["pid"]),
+                log_path=log_file_of(proc.info["pid"], argv),
                 create_time=proc.info.get("create_time") or 0.0,
                 uid=_real_uid(proc),
             )

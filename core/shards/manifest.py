@@ -221,7 +221,9 @@ class Manifest:
         directory = Path(out_dir)
         path = BatchDir(directory).manifest
         try:
-            data = _DECODER.decode(read_small(path, MANIFEST_MAX_BYTES, "manifest"))
+            # never through a link: a batch directory's files are read as themselves
+            data = _DECODER.decode(read_small(path, MANIFEST_MAX_BYTES, "manifest",
+                                              follow=False))
         except FileNotFoundError as e:
             raise ConfigError(f"no manifest at {path}; is {directory} a batch directory?") from e
         except UnfitFile as e:

@@ -32,6 +32,7 @@ import pyarrow.parquet as pq
 from eagle_tui.core.errors import ShardWriteError
 from eagle_tui.core.fsio import TMP_SUFFIX, HashingFile, describe_os_error, fsync_dir
 from eagle_tui.core.shards.batchdir.layout import BatchDir, shard_index
+from eagle_tui.core.shards.batchdir.owned import own_subdir
 from eagle_tui.core.shards.manifest import Manifest, ShardInfo
 from eagle_tui.core.shards.schema import (
     COLUMNS,
@@ -150,7 +151,8 @@ class ShardWriter:
         self.row_group_bytes = min(row_group_bytes, max_bytes)
         self._batch = BatchDir(self.out_dir)
         self.shards_dir = self._batch.shards
-        self.shards_dir.mkdir(parents=True, exist_ok=True)
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        own_subdir(self.shards_dir)  # never a link planted as shards/
         self._next_index = _next_free_index(self.shards_dir, self.manifest)
         self._buffer: list[ShardRow] = []
         self._buffer_bytes = 0

@@ -13,7 +13,12 @@ import pytest
 from support.processes import kill_tree
 from support.waiting import log_contains, wait_until
 
-from eagle_tui.core.proc.discover import discover_servers, find_server_pid, server_kind
+from eagle_tui.core.proc.discover import (
+    discover_servers,
+    find_server_pid,
+    held_name,
+    server_kind,
+)
 from eagle_tui.core.proc.probe import ProcessProbe
 from eagle_tui.core.sim.launcher import free_port
 
@@ -75,7 +80,10 @@ def test_eagle_tui_sim_is_found_with_its_port_and_log_file(
     found = {s.pid: s for s in discover_servers(within=os.getpid())}
     assert popen.pid in found
     server = found[popen.pid]
-    assert (server.kind, server.port, server.log_path) == ("sim", port, log)
+    assert (server.kind, server.port) == ("sim", port)
+    # read through what the process holds, never by its path again (issue 38 item 5)
+    assert server.log_path is not None and server.log_path.parent == Path(f"/proc/{popen.pid}/fd")
+    assert held_name(server.log_path) == str(log) and server.log_path.samefile(log)
     assert server.url is not None and server.url.public == f"http://127.0.0.1:{port}"
     assert find_server_pid(port) == popen.pid
     report = ProcessProbe(port=port, discover=True).probe()  # the probe finds it too

@@ -11,7 +11,8 @@ Exit status (also in ``--help``):
     1  rows failed: the batch ran to its end, but some rows failed permanently or prompts
        were rejected (see failures.jsonl / rejects.jsonl; ``--resume`` retries the failures)
     2  refused to start: bad flags or URLs, unreadable files or tokenizer, the output
-       directory held by another batch or not writable, a changed config on resume;
+       directory held by another batch, not writable, or not safely ours (another user's,
+       writable by others, a link at one of its file names), a changed config on resume;
        nothing was sent
     3  batch crashed: it stopped before the end (no usable server, disk full or another
        write error, an internal error); every saved row is safe and ``--resume`` continues
@@ -77,7 +78,7 @@ from eagle_tui.core.capture.scheduler_env import (
     slice_from_environment,
 )
 from eagle_tui.core.errors import ConfigError, EagleError
-from eagle_tui.core.fsio import describe_os_error
+from eagle_tui.core.fsio import describe_os_error, open_append
 from eagle_tui.core.sampling import SamplingPreset
 from eagle_tui.core.sglang import API_KEY_ENV
 from eagle_tui.core.sglang.apikey import read_api_key
@@ -107,8 +108,8 @@ EXIT_HELP = """exit status:
   0  every row captured
   1  rows failed: the batch finished, some rows failed or prompts were rejected
      (failures.jsonl, rejects.jsonl; --resume retries the failures)
-  2  refused to start: bad flags, URLs, files or tokenizer, output directory locked or
-     not writable, changed config on --resume; nothing was sent
+  2  refused to start: bad flags, URLs, files or tokenizer, output directory locked,
+     not writable or not yours alone, changed config on --resume; nothing was sent
   3  batch crashed: stopped early (no usable server, disk full, internal error); saved
      rows are safe, --resume continues
   130  interrupted by Ctrl-C before every row was captured (143: SIGTERM); saved rows
@@ -430,12 +431,17 @@ class _SafeFormatter(logging.Formatter):
         return terminal_safe(super().format(record))
 
 
-class _LogFile(logging.FileHandler):
+class _LogFile(logging.StreamHandler[TextIO]):
     """``capture.log``, which must never break the capture: surrogates are escaped, and a
-    write error (disk full) is reported once, in one line, after which the file is left."""
+    write error (disk full) is reported once, in one line, after which the file is left.
+    Opened for appending without following a link (``open_append``): UnsafeFile (an
+    OSError) for a link, FIFO or another user's file at its name."""
 
     def __init__(self, path: Path) -> None:
-        super().__init__(path, encoding="utf-8", errors="backslashreplace")
+        stream = os.fdopen(open_append(path, "capture log"), "a", encoding="utf-8",
+                           errors="backslashreplace")
+        super().__init__(stream)
+        self.baseFilename = str(path)
         self._broken = False
 
     def emit(self, record: logging.LogRecord) -> None:
@@ -452,8 +458,11 @@ class _LogFile(logging.FileHandler):
               "go to stderr only (warnings and errors)", file=sys.stderr)
 
     def close(self) -> None:
-        with contextlib.suppress(OSError):  # flushing what a full disk refused
-            super().close()
+        # flushing what a full disk refused; ValueError: closed already
+        with contextlib.suppress(OSError, ValueError):
+            self.flush()
+            self.stream.close()
+        super().close()
 
 
 class _StderrHandler(logging.StreamHandler[TextIO]):

@@ -20,6 +20,7 @@ directory. Only the standard library: batch bookkeeping, which needs no parquet,
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,8 +105,9 @@ class BatchDir:
         return self.root / CONTROL_SOCKET_NAME
 
     def holds_batch(self) -> bool:
-        """True when the directory has a manifest (a batch was started in it)."""
-        return self.manifest.exists()
+        """True when the directory has a manifest (a batch was started in it); a link
+        there counts, so it is refused when read rather than replaced unseen."""
+        return os.path.lexists(self.manifest)
 
     def shard(self, name: str) -> Path:
         """The shard listed as ``name`` (names are relative to ``shards/``)."""
@@ -116,10 +118,11 @@ class BatchDir:
         return self.shards / SHARD_NAME.format(index=index)
 
     def shard_dir_files(self) -> list[Path]:
-        """Every regular file under ``shards/`` (sorted), or none when it does not exist."""
+        """Every regular file and symlink under ``shards/`` (sorted; a link is never
+        trusted, so it is listed to be moved aside), or none when it does not exist."""
         if not self.shards.is_dir():
             return []
-        return sorted(p for p in self.shards.iterdir() if p.is_file())
+        return sorted(p for p in self.shards.iterdir() if p.is_symlink() or p.is_file())
 
 
 def shard_index(name: str) -> int | None:

@@ -18,6 +18,7 @@ import contextlib
 import fcntl
 import os
 import socket
+import stat
 import time
 from pathlib import Path
 from types import TracebackType
@@ -25,8 +26,10 @@ from typing import Self
 
 import msgspec
 
-from eagle_tui.core.errors import BatchLocked
+from eagle_tui.core.errors import BatchLocked, UntrustedOutput
+from eagle_tui.core.fsio import UnsafeFile, open_exclusive_rw
 from eagle_tui.core.shards.batchdir.layout import BatchDir
+from eagle_tui.core.shards.batchdir.owned import claim_batch_dir
 
 PROBE_RETRY_S = 1.0  # a probe holds the lock for microseconds; a real holder for hours
 
@@ -70,9 +73,14 @@ class OutputLock:
         return self._fd is not None
 
     def acquire(self, *, batch_id: str | None = None, retry_s: float = PROBE_RETRY_S) -> Self:
-        """Take the lock (creating the directory); BatchLocked when someone else holds it."""
-        self.out_dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        """Take the lock (creating the directory); BatchLocked when someone else holds it,
+        UntrustedOutput when the directory or the lock file is not safely ours (another
+        user's, writable by others, a link: ``owned``)."""
+        claim_batch_dir(self.out_dir)
+        try:
+            fd = open_exclusive_rw(self.path, "lock file", 0o600)
+        except UnsafeFile as e:
+            raise UntrustedOutput(str(e)) from None
         deadline = time.monotonic() + retry_s
         while not _try_flock(fd):
             if time.monotonic() >= deadline:
@@ -107,10 +115,10 @@ class OutputLock:
 
 
 def is_held(out_dir: Path) -> bool:
-    """True when some process holds ``out_dir``'s lock right now (a worker is alive)."""
-    try:
-        fd = os.open(BatchDir(out_dir).lock, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
+    """True when some process holds ``out_dir``'s lock right now (a worker is alive).
+    A lock file that is a link, a FIFO or a device is no worker's lock: False."""
+    fd = _open_to_probe(BatchDir(out_dir).lock)
+    if fd is None:
         return False
     try:
         if _try_flock(fd, fcntl.LOCK_SH):
@@ -125,14 +133,27 @@ def holder_of(out_dir: Path) -> LockHolder | None:
     """Who holds ``out_dir``'s lock, or None when it is free."""
     if not is_held(out_dir):
         return None
-    try:
-        fd = os.open(BatchDir(out_dir).lock, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
+    fd = _open_to_probe(BatchDir(out_dir).lock)
+    if fd is None:
         return None
     try:
         return _read_holder(fd)
     finally:
         os.close(fd)
+
+
+def _open_to_probe(path: Path) -> int | None:
+    """A read-only descriptor of the lock file, never through a link and never blocking
+    on a FIFO; None when there is no such regular file."""
+    flags = os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY
+    try:
+        fd = os.open(path, flags)
+    except OSError:  # missing, a link (ELOOP), unreadable: no lock of a worker we could ask
+        return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    return fd
 
 
 def _try_flock(fd: int, mode: int = fcntl.LOCK_EX) -> bool:

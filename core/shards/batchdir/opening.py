@@ -21,6 +21,7 @@ from pathlib import Path
 
 from eagle_tui.core.errors import ConfigError
 from eagle_tui.core.shards.batchdir.layout import MANIFEST_NAME, BatchDir, is_temp
+from eagle_tui.core.shards.batchdir.owned import own_subdir
 from eagle_tui.core.shards.batchdir.scan import ResumeScan, scan_completed
 from eagle_tui.core.shards.manifest import BatchConfig, Manifest
 from eagle_tui.core.shards.schema import MULTI_TURN_SCHEMA_VERSION, SCHEMA_VERSION
@@ -115,7 +116,7 @@ def move_aside(scan: ResumeScan, into: Path) -> list[Path]:
         path = ignored.path
         if is_temp(path) or not path.exists():
             continue
-        into.mkdir(exist_ok=True)
+        own_subdir(into)  # a real folder of ours, never a link planted as untrusted/
         target = into / path.name
         counter = 1
         while target.exists():

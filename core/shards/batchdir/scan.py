@@ -12,6 +12,7 @@ result are in :mod:`.opening`.
 
 from __future__ import annotations
 
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -100,9 +101,12 @@ def listing_problem(path: Path, size: int, sha256: str | None) -> str | None:
     """Why a listed shard cannot be trusted: missing, wrong size, or (when ``sha256`` is
     given) wrong checksum; None when it matches."""
     try:
-        actual = path.stat().st_size
+        info = path.lstat()
     except FileNotFoundError:
         return "listed in the manifest but missing"
+    if not stat.S_ISREG(info.st_mode):
+        return "not a regular file (a link?): eagle-tui never writes a shard as one"
+    actual = info.st_size
     if actual != size:
         return f"size {actual} bytes, manifest lists {size} (truncated or replaced)"
     if sha256 is None:
