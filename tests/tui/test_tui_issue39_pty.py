@@ -98,3 +98,23 @@ def test_a_key_after_enter_in_the_path_box_belongs_to_the_view(tmp_path: Path) -
                         "q after Enter to quit the dashboard", timeout=OPEN_S)
     assert term.exit_status == 0
     assert f"{second}q" not in bytes(term.raw).decode("utf-8", "replace")
+
+
+async def test_a_key_after_enter_in_the_log_search_belongs_to_the_log() -> None:
+    # The same rule in the Server view's log search (headless: the keys of one read posted
+    # before the app runs them, as the Linux driver does).
+    from test_tui_keys import server_app
+    from textual.widgets import Input
+    from tui_fakes import wait_for
+    from tui_keys import burst
+
+    from eagle_tui.tui.widgets.log_pane import LogPane
+
+    app = server_app([f"line {i}" for i in range(50)])
+    async with app.run_test(size=(100, 30)) as pilot:
+        pane = app.screen.query_one(LogPane)
+        await wait_for(pilot, lambda: pane.server_log.line_count == 50, what="lines")
+        assert pane.follow
+        burst(app, ["slash", *"line 4", "enter", "f"])
+        await wait_for(pilot, lambda: not pane.follow, what="f, after Enter, toggled follow")
+        assert pane.query_one(Input).value == "line 4"
