@@ -45,6 +45,11 @@ def quote(text: str | None, limit: int = 160) -> str:
     return "(none)" if text is None else repr(clip(text, limit))
 
 
+def counted(count: int, noun: str, plural: str = "") -> str:
+    """``1 start-up``, ``3 start-ups`` (``plural`` when adding an ``s`` is wrong)."""
+    return f"{count:,} {noun if count == 1 else plural or noun + 's'}"
+
+
 def counts_text(kinds: Mapping[str, int]) -> str:
     """``busy 3, timeout 1`` (largest first), or ``none``."""
     if not kinds:

@@ -199,14 +199,14 @@ class EagleApp(App[int]):
         """Show help for the current view (or close it when it is open)."""
         from eagle_tui.tui.screens.help import (  # Markdown: imported on first use
             HelpScreen,
-            keys_table,
+            key_entries,
         )
 
         if isinstance(self.screen, HelpScreen):
             self.screen.dismiss()
             return
         view = self.screen if isinstance(self.screen, ViewScreen) else None
-        keys = keys_table(self.screen.active_bindings.values(), self.get_key_display)
+        keys = key_entries(self.screen.active_bindings.values(), self.get_key_display)
         title = VIEW_TITLES.get(view.VIEW, "eagle-tui") if view else "eagle-tui"
         text = view.HELP_TEXT if view else ""
         self.push_screen(HelpScreen(title, text, keys))

@@ -105,7 +105,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=PathIn("batch or shard directory"),
         metavar="DIR",
         help="batch or shard directory to open in the Inspect view (repeat it for the "
-             "--shard slices of one job, read as one)",
+             "--shard slices of one job, read as one); with no --url the dashboard opens "
+             "on it",
     )
     parser.add_argument(
         "--tokenizer",
@@ -245,7 +246,7 @@ def options_from(
         theme=args.theme or env.get("EAGLE_TUI_THEME") or theme,
         readonly=_first_bool(args.readonly, config.readonly, default=False),
         mouse=not _first_bool(args.no_mouse, _negate(config.mouse), default=False),
-        start_view=_view(args.view or config.view or _default_view(args)),
+        start_view=_view(args.view or _asked_view(args) or config.view or "server"),
         refresh_s=_first_float(getattr(args, "refresh", None), config.refresh, default=1.0),
         trust_router_workers=bool(getattr(args, "trust_router_workers", False)),
         slurm_job=getattr(args, "slurm_job", None),
@@ -253,9 +254,16 @@ def options_from(
     )
 
 
-def _default_view(args: argparse.Namespace) -> str:
-    """The Capture view when following a Slurm job (what was asked for), else Server."""
-    return "capture" if getattr(args, "slurm_job", None) else "server"
+def _asked_view(args: argparse.Namespace) -> str | None:
+    """The view the command line's targets ask for (it wins over the config file's
+    ``view``): Capture when following a Slurm job, Inspect when only ``--shards`` names
+    something (no server given: host-wide discovery would answer a question nobody
+    asked); None otherwise."""
+    if getattr(args, "slurm_job", None):
+        return "capture"
+    if args.shards and not (args.url or args.log or args.pid):
+        return "inspect"
+    return None
 
 
 def server_targets(

@@ -10,6 +10,7 @@ a server that refuses our credentials is taken out for the rest of the run.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -26,6 +27,11 @@ from eagle_tui.core.sglang.types import (
     TokenDelta,
 )
 from eagle_tui.core.urls import public_url
+
+log = logging.getLogger(__name__)
+
+FIRST_CHECK = "waiting for the first health check"
+"""Why a server of a pool started paused is not sent to yet (not an outage)."""
 
 
 class ServerClient(Protocol):
@@ -109,6 +115,9 @@ class Server:
         # rid or end them at once.
         self.attempts: dict[asyncio.Timeout, str] = {}
         self.cut = False
+        self.aborted: set[str] = set()
+        """Rids a stop aborted here (``/abort_request``): their aborted answers are the
+        user's doing, not the server failing."""
 
     @property
     def is_router(self) -> bool:
@@ -162,7 +171,7 @@ class ServerPool:
         self._down_since: float | None = None
         if start_paused:
             for server in self.servers:
-                self.pause(server, "waiting for the first health check")
+                self.pause(server, FIRST_CHECK)
 
     # -- taking and returning slots ---------------------------------------------------
 
@@ -192,6 +201,12 @@ class ServerPool:
                 if waiter.done() and not waiter.cancelled():
                     self._wake(1)  # we were woken and then cancelled: pass the wake on
                 raise
+
+    def give_back(self, server: Server) -> None:
+        """Return ``server``'s slot for a request the batch's stop ended (cut or aborted on
+        purpose): neither a success nor a failure of the server."""
+        server.in_flight -= 1
+        self._wake(1)
 
     def release(self, server: Server, *, ok: bool) -> None:
         """Return ``server``'s slot; ``ok`` says whether the request succeeded."""
@@ -255,6 +270,8 @@ class ServerPool:
             return
         server.state = ServerState.PAUSED
         server.reason = reason
+        if reason != FIRST_CHECK:  # the log says why before it says "healthy again"
+            log.warning("server %s paused: %s", server.url, reason)
         server.paused_at = self._clock.monotonic()
         server.paused_signal.set()
         self._update_down_since()

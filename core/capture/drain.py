@@ -89,8 +89,12 @@ class Drainer:
             if server.is_router and server.in_flight:
                 log.info("cut %d requests through the router %s", server.cut_in_flight(),
                          server.url)
-        calls = [server.client.abort(rid) for server in pool.servers if server.in_flight
-                 for rid in self._rids_to_abort(server)]
+        calls = []
+        for server in pool.servers:
+            if server.in_flight:
+                rids = self._rids_to_abort(server)
+                server.aborted.update(rids)  # their aborted answers are ours, not failures
+                calls += [server.client.abort(rid) for rid in rids]
         outcomes = await asyncio.gather(*calls, return_exceptions=True)
         failed = [outcome for outcome in outcomes if isinstance(outcome, Exception)]
         if failed:  # one line, not one per rid: a dead server fails them all alike

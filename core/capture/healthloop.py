@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from eagle_tui.core.capture.dispatch import Server, ServerPool, ServerState
+from eagle_tui.core.capture.dispatch import FIRST_CHECK, Server, ServerPool, ServerState
 from eagle_tui.core.clock import Clock
 from eagle_tui.core.errors import SGLangError
 
@@ -73,16 +73,21 @@ class HealthMonitor:
         if healthy:
             self._failures[server.url] = 0
             if server.state is ServerState.PAUSED:
-                log.info("server %s is healthy again; re-admitted", server.url)
-                self._pool.readmit(server)
+                self._admit(server)
             return True
         failures = self._failures.get(server.url, 0) + 1
         self._failures[server.url] = failures
         if server.state is ServerState.READY and failures >= self._failures_to_pause:
-            log.warning("server %s failed %d health checks (%s); paused", server.url,
-                        failures, detail)
-            self._pool.pause(server, f"health check failed: {detail}")
+            self._pool.pause(server, f"{failures} health checks failed: {detail}")
         return False
+
+    def _admit(self, server: Server) -> None:
+        """Send to ``server`` again, or for the first time (a pool started paused)."""
+        if server.reason == FIRST_CHECK:
+            log.info("server %s is healthy; sending to it", server.url)
+        else:
+            log.info("server %s is healthy again; re-admitted", server.url)
+        self._pool.readmit(server)
 
     async def _check(self, server: Server) -> tuple[bool, str]:
         try:

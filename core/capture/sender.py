@@ -25,7 +25,7 @@ from eagle_tui.core.capture.render import Job
 from eagle_tui.core.capture.retry import ServerAction, Verdict, classify
 from eagle_tui.core.capture.rids import RidAllocator
 from eagle_tui.core.clock import Clock
-from eagle_tui.core.errors import ServerTimeout
+from eagle_tui.core.errors import RequestAborted, ServerTimeout
 from eagle_tui.core.sampling import SamplingPreset
 from eagle_tui.core.sglang.types import GenerateRequest, GenerateResult, SamplingParams, TokenDelta
 
@@ -102,13 +102,16 @@ class Sender:
             rid = self.rids.next()
             try:
                 result = await self._attempt(server, job, rid, attempts)
-            except asyncio.CancelledError:
-                self._pool.release(server, ok=False)
+            except asyncio.CancelledError:  # the stop gave up waiting for the abort
+                self._pool.give_back(server)
                 raise
             except _Cut:  # the batch is stopping and cut this request: resume sends it again
-                self._pool.release(server, ok=False)
+                self._pool.give_back(server)
                 return Outcome("interrupted", attempts)
             except Exception as error:  # every failure is classified; bugs become "internal"
+                if self._stop_aborted(server, rid, error):
+                    self._pool.give_back(server)
+                    return Outcome("interrupted", attempts)
                 self._pool.release(server, ok=False)
                 verdict = self._judge(server, rid, error)
                 charged += verdict.counts
@@ -125,6 +128,15 @@ class Sender:
                 continue
             self._pool.release(server, ok=True)
             return Outcome("ok", attempts, result=result, endpoint=server.url, rid=rid)
+
+    def _stop_aborted(self, server: Server, rid: str, error: Exception) -> bool:
+        """True when ``error`` is the answer to the stop's own ``/abort_request`` for
+        ``rid`` (a second Ctrl-C, ``stop --abort``): the user's doing, not a failure of the
+        server, so it neither counts against it nor pauses it."""
+        if isinstance(error, RequestAborted) and rid in server.aborted:
+            server.aborted.discard(rid)
+            return True
+        return False
 
     def _ending(
         self, verdict: Verdict, error: Exception, attempts: int, charged: int, url: str,

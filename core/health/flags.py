@@ -58,16 +58,17 @@ FATAL_PRIORITY = (
 
 def all_flags(c: TickContext, phase: Phase) -> list[Raised]:
     """Every flag raised by this tick's evidence, most serious first, made clean."""
+    stalls = stall_flags(c, phase)
     raised = [
         *fatal_flags(c),
         *exception_flags(c),
         *exit_flags(c, phase),
         *port_flags(c),
-        *stall_flags(c, phase),
+        *stalls,
         *degraded_flags(c, phase),
         *rank_flags(c, phase),
         *gpu_flags(c, phase),
-        *slow_flags(c, phase),
+        *slow_flags(c, phase, stalled=any(r.name == "stalled" for r in stalls)),
     ]
     return [_cleaned(r) for r in raised]
 
@@ -357,8 +358,9 @@ def gpu_flags(c: TickContext, phase: Phase) -> list[Raised]:
     return [Raised("gpu_memory_held", evidence, nextstep.GPU_HELD_STEP)]
 
 
-def slow_flags(c: TickContext, phase: Phase) -> list[Raised]:
-    """``slow_startup``: still starting after the expected window."""
+def slow_flags(c: TickContext, phase: Phase, *, stalled: bool = False) -> list[Raised]:
+    """``slow_startup``: still starting after the expected window (``stalled``: the stall
+    flag is raised beside it, so its next step points there instead of predicting it)."""
     if c.elapsed_s is None or not (is_starting(phase) or phase == Phase.UNREACHABLE):
         return []
     if c.log is None and c.health.latest is None:
@@ -370,4 +372,5 @@ def slow_flags(c: TickContext, phase: Phase) -> list[Raised]:
         f"{duration(c.elapsed_s)} since launch, expected within {duration(window.window_s)} "
         f"({window.source}); now in {phase}"
     )
-    return [Raised("slow_startup", evidence, nextstep.SLOW_STEP)]
+    step = nextstep.SLOW_STALLED_STEP if stalled else nextstep.SLOW_STEP
+    return [Raised("slow_startup", evidence, step)]

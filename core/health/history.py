@@ -27,6 +27,7 @@ from eagle_tui.core.health.settings import WatchSettings
 from eagle_tui.core.health.snapshot import Expectation
 from eagle_tui.core.health.steps import Step
 from eagle_tui.core.paths import state_dir
+from eagle_tui.core.text import counted
 from eagle_tui.core.wire import ENCODER
 
 HISTORY_FILE = "startup-history.jsonl"
@@ -152,7 +153,7 @@ def expectations_from(recent: list[StartupRecord], settings: WatchSettings) -> E
     limits = {p: settings.stall_limit(p) for p in STARTUP_PHASES}
     sources = dict.fromkeys(STARTUP_PHASES, "default")
     if not recent:
-        default = Expectation(settings.default_window_s, "default (no earlier start-up)")
+        default = Expectation(settings.default_window_s, "default: no earlier start-up")
         return Expectations(default, limits, sources)
     slowest, how = _slowest(recent)
     for phase in STARTUP_PHASES:
@@ -161,7 +162,7 @@ def expectations_from(recent: list[StartupRecord], settings: WatchSettings) -> E
             continue
         if gaps:
             limits[phase] = max(settings.min_stall_s, max(gaps) * settings.stall_margin)
-            sources[phase] = f"history ({len(gaps)} start-ups)"
+            sources[phase] = f"history of {counted(len(gaps), 'start-up')}"
             continue
         own = _server_phase_limit(recent, phase, settings)
         if own is not None:
@@ -169,7 +170,7 @@ def expectations_from(recent: list[StartupRecord], settings: WatchSettings) -> E
     step_limits, step_sources = _learned_steps(recent, settings)
     expectation = Expectation(
         window_s=slowest * settings.window_margin,
-        source=f"history: slowest of {len(recent)} start-ups was {slowest:.0f} s{how}",
+        source=f"history: slowest of {counted(len(recent), 'start-up')} was {slowest:.0f} s{how}",
         starts_recorded=len(recent),
         typical_phase_s=_typical_phases(recent),
     )
@@ -182,7 +183,7 @@ def _slowest(recent: list[StartupRecord]) -> tuple[float, str]:
     ours = max(r.total_s for r in recent)
     own = [e for r in recent if (e := timings.end_to_end(r.own_timings)) is not None]
     if own and max(own) > ours:
-        return max(own), " (SGLang's own startup timings)"
+        return max(own), ", by SGLang's own startup timings"
     return ours, ""
 
 
@@ -196,7 +197,7 @@ def _server_phase_limit(
     if not figures:
         return None
     limit = max(settings.min_stall_s, max(figures) * settings.stall_margin)
-    return limit, f"SGLang's own {names[0]} timing ({len(figures)} start-ups)"
+    return limit, f"SGLang's own {names[0]} timing over {counted(len(figures), 'start-up')}"
 
 
 def _learned_steps(
@@ -208,7 +209,7 @@ def _learned_steps(
         gaps = [r.step_gaps[step.value] for r in recent if step.value in r.step_gaps]
         if gaps:
             limits[step] = max(settings.min_stall_s, max(gaps) * settings.stall_margin)
-            sources[step] = f"history ({len(gaps)} start-ups)"
+            sources[step] = f"history of {counted(len(gaps), 'start-up')}"
     return limits, sources
 
 

@@ -133,6 +133,7 @@ def exit_step(exit_code: int | None) -> str:
 
 
 SLOW_STEP = "compare the timeline with earlier starts; if nothing moves, a stall flag follows"
+SLOW_STALLED_STEP = "it has stopped moving: the stall flag says where, and what to do"
 DEGRADED_STEP = "check its load (queue, KV usage); py-spy dump the scheduler if it stays so"
 RANK_EXITED_STEP = "a rank died while the server lives: read its last lines; -9 = OOM killer"
 GPU_HELD_STEP = "free the GPU: stop the process holding it (nvidia-smi shows it)"

@@ -114,7 +114,7 @@ class HealthPoller:
             result = await asyncio.wait_for(self._check(self.timeout_s),
                                             self.timeout_s + self.backstop_s)
         except ServerUnreachable as exc:
-            return HealthOutcome.REFUSED, None, f"connection refused ({exc.message})"
+            return HealthOutcome.REFUSED, None, _unreachable(exc)
         except (ServerTimeout, TimeoutError):
             return HealthOutcome.TIMEOUT, None, f"timeout after {self.timeout_s:.1f} s"
         except ServerBusy as exc:
@@ -132,6 +132,20 @@ class HealthPoller:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+
+
+def _unreachable(exc: ServerUnreachable) -> str:
+    """``connection refused``, or what else kept the probe from connecting (a name that
+    does not resolve): the cause alone, not the client's whole sentence around it."""
+    lines = str(exc.__cause__ or "").splitlines()
+    cause = lines[0] if lines else ""
+    if not cause or any(word in cause.lower() for word in _REFUSALS):
+        return "connection refused"
+    return f"cannot connect: {cause[:80]}"
+
+
+_REFUSALS = ("refused", "all connection attempts failed")
+"""How httpx says nothing listens (one address, or each address a name resolved to)."""
 
 
 def _short(exc: BaseException) -> str:

@@ -36,7 +36,7 @@ from eagle_tui.core.tokenizer import BUNDLED_TOKENIZER_NAME, BoundaryIds, bundle
 if TYPE_CHECKING:  # the dashboard imports this module at start: no parquet before it is needed
     from eagle_tui.core.shards.manifest import Manifest
     from eagle_tui.core.shards.schema import ShardMetadata, ShardRow
-    from eagle_tui.core.tokenizer import LoadedTokenizer
+    from eagle_tui.core.tokenizer.light import DecodingTokenizer
 
 KIMI_BOUNDARIES = BoundaryIds(
     think=kimi.THINK,
@@ -82,7 +82,7 @@ class SharedTokenizer:
     of the data); calls are serialised by a lock, since one fast tokenizer must not be used
     from two threads at once ("Already borrowed")."""
 
-    def __init__(self, tokenizer: LoadedTokenizer) -> None:
+    def __init__(self, tokenizer: DecodingTokenizer) -> None:
         self.tokenizer = tokenizer
         self.name = tokenizer.name
         self._lock = threading.Lock()
@@ -108,13 +108,18 @@ class SharedTokenizer:
             return self.tokenizer.fingerprint()
 
 
+def recorded_fingerprints(manifest: Manifest | None,
+                          footer: ShardMetadata | None) -> frozenset[str]:
+    """The tokenizer fingerprints the batch recorded (its manifest, its first shard)."""
+    return frozenset(fp for fp in (manifest.config.tokenizer_fingerprint if manifest else "",
+                                   footer.tokenizer.fingerprint if footer else "") if fp)
+
+
 def fingerprint_warning(tokenizer: SharedTokenizer, manifest: Manifest | None,
                         footer: ShardMetadata | None) -> str:
     """A warning when ``tokenizer`` is not the one the batch recorded (in its manifest or
     its first shard's footer), else ""."""
-    recorded = {fp for fp in (manifest.config.tokenizer_fingerprint if manifest else "",
-                              footer.tokenizer.fingerprint if footer else "") if fp}
-    if recorded - {tokenizer.fingerprint()}:
+    if recorded_fingerprints(manifest, footer) - {tokenizer.fingerprint()}:
         return (f"tokenizer {tokenizer.tokenizer.path} differs from the one the shards were "
                 "captured with (fingerprint); text may be wrong")
     return ""

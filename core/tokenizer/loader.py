@@ -107,7 +107,7 @@ def _names_custom_code(directory: Path) -> bool:
     return isinstance(config, dict) and "auto_map" in config
 
 
-def _display_name(directory: Path) -> str:
+def display_name(directory: Path) -> str:
     """A short name: the directory, or ``org/name`` for a Hub cache snapshot."""
     if directory.parent.name == "snapshots" and directory.parent.parent.name.startswith("models--"):
         return directory.parent.parent.name.removeprefix("models--").replace("--", "/")
@@ -124,7 +124,7 @@ class LoadedTokenizer:
         """Wrap ``hf``, loaded from the directory ``path``."""
         self.hf: Any = hf
         self.path = path
-        self.name = _display_name(path)
+        self.name = display_name(path)
 
     def __repr__(self) -> str:
         return f"LoadedTokenizer(name={self.name!r}, path={str(self.path)!r})"

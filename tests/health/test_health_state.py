@@ -340,7 +340,7 @@ def test_expected_window_and_stall_limits_are_learned_from_history(tmp_path: Pat
     assert second.tick(chunk(), alive()).flag("stalled") is None
     second.advance(11)  # 136 s
     stalled = second.tick(chunk(), alive()).flag("stalled")
-    assert stalled is not None and "limit 2m15s, history (1 start-ups)" in stalled.evidence
+    assert stalled is not None and "limit 2m15s, history of 1 start-up)" in stalled.evidence
     assert "capturing_graphs usually takes 45s" in stalled.evidence
 
 

@@ -97,7 +97,7 @@ def test_phase_limits_from_server_figures_where_no_silence_was_learned() -> None
     found = expectations_from([record], WatchSettings())
     assert found.stall_limits[Phase.LOADING_WEIGHTS] == 120.0
     assert found.stall_sources[Phase.LOADING_WEIGHTS] == (
-        "SGLang's own load_weight timing (1 start-ups)"
+        "SGLang's own load_weight timing over 1 start-up"
     )
     learned = StartupRecord("sig", 0.0, 100.0, max_gaps={"loading_weights": 50.0},
                             server_timings={"load_weight": 40.0})

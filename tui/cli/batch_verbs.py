@@ -30,6 +30,12 @@ from eagle_tui.core.text import terminal_safe
 EXIT_OK, EXIT_USAGE, EXIT_WORKER, EXIT_LOCKED, EXIT_STATE = 0, 2, 3, 4, 5
 
 
+EXIT_HELP = (f"exit status: {EXIT_OK} done; {EXIT_USAGE} no such batch or a bad argument; "
+             f"{EXIT_WORKER} the worker did not answer or could not start; {EXIT_LOCKED} "
+             f"another worker holds the output directory; {EXIT_STATE} the batch is in no "
+             "state for this (e.g. it is done)")
+
+
 def add_batch_argument(parser: argparse.ArgumentParser) -> None:
     """The positional BATCH argument."""
     parser.add_argument("batch", metavar="BATCH",

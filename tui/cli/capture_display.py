@@ -13,6 +13,7 @@ from typing import Any, TextIO
 from eagle_tui.core.capture.progress import CaptureProgress
 from eagle_tui.core.capture.report import progress_line
 from eagle_tui.core.text import counts_text, duration, terminal_safe
+from eagle_tui.tui.render.capture import server_label
 from eagle_tui.tui.render.literal_rich import Literal
 
 Snapshot = Callable[[], CaptureProgress]
@@ -62,14 +63,21 @@ def panel(snapshot: CaptureProgress) -> Any:
                    f"{p.samples_per_s:.1f}")
     ended = ("not generated", str(snapshot.ended_early)) if snapshot.ended_early else ("", "")
     counts.add_row(*ended, "", "", "tokens/s", f"{p.tokens_per_s:,.0f}")
-    servers = Table("server", "state", "in flight", "sent", "ok", "errors", "reason",
-                    box=None, pad_edge=False)
-    for s in snapshot.servers:
-        servers.add_row(Text(s.url), s.state, f"{s.in_flight}/{s.limit}", str(s.sent),
-                        str(s.succeeded), str(s.failed), Text(s.reason))
+    labels = [server_label(s.url) for s in snapshot.servers]
+    servers = Table(box=None, pad_edge=False)
+    # The server cell never shrinks (its port tells servers apart); reasons go below it,
+    # one line per server that has one, where they may wrap.
+    servers.add_column("server", no_wrap=True, min_width=max(map(len, labels), default=6))
+    for header in ("state", "in flight", "sent", "ok", "errors"):
+        servers.add_column(header, no_wrap=True)
+    for s, label in zip(snapshot.servers, labels, strict=True):
+        servers.add_row(Text(label), s.state, f"{s.in_flight}/{s.limit}", str(s.sent),
+                        str(s.succeeded), str(s.failed))
+    reasons = [Text(f"{label} {s.state}: {s.reason}")
+               for s, label in zip(snapshot.servers, labels, strict=True) if s.reason]
     errors = Text(f"errors: {counts_text(snapshot.errors)}   "
                   f"flags: {counts_text(snapshot.flags)}")
-    return Group(_row(bar, head), counts, servers, errors)
+    return Group(_row(bar, head), counts, servers, *reasons, errors)
 
 
 def _row(*cells: Any) -> Any:

@@ -29,6 +29,7 @@ from eagle_tui.core.samples.decode import (
     choose_tokenizer,
     decoding_for,
     fingerprint_warning,
+    recorded_fingerprints,
 )
 from eagle_tui.core.samples.job import Job, open_job
 from eagle_tui.core.samples.select import CLEAN, FLAGGED, Pick, pick_rows
@@ -108,15 +109,16 @@ def show(out: Console, job: Job, index: int, args: argparse.Namespace,
 def tokenizer_for(job: Job, args: argparse.Namespace) -> SharedTokenizer:
     """The tokenizer the shared rule chooses (``core.samples.decode``), loaded; InspectError
     says what to pass when there is none or it does not load."""
-    from eagle_tui.core.tokenizer import load_tokenizer
+    from eagle_tui.core.tokenizer.light import load_for_decoding
 
     choice = choose_tokenizer(args.tokenizer, job.manifest, job.metadata)
     if choice.path is None:
         raise InspectError(f"{where(args.path)}: {choice.why}; pass --tokenizer PATH (or "
                            "--raw-ids)")
-    try:
-        tokenizer = SharedTokenizer(load_tokenizer(choice.path,
-                                                   trust_remote_code=args.trust_remote_code))
+    try:  # without transformers when tokenizers alone decodes it the same (core/tokenizer/light)
+        tokenizer = SharedTokenizer(load_for_decoding(
+            choice.path, trust_remote_code=args.trust_remote_code,
+            recorded=recorded_fingerprints(job.manifest, job.metadata)))
     except TokenizerError as e:
         raise InspectError(f"{e}; or pass --tokenizer PATH, or --raw-ids to see ids") from e
     warning = fingerprint_warning(tokenizer, job.manifest, job.metadata)

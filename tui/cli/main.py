@@ -20,7 +20,7 @@ from eagle_tui.tui import dashboard
 # verb -> (module, one-line help). Order is the order `--help` lists them in.
 VERBS: dict[str, str] = {
     "demo": "simulated server + small capture batch + the dashboard on them",
-    "status": "one JSON snapshot of every known server and batch (scripts)",
+    "status": "one look at every known server and batch, as text (--json: one JSON object)",
     "sim": "run the simulated SGLang server (for demos and tests)",
     "capture": "capture exact-token training rows from SGLang servers",
     "batches": "list detached capture batches, or show one",

@@ -11,6 +11,7 @@ import argparse
 from eagle_tui.core.batches.control_client import BatchClient
 from eagle_tui.core.text import terminal_safe
 from eagle_tui.tui.cli.batch_verbs import (
+    EXIT_HELP,
     EXIT_OK,
     add_batch_argument,
     find_view,
@@ -22,6 +23,7 @@ from eagle_tui.tui.cli.batch_verbs import (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``pause`` verb's arguments."""
     add_batch_argument(parser)
+    parser.epilog = EXIT_HELP
 
 
 def run(args: argparse.Namespace) -> int:

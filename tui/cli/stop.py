@@ -17,6 +17,7 @@ from eagle_tui.core.batches.control_client import BatchClient
 from eagle_tui.core.text import terminal_safe
 from eagle_tui.tui.cli.batch_table import rows_done
 from eagle_tui.tui.cli.batch_verbs import (
+    EXIT_HELP,
     EXIT_OK,
     add_batch_argument,
     find_view,
@@ -28,6 +29,7 @@ from eagle_tui.tui.cli.batch_verbs import (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``stop`` verb's arguments."""
     add_batch_argument(parser)
+    parser.epilog = EXIT_HELP
     parser.add_argument("--grace", type=seconds(zero=True), default=None, metavar="S",
                         help="seconds in-flight requests may take to finish before abort")
     parser.add_argument("--abort", action="store_true",

@@ -145,6 +145,28 @@ def kinds_text(title: str, counts: Mapping[str, int], total: int = 0) -> str:
     return f"{title}: " + ", ".join(f"{name} {count:,}" for name, count in ordered)
 
 
+SERVER_LABEL_CELLS = 40
+"""Widest server label before its middle is elided (the port and the host's start stay)."""
+
+
+def server_label(url: str, limit: int = SERVER_LABEL_CELLS) -> str:
+    """What tells servers apart in a narrow cell: ``127.0.0.1:30000`` (no ``http://``);
+    over ``limit`` characters the middle of the host goes, never the port
+    (``gpu-node-017.clu…ample.com:30000``)."""
+    label = url.split("://", 1)[-1]
+    if len(label) <= limit:
+        return label
+    host_end = label.find("/") if "/" in label else len(label)
+    port_at = label.rfind(":", 0, host_end)
+    tail = label[port_at:] if port_at > 0 else ""
+    host = label[:port_at] if port_at > 0 else label
+    if len(host) + 12 <= limit:  # a long path after the port: its end goes
+        return label[: limit - 1] + "…"
+    tail = tail[: max(limit // 2, 8)]
+    room = max(limit - len(tail) - 1, 4)
+    return f"{host[: room - room // 2]}…{host[len(host) - room // 2:]}{tail}"
+
+
 def servers_text(p: CaptureProgress) -> str:
     """One line per server: ``url  state  in flight 4/8  sent 120 ok 118 failed 2``."""
     lines = []

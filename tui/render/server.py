@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
 from eagle_tui.core.health.phase import Phase
-from eagle_tui.core.text import clip, duration
+from eagle_tui.core.text import clip, counted, duration
 from eagle_tui.tui.render.meter import MeterValue, window_scale
 
 if TYPE_CHECKING:
@@ -58,7 +58,8 @@ def phase_line(s: HealthSnapshot) -> str:
 def window_meter(s: HealthSnapshot) -> MeterValue:
     """Elapsed start-up time against the expected window, the window marked."""
     exp = s.expected
-    source = exp.source if not exp.starts_recorded else f"{exp.starts_recorded} earlier starts"
+    source = (exp.source if not exp.starts_recorded
+              else counted(exp.starts_recorded, "earlier start"))
     took = s.ready_after_s
     if took is not None:  # frozen at readiness, however long it has served since
         label = f"ready after {duration(took)}; window {duration(exp.window_s)}"
@@ -201,7 +202,8 @@ def evidence_text(s: HealthSnapshot) -> str:
     incident = s.busy is not None or s.flag("stalled") is not None
     if s.evidence is None or not (incident or s.stacks is not None):
         return ""
-    lines = [clip(line, 300) for line in s.evidence.describe()]
+    said = {f"GPU: {note}" for note in s.notes}  # the card's notes already say why no GPU
+    lines = [clip(line, 300) for line in s.evidence.describe() if line not in said]
     if s.busy is not None:
         lines.insert(0, f"busy (no stall): {clip(s.busy.evidence, 300)}")
     if len(lines) > EVIDENCE_LINES:

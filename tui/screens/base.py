@@ -31,11 +31,17 @@ FIELD_KEYS: list[BindingType] = [
     # Esc too: it moves the keys out of the field, so the next key of a burst is the view's.
     Binding("escape", "leave_input", "Leave field", show=False, priority=True,
             id="field.leave"),
+    # Enter in a field that hands the keys back (the search box, Inspect's path): the focus
+    # moves before the next key of the burst is delivered (`…⏎q` quits, not types `q`).
+    Binding("enter", "submit_field", "Submit field", show=False, priority=True,
+            id="field.submit"),
 ]
 
 
 class SearchBox(Field):
     """The view's search box (shown by ``/`` in a table; Enter searches, Esc leaves)."""
+
+    LEAVES_ON_ENTER = True
 
 
 class ViewScreen(Screen[None]):
@@ -92,6 +98,8 @@ class ViewScreen(Screen[None]):
             return False
         if action == "leave_input":
             return isinstance(self.focused, Input)
+        if action == "submit_field":
+            return isinstance(self.focused, Field) and self.focused.LEAVES_ON_ENTER
         if action == "open_search":
             return isinstance(self.focused, SearchableTable)  # else "/" is the log's, or a letter
         return self.action_state(action)
@@ -120,6 +128,15 @@ class ViewScreen(Screen[None]):
         box.display = False
         self.focus_main()
 
+    def action_submit_field(self) -> None:
+        """Enter in a field that gives the keys back: the focus moves now, so the rest of
+        the burst is the view's; the submit is queued behind the keys the field has yet to
+        type (they arrived before the Enter), so its ``Submitted`` carries all of them."""
+        field = self.focused
+        if isinstance(field, Field):
+            self.focus_main()
+            field.call_later(field.action_submit)
+
     def focus_main(self) -> None:
         """Focus the view's main widget (its table or log), else nothing."""
         target = self.main_widget()
@@ -142,7 +159,8 @@ class ViewScreen(Screen[None]):
         event.input.display = False
         table = self.main_widget()
         if isinstance(table, SearchableTable):
-            self.set_focus(table)
+            if self.focused is event.input:  # Enter moved it on already (submit_field)
+                self.set_focus(table)
             self.search_table(table, event.value)
 
     def search_table(self, table: SearchableTable, text: str) -> None:

@@ -68,6 +68,12 @@ FINISH_CHOICES = ("stop", "length", "abort")
 Samples = SampleSource | RecentSource
 
 
+class PathField(Field):
+    """The path box: Enter opens the path and gives the keys back to the rows."""
+
+    LEAVES_ON_ENTER = True
+
+
 class SourceOpened(Message):
     """Shards were opened (``source`` None and ``error`` set when they could not be)."""
 
@@ -202,7 +208,7 @@ class InspectScreen(ViewScreen):
 
     def compose_body(self) -> ComposeResult:
         with Horizontal(id="inspect-bar"):
-            yield Field(
+            yield PathField(
                 self._initial_path(),
                 placeholder="batch or shard directory",
                 id="inspect-path",
@@ -268,7 +274,8 @@ class InspectScreen(ViewScreen):
         event.stop()
         if event.value.strip():
             self._open(paths_in(event.value))
-            self.focus_main()  # the rows have the keys: Enter opens one, j/k move
+            if self.focused is event.input:  # Enter moved it on already (submit_field)
+                self.focus_main()  # the rows have the keys: Enter opens one, j/k move
 
     @work(thread=True, exclusive=True, group="inspect-open", exit_on_error=False)
     def _open(self, paths: list[Path]) -> None:

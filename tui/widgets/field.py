@@ -40,6 +40,10 @@ class Field(Input):
     """An ``Input`` whose editing keys keep their place among the typed ones; entered
     with Tab, its cursor is at the end (what is typed next appends, ctrl+u clears)."""
 
+    LEAVES_ON_ENTER = False
+    """Enter hands the keys back to the view (a view screen moves the focus at once: a key
+    typed after Enter in the same burst is the view's, not a letter in the field)."""
+
     def on_focus(self) -> None:
         if not self.select_on_focus:
             self.cursor_position = len(self.value)

@@ -226,6 +226,13 @@ class ServerLog(Log):
         self.scroll_to(y=max(0, index - self.size.height // 3), animate=False)
 
 
+class LogSearchField(Field):
+    """The log's search box: Enter searches and gives the keys back to the log (the Server
+    view's main widget), at once, so a key typed after Enter in a burst is the log's."""
+
+    LEAVES_ON_ENTER = True
+
+
 class LogPane(Vertical):
     """Search box, modes, the log, and the live partial line."""
 
@@ -261,7 +268,8 @@ class LogPane(Vertical):
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="log-pane--bar"):
-            yield Field(placeholder="/ search (regex)", classes="log-pane--filter", compact=True)
+            yield LogSearchField(placeholder="/ search (regex)", classes="log-pane--filter",
+                                 compact=True)
             yield Static("", classes="log-pane--status", markup=False)
         yield ServerLog(max_lines=self.buffer.capacity)
         yield Static("", classes="log-pane--partial", markup=False)
@@ -450,7 +458,8 @@ class LogPane(Vertical):
     def _filter_submitted(self, event: Input.Submitted) -> None:
         event.stop()
         self.apply_filter()
-        self.screen.set_focus(self.server_log)
+        if self.screen.focused is event.input:  # Enter moved it on already (submit_field)
+            self.screen.set_focus(self.server_log)
 
     def apply_filter(self) -> None:
         """Compile the search box's text, highlight it and re-feed the log."""
