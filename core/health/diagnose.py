@@ -222,7 +222,8 @@ def _watcher(target: Target, clock: Clock, settings: WatchSettings) -> Watcher:
 
 
 def _watched(target: Target, snapshot: HealthSnapshot) -> Watched:
-    roots = frozenset({target.pid}) if target.pid is not None else frozenset()
+    found = snapshot.process.pid if snapshot.process is not None else None
+    roots = frozenset(p for p in (target.pid, found) if p is not None)
     ports = set()
     if target.url is not None:
         ports.add(target.url.effective_port)

@@ -31,6 +31,7 @@ from typing import Any
 
 import psutil
 
+from eagle_tui.core.proc.ports import listener_pids
 from eagle_tui.core.proc.titles import title_of
 from eagle_tui.core.urls import ServerURL
 
@@ -270,18 +271,49 @@ def _real_uid(proc: Any) -> int | None:
 
 
 def find_server_pid(port: int) -> int | None:
-    """The newest server process whose command line names ``--port PORT``.
+    """The server behind ``port``: the process the kernel says listens on it (its socket
+    table, ``core.proc.ports``) when that is a server or part of one (then the server it
+    belongs to); None when something listens that we cannot see (another user's process,
+    read without root).
 
-    Newest, because during a restart the old server (same command line) may still be alive,
-    and the one being watched is the one that just started.
+    A command line is only a claim: anyone can start a process that says ``--port PORT``
+    and listen nowhere. So a claim never outweighs a server that listens; it stands only
+    for a server that has not bound its port yet (SGLang binds it last, after loading) or
+    whose port a non-server holds (a leftover rank), and only a server of the user running
+    eagle-tui: the newest, because during a restart the old server (same command line) may
+    still be alive, and the one being watched is the one that just started. With neither,
+    the listener itself.
     """
-    best: tuple[float, int] | None = None
     try:
-        candidates = list(_candidates())
+        bound, holders = listener_pids(port)
+        servers = {proc.info["pid"]: proc for proc, _, _, _ in _candidates()}
     except (psutil.Error, OSError):
         return None
-    for proc, argv, _, _ in candidates:
-        if not mentions_port(argv, port):
+    if bound and not holders:
+        return None
+    for holder in holders:
+        server = _server_above(holder, servers)
+        if server is not None:
+            return server
+    claimant = _newest_claimant(port, servers.values())
+    return claimant if claimant is not None else (holders[0] if holders else None)
+
+
+def _server_above(pid: int, servers: dict[int, Any]) -> int | None:
+    """``pid`` when it is a server, else its nearest ancestor that is one; None for a
+    process that belongs to no server."""
+    with contextlib.suppress(psutil.Error):
+        for proc in [psutil.Process(pid), *psutil.Process(pid).parents()]:
+            if proc.pid in servers:
+                return int(proc.pid)
+    return None
+
+
+def _newest_claimant(port: int, servers: Iterable[Any]) -> int | None:
+    best: tuple[float, int] | None = None
+    for proc in servers:
+        argv = proc.info.get("cmdline") or []
+        if not mentions_port(argv, port) or _real_uid(proc) not in (None, os.getuid()):
             continue
         key = (proc.info.get("create_time") or 0.0, proc.info["pid"])
         if best is None or key > best:
