@@ -126,7 +126,7 @@ def worker_row(router_index: int, router: str, worker: WorkerView,
         "bad" if worker.state in ("down", "unhealthy", "invalid") else "busy")
     name = f"{router} › {worker.url.split('://', 1)[-1]}"
     in_flight, rate = capture or NO_CAPTURE
-    return FleetRow(worker.url, router_index, name, worker.state, tone,
+    return FleetRow(worker.url, router_index, name, worker.label, tone,
                     running=worker.probe.running, queued=worker.probe.queued,
                     capture_in_flight=in_flight, capture_rate=rate)
 
