@@ -31,7 +31,8 @@ from typing import Any
 
 import psutil
 
-from eagle_tui.core.proc.ports import listener_pids
+from eagle_tui.core.proc.hostview import listening_inodes
+from eagle_tui.core.proc.ports import InodeLookup, listener_pids
 from eagle_tui.core.proc.titles import title_of
 from eagle_tui.core.urls import ServerURL
 
@@ -270,7 +271,8 @@ def _real_uid(proc: Any) -> int | None:
     return int(uids.real) if uids is not None else None
 
 
-def find_server_pid(port: int) -> int | None:
+def find_server_pid(port: int, hint: Iterable[int] = (),
+                    inodes_of: InodeLookup = listening_inodes) -> int | None:
     """The server behind ``port``: the process the kernel says listens on it (its socket
     table, ``core.proc.ports``) when that is a server or part of one (then the server it
     belongs to); None when something listens that we cannot see (another user's process,
@@ -282,10 +284,12 @@ def find_server_pid(port: int) -> int | None:
     whose port a non-server holds (a leftover rank), and only a server of the user running
     eagle-tui: the newest, because during a restart the old server (same command line) may
     still be alive, and the one being watched is the one that just started. With neither,
-    the listener itself.
+    the listener itself. ``hint``: PIDs to look among first (the tree watched so far: the
+    whole host's descriptors are read only when none of them listens); ``inodes_of``: the
+    listening sockets (a watcher's shared ``HostLook``).
     """
     try:
-        bound, holders = listener_pids(port)
+        bound, holders = listener_pids(port, hint, inodes_of)
         servers = {proc.info["pid"]: proc for proc, _, _, _ in _candidates()}
     except (psutil.Error, OSError):
         return None

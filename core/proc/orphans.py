@@ -24,6 +24,8 @@ from __future__ import annotations
 import contextlib
 import os
 import pwd
+import re
+import shlex
 import time
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
@@ -114,19 +116,10 @@ class OrphanReport:
     @property
     def stop_command(self) -> str:
         """A shell line that stops the user's own leftovers, each only while its PID still
-        names the process found (its start time in ``/proc/PID/stat``, field 22): SIGTERM,
-        then SIGCONT (a stopped process acts on the signal only once it runs). ``kill -9``
-        the same way is the next step if they stay."""
-        ours = self.ours
-        if not ours:
-            return ""
-        if len(ours) == 1:
-            (one,) = ours
-            return (f"[ \"$(cut -d' ' -f22 /proc/{one.pid}/stat)\" = {one.start_ticks} ] && "
-                    f"kill {one.pid} && kill -CONT {one.pid}")
-        named = " ".join(f"{o.pid}:{o.start_ticks}" for o in ours)
-        return (f"for p in {named}; do [ \"$(cut -d' ' -f22 /proc/${{p%:*}}/stat)\" = "
-                "\"${p#*:}\" ] && kill ${p%:*} && kill -CONT ${p%:*}; done")
+        names the process found: the same start time (``/proc/PID/stat`` field 22), owned by
+        the user running it, under the same title. SIGTERM, then SIGCONT (a stopped process
+        acts on the signal only once it runs); ``kill -9`` the same way is the next step."""
+        return "; ".join(_guarded_kill(o) for o in self.ours)
 
     def step(self) -> str:
         """What to do about them: stop the user's own (the command), ask about the rest."""
@@ -280,6 +273,15 @@ def _orphan(
         uid=int(uids.real) if uids is not None else info.get("uid"),
         start_ticks=stat.start_ticks if stat is not None else None,
     )
+
+
+def _guarded_kill(orphan: Orphan) -> str:
+    """``[ "$(cut -d' ' -f22 /proc/4242/stat)" = 67849 ] && [ -O /proc/4242 ] && grep -qzE
+    '^sglang::scheduler_TP0 *$' /proc/4242/cmdline && kill 4242 && kill -CONT 4242``."""
+    proc = f"/proc/{orphan.pid}"
+    title = shlex.quote(f"^{re.escape(orphan.title)} *$")
+    return (f"[ \"$(cut -d' ' -f22 {proc}/stat)\" = {orphan.start_ticks} ] && [ -O {proc} ] && "
+            f"grep -qzE {title} {proc}/cmdline && kill {orphan.pid} && kill -CONT {orphan.pid}")
 
 
 def _user_name(uid: int) -> str:

@@ -191,15 +191,16 @@ def leftover(pid: int) -> Orphan:
                   ("its launcher is gone",), uid=os.getuid(), start_ticks=5000)
 
 
-GUARD = "[ \"$(cut -d' ' -f22 /proc/${p%:*}/stat)\" = \"${p#*:}\" ] && kill ${p%:*}"
+def guard(pid: int) -> str:
+    return (f"[ \"$(cut -d' ' -f22 /proc/{pid}/stat)\" = 5000 ] && [ -O /proc/{pid} ] && "
+            f"grep -qzE '^sglang::scheduler_TP0 *$' /proc/{pid}/cmdline && kill {pid} && "
+            f"kill -CONT {pid}")
 
 
 @pytest.mark.parametrize(("leftovers", "step"), [
     ((4242,), "stop python -m sglang.launch_server --port 30000 (kill 999), or start the "
-              "server on another --port; also: stop your leftovers: [ \"$(cut -d' ' -f22 "
-              "/proc/4242/stat)\" = 5000 ] && kill 4242 && kill -CONT 4242"),
-    ((999, 4242), f"stop your leftovers: for p in 999:5000 4242:5000; do {GUARD} && "
-                  "kill -CONT ${p%:*}; done; then start again"),
+              f"server on another --port; also: stop your leftovers: {guard(4242)}"),
+    ((999, 4242), f"stop your leftovers: {guard(999)}; {guard(4242)}; then start again"),
 ])
 def test_leftovers_elsewhere_on_the_host_do_not_hide_the_port_holder(
     leftovers: tuple[int, ...], step: str
