@@ -9,6 +9,7 @@ Real processes throughout, and a real second local account (``second_user``: mad
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -121,6 +122,30 @@ def test_another_users_claim_on_our_port_is_not_the_server(
     assert sim.pid not in {o.pid for o in wrong.orphans}
     print(f"\nlistener {sim.pid} (sim, {os.getuid()}), claim {claim.pid} "
           f"({second_user.name}): server = PID {report.process.pid}")
+    one_look = subprocess.run(
+        [str(Path(sys.executable).with_name("eagle-tui")), "diagnose", "--url", sim.url,
+         "--no-stacks"], capture_output=True, text=True, timeout=90, check=False)
+    print("\n".join(one_look.stdout.splitlines()[:6]))
+    assert one_look.returncode == 0, one_look.stdout + one_look.stderr
+    assert f"PID {sim.pid}" in one_look.stdout and f"PID {claim.pid}" not in one_look.stdout
+
+
+def test_an_older_claim_does_not_take_the_url_from_the_listener_in_diagnose(
+    second_user: LocalUser,
+) -> None:
+    port = free_port()
+    claim = _claim(second_user, port)  # there first: the oldest "server on the port"
+    with SimProcess(QUICK, port=port) as sim:
+        sim.wait_ready(60)
+        one_look = subprocess.run(
+            [str(Path(sys.executable).with_name("eagle-tui")), "diagnose", "--url", sim.url,
+             "--no-stacks", "--json"], capture_output=True, text=True, timeout=90,
+            check=False)
+    assert one_look.returncode == 0, one_look.stdout + one_look.stderr
+    doc = json.loads(one_look.stdout)
+    print(f"\nclaim {claim.pid} (older), listener {sim.pid}: diagnose names PID "
+          f"{doc['pid']}")
+    assert doc["pid"] == sim.pid
 
 
 def test_watch_does_not_call_a_claim_a_port_conflict(
