@@ -279,14 +279,17 @@ def find_server_pid(port: int, hint: Iterable[int] = (),
     read without root).
 
     A command line is only a claim: anyone can start a process that says ``--port PORT``
-    and listen nowhere. So a claim never outweighs a server that listens; it stands only
-    for a server that has not bound its port yet (SGLang binds it last, after loading) or
-    whose port a non-server holds (a leftover rank), and only a server of the user running
-    eagle-tui: the newest, because during a restart the old server (same command line) may
-    still be alive, and the one being watched is the one that just started. With neither,
-    the listener itself. ``hint``: PIDs to look among first (the tree watched so far: the
-    whole host's descriptors are read only when none of them listens); ``inodes_of``: the
-    listening sockets (a watcher's shared ``HostLook``).
+    and listen nowhere. So another user's claim never counts, and the user's own (the
+    newest: during a restart the old server may still be alive, and the one being watched is
+    the one that just started) stands only for a server that has not bound its port yet
+    (SGLang binds it last, after loading): when nothing listens, when a non-server holds
+    the port (a leftover rank), or when it started after the server that listens (a new
+    start-up that will meet the holder at bind time: the port conflict to report while it
+    loads). With neither, the listener itself.
+
+    ``hint``: PIDs to look among first (the tree watched so far: the whole host's
+    descriptors are read only when none of them listens); ``inodes_of``: the listening
+    sockets (a watcher's shared ``HostLook``).
     """
     try:
         bound, holders = listener_pids(port, hint, inodes_of)
@@ -295,12 +298,22 @@ def find_server_pid(port: int, hint: Iterable[int] = (),
         return None
     if bound and not holders:
         return None
-    for holder in holders:
-        server = _server_above(holder, servers)
-        if server is not None:
-            return server
     claimant = _newest_claimant(port, servers.values())
+    listening = next((s for s in (_server_above(h, servers) for h in holders) if s), None)
+    if listening is not None and (claimant is None or not _started_after(
+            servers[claimant], servers[listening])):
+        return listening
     return claimant if claimant is not None else (holders[0] if holders else None)
+
+
+def _started_after(proc: Any, other: Any) -> bool:
+    """``proc`` started after ``other`` and is not part of it."""
+    if proc.info["pid"] == other.info["pid"]:
+        return False
+    with contextlib.suppress(psutil.Error):
+        if other.info["pid"] in {p.pid for p in proc.parents()}:
+            return False
+    return bool((proc.info.get("create_time") or 0.0) > (other.info.get("create_time") or 0.0))
 
 
 def _server_above(pid: int, servers: dict[int, Any]) -> int | None:

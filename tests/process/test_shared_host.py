@@ -148,6 +148,27 @@ def test_an_older_claim_does_not_take_the_url_from_the_listener_in_diagnose(
     assert doc["pid"] == sim.pid
 
 
+def test_our_own_claim_counts_only_when_newer_than_the_listener(tmp_path: Path,
+                                                                 pids: list[int]) -> None:
+    """An own server started after the listener is a new start-up that will meet the holder
+    at bind time (the port conflict to report while it loads); an older own claim that
+    never bound is not the server while a server listens."""
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(_fake_sglang(tmp_path))}
+    claim = [sys.executable, "-m", "sglang.launch_server", "--port", str(port)]
+    older = subprocess.Popen(claim, env=env)
+    pids.append(older.pid)
+    with SimProcess(QUICK, port=port) as sim:
+        sim.wait_ready(60)
+        assert find_server_pid(port) == sim.pid
+        newer = subprocess.Popen(claim, env=env)
+        pids.append(newer.pid)
+        wait_until(lambda: find_server_pid(port) == newer.pid, 30, "the newer claim taken")
+    for process in (older, newer):
+        process.kill()
+        process.wait()
+
+
 def test_watch_does_not_call_a_claim_a_port_conflict(
     second_user: LocalUser, start_sim: StartSim
 ) -> None:
