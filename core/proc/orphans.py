@@ -277,9 +277,11 @@ def _orphan(
 
 def _guarded_kill(orphan: Orphan) -> str:
     """``[ "$(cut -d' ' -f22 /proc/4242/stat)" = 67849 ] && [ -O /proc/4242 ] && grep -qzE
-    '^sglang::scheduler_TP0 *$' /proc/4242/cmdline && kill 4242 && kill -CONT 4242``."""
+    '^sglang::scheduler_TP0( .*)?$' /proc/4242/cmdline && kill 4242 && kill -CONT 4242``
+    (the title is the first word of the first argument: setproctitle may add more)."""
     proc = f"/proc/{orphan.pid}"
-    title = shlex.quote(f"^{re.escape(orphan.title)} *$")
+    title = shlex.quote("^" + re.sub(r"([.\[\]()*+?{}|^$\\])", r"\\\1", orphan.title)
+                        + "( .*)?$")
     return (f"[ \"$(cut -d' ' -f22 {proc}/stat)\" = {orphan.start_ticks} ] && [ -O {proc} ] && "
             f"grep -qzE {title} {proc}/cmdline && kill {orphan.pid} && kill -CONT {orphan.pid}")
 

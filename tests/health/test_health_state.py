@@ -193,7 +193,7 @@ def leftover(pid: int) -> Orphan:
 
 def guard(pid: int) -> str:
     return (f"[ \"$(cut -d' ' -f22 /proc/{pid}/stat)\" = 5000 ] && [ -O /proc/{pid} ] && "
-            f"grep -qzE '^sglang::scheduler_TP0 *$' /proc/{pid}/cmdline && kill {pid} && "
+            f"grep -qzE '^sglang::scheduler_TP0( .*)?$' /proc/{pid}/cmdline && kill {pid} && "
             f"kill -CONT {pid}")
 
 

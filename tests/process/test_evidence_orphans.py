@@ -157,7 +157,7 @@ def test_the_decision_on_a_process_table() -> None:
     assert [o.pid for o in report.ours] == [201, 601]
     assert [o.pid for o in report.theirs] == [200]
     guard = ("[ \"$(cut -d' ' -f22 /proc/{0}/stat)\" = None ] && [ -O /proc/{0} ] && grep -qzE "
-             "'^sglang::scheduler_TP{1} *$' /proc/{0}/cmdline && kill {0} && kill -CONT {0}")
+             "'^sglang::scheduler_TP{1}( .*)?$' /proc/{0}/cmdline && kill {0} && kill -CONT {0}")
     assert report.stop_command == f"{guard.format(201, 2)}; {guard.format(601, 4)}"
     assert "200" not in report.stop_command  # another user's: never offered
     assert report.describe()[-1] == "not offered for stopping: 1 of other users (ann)"

@@ -323,6 +323,19 @@ def test_another_users_leftover_is_shown_as_theirs_and_never_stopped(
     assert _alive(pid)  # root could have killed it: it was not touched
 
 
+def test_the_printed_command_stops_the_leftover_it_names(pids: list[int]) -> None:
+    pid = int(subprocess.run(_titled("sglang::scheduler_TP6"), capture_output=True,
+                             text=True, check=True).stdout)
+    pids.append(pid)
+    wait_until(lambda: pid in {o.pid for o in find_orphans().ours}, 30, "the leftover")
+    (found,) = [o for o in find_orphans().orphans if o.pid == pid]
+    printed = OrphanReport((found,)).stop_command
+    shell = subprocess.run(["bash", "-c", printed], capture_output=True, text=True,
+                           check=False)
+    assert shell.returncode == 0, shell.stderr
+    wait_until(lambda: not _alive(pid), 10, "the leftover stopped by the printed command")
+
+
 def test_a_reused_pid_with_the_same_title_is_not_stopped(pids: list[int]) -> None:
     first = int(subprocess.run(_titled("sglang::scheduler_TP7"), capture_output=True,
                                text=True, check=True).stdout)
