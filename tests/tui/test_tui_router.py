@@ -155,3 +155,17 @@ def test_status_labels_the_routers_word_and_never_calls_a_killed_worker_ready(
         checked, text = look("--trust-router-workers")
         print(f"with --trust-router-workers:\n{text}")
         assert (checked["state"], checked["checked"]) == ("down", True)
+
+
+def test_a_workers_row_in_the_fleet_is_never_ready_on_the_routers_word() -> None:
+    from eagle_tui.core.sglang.router import NOT_CONTACTED, WorkerProbe, WorkerView
+    from eagle_tui.tui.render.fleet import worker_row
+
+    said = WorkerView("http://10.0.0.1:30000", True, True, 0, None,
+                      WorkerProbe("unknown", NOT_CONTACTED))
+    checked = WorkerView("http://10.0.0.1:30000", True, True, 0, None, WorkerProbe("healthy"))
+    assert (said.state, said.label, said.checked) == (
+        "unchecked", "router: healthy, not checked", False)
+    row = worker_row(0, "router", said, None)
+    assert (row.phase, row.tone) == ("unchecked", "busy")
+    assert (worker_row(0, "router", checked, None).phase, checked.checked) == ("ready", True)
