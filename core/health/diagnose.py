@@ -18,7 +18,7 @@ from typing import Any
 
 from eagle_tui.core.clock import Clock, SystemClock
 from eagle_tui.core.fsio import UnfitFile, read_tail
-from eagle_tui.core.health.assemble import WatchOptions, build_watcher
+from eagle_tui.core.health.assemble import WatchOptions, build_watcher, is_local
 from eagle_tui.core.health.cause import read_cause
 from eagle_tui.core.health.settings import WatchSettings
 from eagle_tui.core.health.snapshot import HealthSnapshot
@@ -29,6 +29,7 @@ from eagle_tui.core.proc import procfs
 from eagle_tui.core.proc.discover import (
     ServerProcess,
     discover_servers,
+    find_server_pid,
     held_name,
     shown_log,
 )
@@ -154,9 +155,8 @@ def resolve(target: Target) -> Target:
         url = target.url or (_url_of(found) if found is not None else None)
         return _with_log(Target(url, target.pid, target.log), found)
     if target.url is not None:
-        port = target.url.effective_port
-        found = next((s for s in servers if s.port == port), None)
-        pid = found.pid if found is not None else None
+        pid = _listener_of(target.url, servers)
+        found = next((s for s in servers if s.pid == pid), None)
         return _with_log(Target(target.url, pid, target.log), found)
     if target.log is not None:
         return target
@@ -166,6 +166,14 @@ def resolve(target: Target) -> Target:
         raise NoServer("no SGLang server found on this host; pass --url, --pid or --log")
     listed = ", ".join(f"PID {s.pid} (port {s.port})" for s in servers[:5])
     raise NoServer(f"{len(servers)} servers on this host ({listed}); pick one with --pid")
+
+
+def _listener_of(url: ServerURL, servers: list[ServerProcess]) -> int | None:
+    """The server behind a local URL: the process listening on its port (a command line's
+    ``--port`` is only a claim: ``find_server_pid``); for another host's URL, none here."""
+    if not is_local(url):
+        return None
+    return find_server_pid(url.effective_port)
 
 
 def _url_of(server: ServerProcess) -> ServerURL | None:
@@ -228,7 +236,8 @@ def _watcher(target: Target, clock: Clock, settings: WatchSettings) -> Watcher:
 
 
 def _watched(target: Target, snapshot: HealthSnapshot) -> Watched:
-    roots = frozenset({target.pid}) if target.pid is not None else frozenset()
+    found = snapshot.process.pid if snapshot.process is not None else None
+    roots = frozenset(p for p in (target.pid, found) if p is not None)
     ports = set()
     if target.url is not None:
         ports.add(target.url.effective_port)

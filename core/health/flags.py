@@ -118,16 +118,17 @@ def _orphans_evidence(report: OrphanReport) -> str:
 
 
 def _orphans_step(report: OrphanReport) -> str:
-    return f"stop the leftovers: {report.stop_command}; then start again"
+    return f"{report.step()}; then start again" if report.ours else report.step()
 
 
 def _port_and_orphans_step(holder_pid: int | None, port_step: str,
                            report: OrphanReport) -> str:
-    """Stopping the leftovers frees the port when the holder is one of them (or unknown);
-    otherwise the holder comes first: leftovers elsewhere on the host do not free it."""
-    if holder_pid is None or holder_pid in {o.pid for o in report.orphans}:
+    """Stopping the leftovers frees the port when the holder is one of the user's own (or
+    unknown); otherwise the holder comes first: leftovers elsewhere do not free it."""
+    ours = {o.pid for o in report.ours}
+    if ours and (holder_pid is None or holder_pid in ours):
         return _orphans_step(report)
-    return f"{port_step}; also stop the leftovers: {report.stop_command}"
+    return f"{port_step}; also: {report.step()}"
 
 
 def exception_flags(c: TickContext) -> list[Raised]:

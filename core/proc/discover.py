@@ -35,6 +35,8 @@ from typing import Any
 import psutil
 
 from eagle_tui.core.proc import procfs
+from eagle_tui.core.proc.hostview import listening_inodes
+from eagle_tui.core.proc.ports import InodeLookup, listener_pids
 from eagle_tui.core.proc.titles import title_of
 from eagle_tui.core.urls import ServerURL
 
@@ -324,19 +326,66 @@ def _real_uid(proc: Any) -> int | None:
     return int(uids.real) if uids is not None else None
 
 
-def find_server_pid(port: int) -> int | None:
-    """The newest server process whose command line names ``--port PORT``.
+def find_server_pid(port: int, hint: Iterable[int] = (),
+                    inodes_of: InodeLookup = listening_inodes) -> int | None:
+    """The server behind ``port``: the process the kernel says listens on it (its socket
+    table, ``core.proc.ports``) when that is a server or part of one (then the server it
+    belongs to); None when something listens that we cannot see (another user's process,
+    read without root).
 
-    Newest, because during a restart the old server (same command line) may still be alive,
-    and the one being watched is the one that just started.
+    A command line is only a claim: anyone can start a process that says ``--port PORT``
+    and listen nowhere. So another user's claim never counts, and the user's own (the
+    newest: during a restart the old server may still be alive, and the one being watched is
+    the one that just started) stands only for a server that has not bound its port yet
+    (SGLang binds it last, after loading): when nothing listens, when a non-server holds
+    the port (a leftover rank), or when it started after the server that listens (a new
+    start-up that will meet the holder at bind time: the port conflict to report while it
+    loads). With neither, the listener itself.
+
+    ``hint``: PIDs to look among first (the tree watched so far: the whole host's
+    descriptors are read only when none of them listens); ``inodes_of``: the listening
+    sockets (a watcher's shared ``HostLook``).
     """
-    best: tuple[float, int] | None = None
     try:
-        candidates = list(_candidates())
+        bound, holders = listener_pids(port, hint, inodes_of)
+        servers = {proc.info["pid"]: proc for proc, _, _, _ in _candidates()}
     except (psutil.Error, OSError):
         return None
-    for proc, argv, _, _ in candidates:
-        if not mentions_port(argv, port):
+    if bound and not holders:
+        return None
+    claimant = _newest_claimant(port, servers.values())
+    listening = next((s for s in (_server_above(h, servers) for h in holders) if s), None)
+    if listening is not None and (claimant is None or not _started_after(
+            servers[claimant], servers[listening])):
+        return listening
+    return claimant if claimant is not None else (holders[0] if holders else None)
+
+
+def _started_after(proc: Any, other: Any) -> bool:
+    """``proc`` started after ``other`` and is not part of it."""
+    if proc.info["pid"] == other.info["pid"]:
+        return False
+    with contextlib.suppress(psutil.Error):
+        if other.info["pid"] in {p.pid for p in proc.parents()}:
+            return False
+    return bool((proc.info.get("create_time") or 0.0) > (other.info.get("create_time") or 0.0))
+
+
+def _server_above(pid: int, servers: dict[int, Any]) -> int | None:
+    """``pid`` when it is a server, else its nearest ancestor that is one; None for a
+    process that belongs to no server."""
+    with contextlib.suppress(psutil.Error):
+        for proc in [psutil.Process(pid), *psutil.Process(pid).parents()]:
+            if proc.pid in servers:
+                return int(proc.pid)
+    return None
+
+
+def _newest_claimant(port: int, servers: Iterable[Any]) -> int | None:
+    best: tuple[float, int] | None = None
+    for proc in servers:
+        argv = proc.info.get("cmdline") or []
+        if not mentions_port(argv, port) or _real_uid(proc) not in (None, os.getuid()):
             continue
         key = (proc.info.get("create_time") or 0.0, proc.info["pid"])
         if best is None or key > best:

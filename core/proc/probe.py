@@ -98,7 +98,9 @@ class ProcessProbe:
 
     def _probe_process(self) -> ProcessReport | None:
         if self._discover and not self._pinned:
-            found = find_server_pid(self._port) if self._port is not None else None
+            found = (find_server_pid(self._port, self._last_tree or (),
+                                     self._host.listening_inodes)
+                     if self._port is not None else None)
             if (found is not None and found != self._pid and not self._tree_has(found)
                     and not self._older_than_watched(found)):
                 self._switch_to(found)

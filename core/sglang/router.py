@@ -64,6 +64,8 @@ a broken or hostile router, and each worker looked at costs a client and a probe
 PROBES_AT_ONCE = 8
 """Workers asked directly at the same time."""
 NOT_CONTACTED = "not asked directly (not named; --trust-router-workers allows it)"
+UNCHECKED_LABEL = "router: healthy, not checked"
+"""A worker the router lists healthy that eagle-tui did not check itself: the router's word."""
 
 Answer = Literal["healthy", "unhealthy", "down", "unknown", "invalid"]
 
@@ -170,12 +172,21 @@ class WorkerView:
         return self.listed and self.router_healthy and self.probe.answer in ("healthy", "unknown")
 
     @property
+    def checked(self) -> bool:
+        """We asked the worker itself and it answered (or refused the connection): its state
+        is ours, not the router's word."""
+        return self.probe.answer in ("healthy", "unhealthy", "down")
+
+    @property
     def state(self) -> str:
-        """One word for people: ready, joining (healthy, the router does not send to it yet),
-        loading (answers 503), pending (not registered, port closed: loading or gone),
-        unhealthy, down."""
+        """One word for people: ready (the router sends to it and it answered us healthy),
+        unchecked (the router calls it healthy; we did not, or could not, ask it: see
+        :attr:`label`), joining (healthy, the router does not send to it yet), loading
+        (answers 503), pending (not registered, port closed: loading or gone), unhealthy,
+        down. A worker killed a moment ago stays healthy in the router's list until its
+        health checks fail (3 x 60 s by default): only our own look calls it ready."""
         if self.can_serve:
-            return "ready"
+            return "ready" if self.probe.answer == "healthy" else "unchecked"
         answer = self.probe.answer
         if answer == "invalid":
             return "invalid"
@@ -184,6 +195,11 @@ class WorkerView:
         if not self.listed:
             return "loading" if answer == "unhealthy" else "pending"
         return "down" if answer == "down" else "unhealthy"
+
+    @property
+    def label(self) -> str:
+        """The state as people read it: whose word it is when it is not ours."""
+        return UNCHECKED_LABEL if self.state == "unchecked" else self.state
 
 
 @dataclass(frozen=True)
@@ -215,8 +231,14 @@ class RouterView:
 
     @property
     def ready_workers(self) -> int:
-        """How many workers can serve."""
-        return sum(w.can_serve for w in self.workers)
+        """How many workers can serve by our own look (the router lists them healthy and
+        they answered us healthy)."""
+        return sum(w.state == "ready" for w in self.workers)
+
+    @property
+    def unchecked_workers(self) -> int:
+        """How many workers the router calls healthy that we did not check ourselves."""
+        return sum(w.state == "unchecked" for w in self.workers)
 
     def reason(self) -> str:
         """Why it cannot serve (empty when it can)."""
@@ -486,6 +508,7 @@ __all__ = [
     "PROBES_AT_ONCE",
     "ROUTER_SAMPLING_KEYS",
     "TRUST_LISTED",
+    "UNCHECKED_LABEL",
     "Readiness",
     "RouterProbe",
     "RouterView",

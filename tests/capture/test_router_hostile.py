@@ -64,9 +64,11 @@ def test_status_contacts_only_named_urls_and_refuses_bad_worker_urls(
     assert spy.seen == [], "nothing sent to an address the user did not name"
     assert set(router.keys) == {f"Bearer {KEY}"}  # the router is named: it gets the key
     states = {w["url"]: w["state"] for w in view["workers"]}  # type: ignore[index]
-    assert states[f"{spy.url}/plain"] == "ready"  # the router's word, not asked directly
+    # the router's word, not asked directly: labelled as the router's, never "ready"
+    assert states[f"{spy.url}/plain"] == "unchecked"
+    assert "router: healthy, not checked" in text
     bad = [w for w in view["workers"] if w["state"] == "invalid"]  # type: ignore[index]
-    assert len(bad) == 5 and view["ready_workers"] == 1
+    assert len(bad) == 5 and view["ready_workers"] == 0 and view["unchecked_workers"] == 1
     assert "user:pw" not in text + json.dumps(view) and "q=1" not in text
     assert "contacted: the router only" in text and "--trust-router-workers" in text
 

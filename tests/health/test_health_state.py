@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import health_fakes as f
@@ -187,13 +188,19 @@ def test_old_server_holding_the_port_is_flagged_at_once_and_judged_after_the_gra
 
 def leftover(pid: int) -> Orphan:
     return Orphan(pid, 1, "sglang::scheduler_TP0", "sleeping", 7200.0, "root",
-                  ("its launcher is gone",))
+                  ("its launcher is gone",), uid=os.getuid(), start_ticks=5000)
+
+
+def guard(pid: int) -> str:
+    return (f"[ \"$(cut -d' ' -f22 /proc/{pid}/stat)\" = 5000 ] && [ -O /proc/{pid} ] && "
+            f"grep -qzE '^sglang::scheduler_TP0( .*)?$' /proc/{pid}/cmdline && kill {pid} && "
+            f"kill -CONT {pid}")
 
 
 @pytest.mark.parametrize(("leftovers", "step"), [
     ((4242,), "stop python -m sglang.launch_server --port 30000 (kill 999), or start the "
-              "server on another --port; also stop the leftovers: kill 4242"),
-    ((999, 4242), "stop the leftovers: kill 999 4242; then start again"),
+              f"server on another --port; also: stop your leftovers: {guard(4242)}"),
+    ((999, 4242), f"stop your leftovers: {guard(999)}; {guard(4242)}; then start again"),
 ])
 def test_leftovers_elsewhere_on_the_host_do_not_hide_the_port_holder(
     leftovers: tuple[int, ...], step: str

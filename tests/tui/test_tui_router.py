@@ -111,3 +111,61 @@ def test_watch_calls_a_router_ready_only_when_its_worker_is(
                      "--timeout", "90"])
         assert code == 0, capsys.readouterr().out
         assert loading.log_text().count("fired up and ready") == 1, "the worker was ready first"
+
+
+SLOW_CHECKS = ("--policy", "round_robin", "--health-check-interval-secs", "60",
+               "--health-failure-threshold", "3", "--log-level", "warn")
+"""The router's defaults: a dead worker stays healthy in its list for minutes."""
+
+
+def test_status_labels_the_routers_word_and_never_calls_a_killed_worker_ready(
+    tmp_path: Path,
+) -> None:
+    """Issue 38: after a router's worker is killed, ``status --url ROUTER`` said ``"state":
+    "ready"``: the router's word (it checks every 60 s), shown as ours."""
+    import json
+    import subprocess
+    import sys
+
+    env = {"EAGLE_TUI_STATE_DIR": str(tmp_path / "state"), "PATH": "/usr/bin:/bin"}
+    status = [str(Path(sys.executable).with_name("eagle-tui")), "status", "--once"]
+    worker = SimProcess(FAST_SIM).start()
+    worker.wait_ready(WAIT)
+    with RouterProcess([worker.url], flags=SLOW_CHECKS) as router, worker:
+        router.wait_workers(1)
+
+        def look(*extra: str) -> tuple[dict[str, object], str]:
+            args = [*status, "--url", router.url, *extra]
+            doc = json.loads(subprocess.run([*args, "--json"], capture_output=True, text=True,
+                                            env=env, timeout=60, check=False).stdout)
+            text = subprocess.run(args, capture_output=True, text=True, env=env, timeout=60,
+                                  check=False).stdout
+            return doc["servers"][0]["router"]["workers"][0], text
+
+        alive, text = look()
+        assert (alive["state"], alive["label"], alive["checked"]) == (
+            "unchecked", "router: healthy, not checked", False)
+        assert "router: healthy, not checked" in text and "0 of 1 workers can serve by our " \
+            "own look; 1 healthy by the router's word, not checked" in text, text
+        worker.kill()
+        worker.wait_exit()
+        killed, text = look()
+        print(f"\nafter the worker was killed, status --url {router.url}:\n{text}")
+        assert killed["state"] != "ready" and killed["label"] == "router: healthy, not checked"
+        checked, text = look("--trust-router-workers")
+        print(f"with --trust-router-workers:\n{text}")
+        assert (checked["state"], checked["checked"]) == ("down", True)
+
+
+def test_a_workers_row_in_the_fleet_is_never_ready_on_the_routers_word() -> None:
+    from eagle_tui.core.sglang.router import NOT_CONTACTED, WorkerProbe, WorkerView
+    from eagle_tui.tui.render.fleet import worker_row
+
+    said = WorkerView("http://10.0.0.1:30000", True, True, 0, None,
+                      WorkerProbe("unknown", NOT_CONTACTED))
+    checked = WorkerView("http://10.0.0.1:30000", True, True, 0, None, WorkerProbe("healthy"))
+    assert (said.state, said.label, said.checked) == (
+        "unchecked", "router: healthy, not checked", False)
+    row = worker_row(0, "router", said, None)
+    assert (row.phase, row.tone) == ("unchecked", "busy")
+    assert (worker_row(0, "router", checked, None).phase, checked.checked) == ("ready", True)

@@ -272,3 +272,39 @@ async def test_leftovers_named_by_a_flag_can_be_stopped_after_asking_not_when_re
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause(0.3)
         assert app.screen.check_action("stop_orphans", ()) is False
+
+
+async def test_another_users_leftovers_and_zombies_are_never_offered() -> None:
+    """Issue 38: ``o`` offered every leftover on the host, whoever owned it, zombies too."""
+    import os
+
+    from eagle_tui.core.proc.orphans import Orphan, OrphanReport
+
+    def leftover(pid: int, uid: int, state: str = "sleeping") -> Orphan:
+        return Orphan(pid, 1, "sglang::scheduler_TP0", state, 300.0, f"user{uid}",
+                      ("its launcher is gone (re-parented to PID 1)",), uid=uid,
+                      start_ticks=100)
+
+    theirs = leftover(4242, os.getuid() + 1)
+    zombie = leftover(4243, os.getuid(), "zombie")
+    conflict = Flag("port_conflict", "port 30000 is held by PID 4242", next_step="")
+    only_theirs = health(flags=[conflict], orphans=OrphanReport((theirs, zombie)))
+    app = app_with(FakeServerFeed(TARGET, [only_theirs]))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause(0.3)
+        assert app.screen.check_action("stop_orphans", ()) is False
+        await pilot.press("o")
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, ServerScreen)  # nothing asked
+    mine = leftover(4244, os.getuid())
+    mixed = health(flags=[conflict], orphans=OrphanReport((theirs, mine)))
+    app = app_with(FakeServerFeed(TARGET, [mixed]))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.screen.check_action("stop_orphans", ()) is True,
+                       what="the offer")
+        await pilot.press("o")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the question")
+        asked = str(app.screen.query_one("#confirm-question").render())
+        assert "PID 4244" in asked and "PID 4242" not in asked
+        assert "1 of other users: not yours to stop" in asked
+        await pilot.press("n")

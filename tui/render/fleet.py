@@ -121,7 +121,9 @@ def server_row(index: int, entry: ServerEntry, capture: tuple[int, float | None]
 
 def worker_row(router_index: int, router: str, worker: WorkerView,
                capture: tuple[int, float | None] | None) -> FleetRow:
-    """A router's worker that has no feed: the router's word and what the worker said."""
+    """A router's worker that has no feed: the router's word and what the worker said
+    (``unchecked``: healthy by the router's word only, never ``ready``; the phase column
+    stays narrow)."""
     tone: PhaseTone = "ok" if worker.state == "ready" else (
         "bad" if worker.state in ("down", "unhealthy", "invalid") else "busy")
     name = f"{router} › {worker.url.split('://', 1)[-1]}"

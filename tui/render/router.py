@@ -11,7 +11,7 @@ from eagle_tui.tui.render.accept import AcceptanceDoc
 if TYPE_CHECKING:  # the router module pulls in httpx: the dashboard paints without it
     from eagle_tui.core.sglang.router import Readiness, RouterView, WorkerView
 
-STATE_MARKS = {"ready": "●", "joining": "◐", "loading": "◌", "pending": "◌",
+STATE_MARKS = {"ready": "●", "unchecked": "○", "joining": "◐", "loading": "◌", "pending": "◌",
                "unhealthy": "✕", "down": "✕", "invalid": "✕"}
 
 
@@ -20,6 +20,8 @@ class WorkerDoc(msgspec.Struct, frozen=True, kw_only=True):
 
     url: str
     state: str
+    label: str  # the state as people read it ("router: healthy, not checked")
+    checked: bool  # eagle-tui asked the worker itself (else the state is the router's word)
     listed: bool
     router_healthy: bool
     load: int | None
@@ -32,7 +34,8 @@ class WorkerDoc(msgspec.Struct, frozen=True, kw_only=True):
     @classmethod
     def of(cls, worker: WorkerView) -> WorkerDoc:
         """The document of one worker of a router view."""
-        return cls(url=worker.url, state=worker.state, listed=worker.listed,
+        return cls(url=worker.url, state=worker.state, label=worker.label,
+                   checked=worker.checked, listed=worker.listed,
                    router_healthy=worker.router_healthy, load=worker.load,
                    running=worker.probe.running, queued=worker.probe.queued,
                    model_path=worker.model_path, detail=worker.probe.detail)
@@ -43,7 +46,7 @@ class RouterDoc(msgspec.Struct, frozen=True, kw_only=True):
     one-word state."""
 
     can_serve: bool
-    ready_workers: int
+    ready_workers: int  # checked by eagle-tui itself
     reason: str
     readiness: Readiness | None
     error: str | None
@@ -52,6 +55,7 @@ class RouterDoc(msgspec.Struct, frozen=True, kw_only=True):
     listed_total: int = 0  # workers the router lists (only the first MAX_WORKERS are looked at)
     capped: str = ""  # one line when the list was capped
     contacted: tuple[str, ...] = ()  # the addresses asked: the router, workers when allowed
+    unchecked_workers: int = 0  # healthy by the router's word only
 
     @classmethod
     def of(cls, view: RouterView) -> RouterDoc:
@@ -60,20 +64,23 @@ class RouterDoc(msgspec.Struct, frozen=True, kw_only=True):
                    reason=view.reason(), readiness=view.readiness, error=view.error,
                    workers=tuple(WorkerDoc.of(w) for w in view.workers), metrics=view.metrics,
                    listed_total=view.listed_total, capped=view.capped,
-                   contacted=view.contacted)
+                   contacted=view.contacted, unchecked_workers=view.unchecked_workers)
 
 
 def router_lines(router: RouterDoc) -> list[str]:
     """Lines for people from a router's document."""
     workers = router.workers
     head = f"  router: {router.ready_workers} of {len(workers)} workers can serve"
+    if router.unchecked_workers:
+        head += (f" by our own look; {router.unchecked_workers} healthy by the router's "
+                 "word, not checked")
     if not router.can_serve:
         head += f" ({router.reason})"
     lines = [head]
     if router.capped:
         lines.append(f"  note: {router.capped}")
-    lines += [f"  {STATE_MARKS.get(w.state, '?')} {w.url}  {w.state:<9} "
-              f"{_load(w)}" for w in workers]
+    lines += [f"  {STATE_MARKS.get(w.state, '?')} {w.url}  {w.label:<9} "
+              f"{_load(w)}".rstrip() for w in workers]
     lines.append(f"  {contacted_line(router)}")
     if router.metrics:
         shown = ", ".join(f"{k.removeprefix('smg_')}={v:g}" for k, v in router.metrics.items())
@@ -99,6 +106,6 @@ def _load(worker: WorkerDoc) -> str:
         parts.append(f"running {worker.running:g}")
     if worker.queued is not None:
         parts.append(f"queued {worker.queued:g}")
-    if worker.state != "ready" and worker.detail:
+    if worker.state not in ("ready", "unchecked") and worker.detail:
         parts.append(worker.detail[:80])
     return " · ".join(parts)

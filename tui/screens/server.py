@@ -443,18 +443,25 @@ class ServerScreen(ViewScreen):
                     markup=False, timeout=15)
 
     def _selected_orphans(self) -> OrphanReport | None:
+        """The leftovers of the selected server's snapshot, when any are the user's own
+        (another user's are shown on the card, never offered; zombies neither)."""
         latest = self.histories[self.selected].latest if self.histories else None
         report = latest.orphans if latest is not None else None
-        return report if report is not None and report.orphans else None
+        return report if report is not None and report.ours else None
 
     def action_stop_orphans(self) -> None:
-        """Offer to stop the leftover SGLang processes the selected server's flags name."""
+        """Offer to stop the user's own leftover SGLang processes the selected server's flags
+        name; each is re-checked (start time, owner, title) at the moment of the stop."""
         report = self._selected_orphans()
         if report is None:
             return
-        listed = "\n".join(o.describe() for o in report.orphans[:5])
-        question = (f"Stop {len(report.orphans)} leftover SGLang process(es) of an earlier "
-                    f"run?\n{listed}\n({report.stop_command}; SIGKILL after 15 s)")
+        ours = report.ours
+        listed = "\n".join(o.describe() for o in ours[:5])
+        theirs = f"\n{len(report.theirs)} of other users: not yours to stop" \
+            if report.theirs else ""
+        question = (f"Stop {len(ours)} leftover SGLang process(es) of yours?\n{listed}{theirs}"
+                    "\n(SIGTERM, SIGKILL after 15 s; a PID that names another process by then "
+                    "is left alone)")
 
         def answered(yes: bool | None) -> None:
             if yes:
