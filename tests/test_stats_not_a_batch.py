@@ -47,6 +47,15 @@ def test_an_empty_directory_is_refused(tmp_path: Path, json: bool) -> None:
     assert "pass a batch directory" in line
 
 
+def test_several_paths_one_not_a_batch_is_refused_in_stats_words(parent: Path,
+                                                                  tmp_path: Path) -> None:
+    done = cli("stats", str(parent / "kimi-a"), str(tmp_path))
+    assert done.returncode == 2
+    [line] = done.stderr.strip().splitlines()
+    assert f"{tmp_path} is not a batch directory: no manifest at" in line
+    assert "exported" not in line  # stats is not exporting
+
+
 def test_export_and_inspect_refuse_the_same_directory(parent: Path, tmp_path: Path) -> None:
     export = cli("export", str(parent), "--format", "parquet", "--out", str(tmp_path / "o.parquet"))
     inspect = cli("inspect", str(parent))
