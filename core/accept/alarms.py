@@ -5,6 +5,9 @@
   ``--speculative-algorithm EAGLE`` (sglang PR #21272); SGLang prints no error.
 - ``fell``: a category's accept length fell by more than 0.1 against the stored result for
   the same target, config and prompt set (a new drafter that is worse on these prompts).
+- ``not_speculating``: a replay's answers had no verify step at all, so nothing was measured
+  (the server runs without speculative decoding, or every answer was one token): the wrong
+  server, named, rather than a table of ``-`` read as a result.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from eagle_tui.core.accept.figures import AcceptFigure
 STUCK_AT_ONE_TOLERANCE = 0.005
 FALL_THRESHOLD = 0.1
 
-AlarmKind = Literal["stuck_at_one", "fell"]
+AlarmKind = Literal["stuck_at_one", "fell", "not_speculating"]
 
 
 class Alarm(msgspec.Struct, frozen=True):
@@ -77,12 +80,29 @@ def fell(category: str, before: float | None, now: float | None) -> Alarm | None
     )
 
 
+def not_speculating(server: str, config: SpecConfig, answers: int,
+                    verify_steps: int) -> Alarm | None:
+    """The alarm when ``server`` gave ``answers`` answers and not one verify step."""
+    if answers == 0 or verify_steps > 0:
+        return None
+    why = ("its /server_info says speculative decoding is off" if not config.enabled else
+           f"it reports {config.summary}, yet no answer had a verify step")
+    return Alarm(
+        kind="not_speculating",
+        message=f"{server} measured nothing: {answers} answers, 0 verify steps ({why})",
+        next_step=("point --server (or --against) at the server that runs the drafter "
+                   "(--speculative-algorithm and --speculative-draft-model-path); if it does, "
+                   "raise --max-new-tokens (a one-token answer has no verify step)"),
+    )
+
+
 __all__ = [
     "FALL_THRESHOLD",
     "STUCK_AT_ONE_TOLERANCE",
     "Alarm",
     "AlarmKind",
     "fell",
+    "not_speculating",
     "stuck_at_one",
     "tokens_per_step",
 ]

@@ -70,13 +70,15 @@ class CategoryChange(msgspec.Struct, frozen=True):
 
 
 class Comparison(msgspec.Struct, frozen=True):
-    """The current result against a stored one: the change per category (``overall``
-    first), and a ``fell`` alarm for every fall of more than 0.1."""
+    """The current result against a stored one (when, its label, the server it measured):
+    the change per category (``overall`` first), and a ``fell`` alarm for every fall of more
+    than 0.1."""
 
     previous_created_at: str
     previous_label: str
     changes: list[CategoryChange]
     alarms: list[Alarm]
+    previous_server: str = ""
 
 
 def prompt_set_id(keys: Iterable[str]) -> str:
@@ -104,11 +106,11 @@ def load_results(path: Path) -> list[StoredResult]:
             for number, line in enumerate(data.splitlines(), start=1) if line.strip()]
 
 
-def append_result(path: Path, result: StoredResult) -> None:
-    """Add ``result`` to ``path`` (created if missing); the file is replaced atomically and
-    a file that does not parse is left as it is (AcceptResultError)."""
+def append_result(path: Path, *results: StoredResult) -> None:
+    """Add ``results`` to ``path`` (created if missing), in one atomic replacement of the
+    file; a file that does not parse is left as it is (AcceptResultError)."""
     previous = load_results(path)
-    lines = [msgspec.json.encode(r) for r in [*previous, result]]
+    lines = [msgspec.json.encode(r) for r in [*previous, *results]]
     try:
         write_atomic(path, b"\n".join(lines) + b"\n")
         fsync_dir(path.parent)
@@ -145,7 +147,8 @@ def compare(previous: StoredResult, current: StoredResult) -> Comparison:
         alarm = fell(name, old, new)
         if alarm is not None:
             alarms.append(alarm)
-    return Comparison(previous.created_at, previous.label, changes, alarms)
+    return Comparison(previous.created_at, previous.label, changes, alarms,
+                      previous_server=previous.server)
 
 
 def _decode(line: bytes, path: Path, number: int) -> StoredResult:

@@ -3,10 +3,13 @@
 ``measure(settings)`` replays the prompts on ``server`` (and on ``against`` for an A/B, one
 server after the other so the two never share the machine), reports each side per category
 (``core.accept.summary``), the A/B difference with its 95 % bootstrap interval
-(``core.accept.ab``), the server's live alarm (1.00 per verify step), and compares the
-figures with the last stored result of the same target, config, prompt set and sampling
-(``core.accept.stored``), then stores this one. ``--from-batch`` replays exactly the batch's
-held-out split (``core.accept.heldout``), from the batch's own prompt file and tokenizer.
+(``core.accept.ab``), each server's alarms (1.00 per verify step; no verify step at all: the
+server does not speculate), and compares each side's figures with the last stored result of
+the same target, config, prompt set and sampling (``core.accept.stored``), then stores them
+(unless asked only to compare). With ``--against`` both sides are stored, the label on B's
+(the server measured against A: the drafter being tried), A's unlabelled. ``--from-batch``
+replays exactly the batch's held-out split (``core.accept.heldout``), from the batch's own
+prompt file and tokenizer.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import msgspec
 from msgspec import UnsetType
 
 from eagle_tui.core.accept.ab import Difference, differences_by_category
-from eagle_tui.core.accept.alarms import Alarm, stuck_at_one
+from eagle_tui.core.accept.alarms import Alarm, not_speculating, stuck_at_one
 from eagle_tui.core.accept.config import SpecConfig, spec_config
 from eagle_tui.core.accept.figures import AcceptFigure
 from eagle_tui.core.accept.heldout import held_out_ids
@@ -47,13 +50,15 @@ from eagle_tui.core.urls import public_url
 @dataclass(frozen=True)
 class AcceptSettings:
     """What ``accept`` was asked: the replay (``only`` set from the batch's held-out split),
-    the A/B server, where results are stored (None: not stored), a label."""
+    the A/B server, the results file compared with (None: none), whether this run is added
+    to it (``store``), a label (of B's result with ``against``, else of A's)."""
 
     replay: ReplaySettings
     against: str | None = None
     results: Path | None = None
     label: str = ""
     batch: Path | None = None
+    store: bool = True
 
 
 class Failure(msgspec.Struct, frozen=True):
@@ -65,7 +70,8 @@ class Failure(msgspec.Struct, frozen=True):
 
 class SideResult(msgspec.Struct, frozen=True):
     """One server's replay: its config, its figures overall and per category, what failed,
-    the 1.00 alarm when its accept length says no draft was ever accepted."""
+    its alarms (1.00 per verify step; no verify step at all; a fall against its stored
+    result), and that comparison."""
 
     server: str
     target: str
@@ -75,12 +81,15 @@ class SideResult(msgspec.Struct, frozen=True):
     failures: list[Failure]
     alarms: list[Alarm]
     elapsed_s: float
+    comparison: Comparison | None = None
 
 
 class AcceptOutcome(msgspec.Struct, frozen=True):
     """What ``accept --json`` prints: the first server's ``overall`` and ``categories`` at
-    the top (``n``, ``accept_length`` and the rest), the other side and the differences for
-    an A/B, the comparison with the stored result and where this one was stored."""
+    the top (``n``, ``accept_length`` and the rest), the other side (with its own
+    comparison) and the differences for an A/B, the comparison with the stored result, the
+    results file compared with, where this run was stored (None: ``--no-store``) and the
+    label (of B's result in an A/B)."""
 
     server: str
     target: str
@@ -95,6 +104,8 @@ class AcceptOutcome(msgspec.Struct, frozen=True):
     differences: dict[str, Difference | None] | None = None
     comparison: Comparison | None = None
     stored_in: str | None = None
+    compared_with: str | None = None
+    label: str = ""
 
 
 def from_batch(batch: Path, settings: ReplaySettings, *,
@@ -136,21 +147,24 @@ async def measure(settings: AcceptSettings) -> AcceptOutcome:
         server=side.server, target=side.target, spec=side.spec,
         prompt_set=prompt_set_id(keys), held_out=settings.replay.only is not None,
         overall=side.overall, categories=side.categories, failures=side.failures,
-        alarms=side.alarms)
+        alarms=side.alarms, label=settings.label)
     if other is not None and settings.against is not None:
         outcome = msgspec.structs.replace(
             outcome, against=_side(other, settings.against),
             differences=await asyncio.to_thread(
                 differences_by_category, first.requests, other.requests))
     if settings.results is not None:
-        outcome = await asyncio.to_thread(_store, settings, outcome)
+        outcome = await asyncio.to_thread(_compare_and_store, settings, outcome)
     return outcome
 
 
 def _side(run: ReplayRun, server: str) -> SideResult:
     config = spec_config(run.server_info)
     summary: AcceptReport = report(run.requests)
-    alarms = [a for a in [_stuck(summary.overall, config)] if a is not None]
+    answered = summary.overall
+    alarms = [a for a in [_stuck(answered, config),
+                          not_speculating(public_url(server), config, answered.n,
+                                          answered.verify_steps)] if a is not None]
     return SideResult(
         server=public_url(server), target=_target(run.server_info), spec=config,
         overall=summary.overall, categories=summary.categories,
@@ -173,23 +187,49 @@ def _target(server_info: dict[str, Any] | Any) -> str:
     return path if isinstance(path, str) else ""
 
 
-def _store(settings: AcceptSettings, outcome: AcceptOutcome) -> AcceptOutcome:
+def _compare_and_store(settings: AcceptSettings, outcome: AcceptOutcome) -> AcceptOutcome:
+    """Each side against the last stored result of its key (stored before this run), then
+    both added in one write unless ``settings.store`` is off."""
     path = settings.results
     assert path is not None
-    replay_settings = settings.replay
-    key = ResultKey(target=outcome.target, spec=outcome.spec, prompt_set=outcome.prompt_set,
-                    temperature=replay_settings.temperature,
-                    max_new_tokens=replay_settings.max_new_tokens)
-    current = StoredResult(key=key, server=outcome.server,
-                           created_at=datetime.now(UTC).isoformat(timespec="seconds"),
-                           report=AcceptReport(outcome.overall, outcome.categories),
-                           label=settings.label)
-    previous = latest_comparable(load_results(path), key)
-    comparison = compare(previous, current) if previous is not None else None
-    append_result(path, current)
-    alarms = [*outcome.alarms, *(comparison.alarms if comparison is not None else [])]
-    return msgspec.structs.replace(outcome, comparison=comparison, stored_in=str(path),
-                                   alarms=alarms)
+    stored = load_results(path)
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    b = outcome.against
+    current = _result(settings, outcome, outcome, now,
+                      label="" if b is not None else settings.label)
+    comparison = _compared(stored, current)
+    results = [current]
+    if b is not None:
+        theirs = _result(settings, outcome, b, now, label=settings.label)
+        b_comparison = _compared(stored, theirs)
+        b = msgspec.structs.replace(b, comparison=b_comparison,
+                                    alarms=[*b.alarms, *_fell(b_comparison)])
+        results.append(theirs)
+    if settings.store:
+        append_result(path, *results)
+    return msgspec.structs.replace(
+        outcome, against=b, comparison=comparison, alarms=[*outcome.alarms, *_fell(comparison)],
+        stored_in=str(path) if settings.store else None, compared_with=str(path),
+        label=settings.label)
+
+
+def _result(settings: AcceptSettings, outcome: AcceptOutcome,
+            side: AcceptOutcome | SideResult, now: str, *, label: str) -> StoredResult:
+    """``side``'s result, keyed by its own target and config on the run's prompt set."""
+    key = ResultKey(target=side.target, spec=side.spec, prompt_set=outcome.prompt_set,
+                    temperature=settings.replay.temperature,
+                    max_new_tokens=settings.replay.max_new_tokens)
+    return StoredResult(key=key, server=side.server, created_at=now,
+                        report=AcceptReport(side.overall, side.categories), label=label)
+
+
+def _compared(stored: list[StoredResult], current: StoredResult) -> Comparison | None:
+    previous = latest_comparable(stored, current.key)
+    return compare(previous, current) if previous is not None else None
+
+
+def _fell(comparison: Comparison | None) -> list[Alarm]:
+    return comparison.alarms if comparison is not None else []
 
 
 def default_results_path(settings: ReplaySettings, batch: Path | None) -> Path:

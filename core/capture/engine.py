@@ -429,7 +429,15 @@ class CaptureEngine:
     def _final_state(self) -> BatchState:
         if self._fatal is not None:
             return BatchState.FAILED
-        return BatchState.STOPPED if self.control.stopping else BatchState.FINISHED
+        if self.control.stopping and not self._every_row_settled():
+            return BatchState.STOPPED
+        return BatchState.FINISHED
+
+    def _every_row_settled(self) -> bool:
+        """Every row of the batch has its outcome: a stop that came during the last rows,
+        which then finished while draining, left nothing for a resume to do."""
+        counts = self.tracker.snapshot().counts
+        return counts.remaining == 0 and counts.interrupted == 0
 
     def _summary(self, parts: _Parts) -> CaptureSummary:
         self.tracker.state = self._final_state()

@@ -9,5 +9,6 @@ Public names (import from the submodules):
 - ``select``: ``SampleFilter``, ``matching_rows``, ``first_matching``, ``conversation_rows``,
   ``Pick``, ``pick_rows`` (which rows);
 - ``decode``: ``choose_tokenizer``, ``boundaries_for``, ``decoding_for``, ``Decoding``,
-  ``SharedTokenizer``, ``fingerprint_warning``, ``KIMI_BOUNDARIES`` (how rows are decoded).
+  ``SharedTokenizer``, ``fingerprint_warning``, ``KIMI_BOUNDARIES`` (how rows are decoded);
+- ``notbatch``: ``refuse_no_batch``, ``batches_below`` (a directory that is no batch).
 """

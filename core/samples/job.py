@@ -306,7 +306,7 @@ def _load_manifest(directory: Path) -> Manifest:
     manifest = BatchDir(directory).manifest
     if not manifest.exists():
         raise ConfigError(
-            f"{directory} cannot be exported: no manifest at {manifest}; "
+            f"{directory} is not a batch directory: no manifest at {manifest}; "
             f"pass a batch directory (what `eagle-tui capture --out` wrote: {_WRITTEN})"
         )
     try:

@@ -92,12 +92,15 @@ class PtyTerminal:
     """``eagle-tui ARGS`` on a pseudo-terminal, with a screen that shows what it drew."""
 
     def __init__(self, args: Sequence[str], *, cols: int = 120, rows: int = 40,
-                 cwd: Path | None = None, env: dict[str, str] | None = None) -> None:
+                 cwd: Path | None = None, env: dict[str, str] | None = None,
+                 program: str | None = None) -> None:
+        """``program`` (default: ``eagle-tui``) runs with ``args``; a shell there runs
+        the pipelines a person types (``program="/bin/bash", args=["-c", "… | head"]``)."""
         self.screen = pyte.Screen(cols, rows)
         self._stream = pyte.ByteStream(self.screen)
         self._lock = threading.Lock()
         self.raw = bytearray()
-        command = eagle_tui_command()
+        command = program or eagle_tui_command()
         child_env = {key: value for key, value in os.environ.items()
                      if key not in ("COLUMNS", "LINES") and not key.startswith("TEXTUAL")}
         child_env.update({"TERM": "xterm-256color", "LANG": "C.UTF-8", **(env or {})})

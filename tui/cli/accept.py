@@ -6,13 +6,15 @@ and prints per category: n, the accept length as Σcompletion/Σverify (SpecForg
 ``bench_eagle3.py`` figure, the one model cards publish) and as the mean of per-request
 figures, the accept rate, P(at least j drafts accepted) per position, output tokens/s and
 the degenerate outputs. ``--against URL`` replays the same prompts on a second server and
-prints B - A per category with a 95 % bootstrap interval. The result is stored
-(``accept-results.jsonl`` beside the batch or prompt file) and compared with the last one of
-the same target, config, prompt set and sampling. docs/acceptance.md says what each figure
-means.
+prints B - A per category with a 95 % bootstrap interval. The result is compared with the
+last one of the same target, config, prompt set and sampling in ``accept-results.jsonl``
+(beside the batch or prompt file), then stored there (``--no-store``: only compared); with
+``--against`` both servers' results are, ``--label`` naming B's. docs/acceptance.md says
+what each figure means.
 
-Exit status: 0 measured; 1 measured, but prompts failed or an alarm was raised (1.00 per
-verify step, a fall against the stored result); 2 refused (bad flags, unreadable files, a
+Exit status: 0 measured; 1 measured, but prompts failed or an alarm was raised on either
+server (1.00 per verify step, no verify step at all: a server that does not speculate, a
+fall against the stored result); 2 refused (bad flags, unreadable files, a
 batch without a held-out split, an unreachable server before anything was measured); 3 an
 internal error.
 """
@@ -29,6 +31,8 @@ from typing import TextIO
 import msgspec
 
 from eagle_tui.core.accept.ab import Difference
+from eagle_tui.core.accept.alarms import Alarm
+from eagle_tui.core.accept.stored import Comparison
 from eagle_tui.core.accept.summary import CategorySummary
 from eagle_tui.core.argtypes import DirIn, FileIn, FileOut, Line, Number, Whole, seconds
 from eagle_tui.core.capture.acceptance import (
@@ -64,7 +68,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     where = parser.add_argument_group("where")
     where.add_argument("--server", required=True, type=server_url, metavar="URL")
     where.add_argument("--against", type=server_url, metavar="URL",
-                       help="a second server (B) for an A/B: B - A per category, 95 %% CI")
+                       help="a second server (B) for an A/B: B - A per category, 95 %% CI; "
+                       "both results are stored, --label naming B's")
     where.add_argument("--tokenizer", type=DirIn("tokenizer directory"), metavar="DIR",
                        help="the target's tokenizer (default with --from-batch: the batch's)")
     sampling = parser.add_argument_group("sampling")
@@ -83,7 +88,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     running.add_argument("--no-store", action="store_true",
                          help="compare with the stored results but do not add this one")
     running.add_argument("--label", type=Line("a label"),
-                         help="a name for this result (the drafter)")
+                         help="a name for the result of the server measured (the drafter): "
+                         "--server's, or --against's (B) in an A/B")
     running.add_argument("--api-key-file", type=FileIn("API key file"))
     running.add_argument("--json", action="store_true",
                          help="print one JSON object (overall, categories, ...)")
@@ -107,7 +113,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         stream.write(msgspec.json.encode(outcome).decode() + "\n")
     else:
         stream.write(report_text(outcome))
-    return EXIT_ATTENTION if outcome.failures or outcome.alarms else EXIT_OK
+    return EXIT_ATTENTION if outcome.failures or _alarms(outcome) else EXIT_OK
 
 
 def settings_from_args(args: argparse.Namespace) -> AcceptSettings:
@@ -125,7 +131,8 @@ def settings_from_args(args: argparse.Namespace) -> AcceptSettings:
     results = args.results or default_results_path(replay, args.from_batch)
     return AcceptSettings(
         replay=replay, against=args.against.for_requests if args.against else None,
-        results=None if args.no_store else results, label=args.label or "", batch=args.from_batch)
+        results=results, label=args.label or "", batch=args.from_batch,
+        store=not args.no_store)
 
 
 def report_text(outcome: AcceptOutcome) -> str:
@@ -139,21 +146,46 @@ def report_text(outcome: AcceptOutcome) -> str:
     if outcome.differences is not None:
         lines += ["", "B - A (accept length, 95 % bootstrap interval over requests):",
                   *(_difference(name, d) for name, d in outcome.differences.items())]
-    if outcome.comparison is not None:
-        c = outcome.comparison
-        lines += ["", f"against the stored result of {c.previous_created_at}"
-                      f"{' (' + c.previous_label + ')' if c.previous_label else ''}:"]
-        lines += [f"  {ch.category:<16} {_num(ch.before)} -> {_num(ch.now)}  "
-                  f"({_signed(ch.change)})" for ch in c.changes]
+    b = outcome.against
+    lines += _comparison(outcome.comparison, outcome.server if b is not None else "")
+    if b is not None:
+        lines += _comparison(b.comparison, b.server)
     for failure in outcome.failures[:10]:
         lines.append(f"failed: {failure.sample_id}: {failure.reason}")
     if len(outcome.failures) > 10:
         lines.append(f"failed: {len(outcome.failures) - 10} more")
-    for alarm in outcome.alarms:
+    for alarm in _alarms(outcome):
         lines += [f"ALARM {alarm.kind}: {alarm.message}", f"  next: {alarm.next_step}"]
-    if outcome.stored_in:
-        lines.append(f"stored in {outcome.stored_in}")
+    lines += _storage(outcome)
     return terminal_safe("\n".join(lines), multiline=True) + "\n"
+
+
+def _alarms(outcome: AcceptOutcome) -> list[Alarm]:
+    """Every alarm of the run: A's (with its comparison's), then B's."""
+    return [*outcome.alarms, *(outcome.against.alarms if outcome.against else [])]
+
+
+def _comparison(c: Comparison | None, server: str) -> list[str]:
+    """The change since the stored result (``server`` named in an A/B, where each side is
+    compared with its own)."""
+    if c is None:
+        return []
+    who = f"{server} " if server else ""
+    stored = ", ".join(part for part in (c.previous_label, c.previous_server) if part)
+    lines = ["", f"{who}against the stored result of {c.previous_created_at}"
+                 f"{f' ({stored})' if stored else ''}:"]
+    return lines + [f"  {ch.category:<16} {_num(ch.before)} -> {_num(ch.now)}  "
+                    f"({_signed(ch.change)})" for ch in c.changes]
+
+
+def _storage(outcome: AcceptOutcome) -> list[str]:
+    """Where the results went, and under which label."""
+    if outcome.stored_in is None:
+        return ["not stored (--no-store)"] if outcome.compared_with else []
+    label = f"labelled {outcome.label!r}" if outcome.label else "unlabelled"
+    if outcome.against is None:
+        return [f"stored in {outcome.stored_in} ({label})"]
+    return [f"stored both results in {outcome.stored_in} (B's {label}, A's unlabelled)"]
 
 
 def _heading(server: str, target: str, spec: str, held_out: bool) -> str:

@@ -132,9 +132,20 @@ def where(paths: Path | list[Path]) -> str:
     return " ".join(map(str, paths)) if isinstance(paths, list) else str(paths)
 
 
+class PlainConsole(Console):
+    """A console that never interprets text: no markup, no highlighting, no emoji. A reader
+    of stdout that left early (``| head``) ends the verb as it ends every other: the
+    ``BrokenPipeError`` goes to ``tui.cli.main`` (141), where rich would exit 1 itself."""
+
+    def on_broken_pipe(self) -> None:
+        """rich's hook for a closed stdout: hand the error to the command's entry point."""
+        self.quiet = True
+        raise BrokenPipeError
+
+
 def make_console() -> Console:
     """A console that never interprets text: no markup, no highlighting, no emoji."""
-    return Console(markup=False, highlight=False, emoji=False, soft_wrap=True)
+    return PlainConsole(markup=False, highlight=False, emoji=False, soft_wrap=True)
 
 
 def raw_decode(ids: Sequence[int]) -> str:

@@ -4,12 +4,18 @@ Each verb is the module of the same name in this package and exposes
 ``add_arguments(parser)`` and ``run(args) -> int``; this file only routes, and
 imports a verb's module only when that verb is used, so ``eagle-tui sim`` never
 pays for Textual or transformers.
+
+Output read by a program that stops early (``eagle-tui batches | head -4``) is not an
+error: when stdout's reader has gone, every verb ends quietly with status 141 (128 +
+SIGPIPE, what the shell reports for a program that pipe killed), never a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import signal
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -87,8 +93,33 @@ def options_before_verb(argv: Sequence[str], verb: str) -> list[str]:
     return [option for option in options if option not in ("-h", "--help")]
 
 
+EXIT_OUTPUT_CLOSED = 128 + signal.SIGPIPE
+"""Status when stdout's reader went away before everything was written."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``eagle-tui`` console script."""
+    try:
+        try:
+            return _route(argv)
+        finally:  # what is still buffered goes now, where a closed pipe can be caught
+            sys.stdout.flush()
+    except BrokenPipeError:
+        _discard_stdout()
+        return EXIT_OUTPUT_CLOSED
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush at exit does not report
+    the closed pipe again (the recipe of the Python docs, "Note on SIGPIPE")."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    finally:
+        os.close(devnull)
+
+
+def _route(argv: Sequence[str] | None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     verb = chosen_verb(args_list)
     misplaced = options_before_verb(args_list, verb) if verb else []

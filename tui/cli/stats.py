@@ -3,7 +3,8 @@ and what ``eagle-tui export`` would keep with the same filter options (same sing
 Several batch directories (the ``capture --shard`` slices of one job) are verified as export
 verifies them (one job, no sample twice) and counted as one.
 
-Exit status: 0 printed, 2 bad path.
+Exit status: 0 printed, 2 bad path (also a directory that is no batch: the parent of
+several batches, an empty directory).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from eagle_tui.core.errors import EagleError
 from eagle_tui.core.export.options import MASK_STARTS
 from eagle_tui.core.export.tally import KeepCounts, KeepTally, batch_split
 from eagle_tui.core.samples.job import open_job
+from eagle_tui.core.samples.notbatch import refuse_no_batch
 from eagle_tui.core.shards.conversations import ConversationStats
 from eagle_tui.core.shards.manifest import Manifest
 from eagle_tui.core.shards.stats import BatchStats, Distribution, compute_stats_over
@@ -50,6 +52,7 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
     out = console or make_console()
     try:
         opened = open_job(args.path)
+        refuse_no_batch(opened, args.path)
         footer = opened.metadata
         tally = KeepTally(row_filter_from(args), args.mask_start, args.max_length,
                           footer.tokenizer.vocab_size if footer else None)

@@ -14,6 +14,7 @@ import argparse
 from eagle_tui.core.argtypes import seconds
 from eagle_tui.core.batches.api import End
 from eagle_tui.core.batches.control_client import BatchClient
+from eagle_tui.core.batchstate import BatchState
 from eagle_tui.core.text import terminal_safe
 from eagle_tui.tui.cli.batch_table import rows_done
 from eagle_tui.tui.cli.batch_verbs import (
@@ -43,6 +44,16 @@ def run(args: argparse.Namespace) -> int:
     return run_verb(lambda: _stop(args.batch, args.grace, args.abort, not args.no_wait))
 
 
+def ended_line(batch_id: str, end: End) -> str:
+    """How the stopped batch ended: what a resume continues, or nothing left (the stop came
+    while its last rows were in flight, and they finished)."""
+    rows = f"{rows_done(end.progress)} rows captured"
+    if end.state == BatchState.DONE:
+        return (f"batch {batch_id} done: {rows}; its last rows finished while it stopped, "
+                "nothing is left to resume")
+    return f"batch {batch_id} {end.state}: {rows}; `eagle-tui resume {batch_id}` continues it"
+
+
 async def _stop(ref: str, grace_s: float | None, abort: bool, wait: bool) -> int:
     view = await find_view(ref)
     if not view.live:
@@ -58,10 +69,7 @@ async def _stop(ref: str, grace_s: float | None, abort: bool, wait: bool) -> int
             return EXIT_OK
         async for event in events:
             if isinstance(event.data, End):
-                end = event.data
-                print(terminal_safe(f"batch {batch_id} {end.state}: "
-                                    f"{rows_done(end.progress)} rows captured; "
-                                    f"`eagle-tui resume {batch_id}` continues it"))
+                print(terminal_safe(ended_line(batch_id, event.data)))
                 return EXIT_OK
     print(f"batch {batch_id}'s worker exited; `eagle-tui batches {batch_id}` shows its state")
     return EXIT_OK

@@ -26,6 +26,9 @@ class BatchSnapshot:
     resumable: bool = False
     stop_grace_s: float | None = None
     """How long a drain lets in-flight requests finish before it aborts them."""
+    stored_tokens: int | None = None
+    """Output tokens in the batch's shards, all runs, when no worker runs (a worker's
+    progress counts only its own run's tokens)."""
 
     @property
     def live(self) -> bool:

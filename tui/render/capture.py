@@ -117,8 +117,10 @@ def columns_that_fit(widths: Sequence[int], width: int) -> tuple[int, ...]:
     return tuple(sorted(chosen))
 
 
-def counts_text(p: Progress) -> str:
-    """``done 1,234 · written 1,200 · failed 3 · flagged 40 · …``."""
+def counts_text(p: Progress, *, stored_tokens: int | None = None, live: bool = True) -> str:
+    """``done 1,234 · written 1,200 · failed 3 · flagged 40 · …``; the output tokens of
+    this run and its time while a worker runs, else those the shards hold (``stored_tokens``,
+    every run), else the last run's, said so."""
     parts = [
         f"done {p.done:,}",
         f"written {p.written:,}",
@@ -130,7 +132,11 @@ def counts_text(p: Progress) -> str:
     ]
     if p.already_done:
         parts.append(f"done before {p.already_done:,}")
-    parts.append(f"{p.output_tokens:,} tokens in {duration(p.elapsed_s)}")
+    if stored_tokens is not None:
+        parts.append(f"{stored_tokens:,} output tokens stored")
+    else:
+        last = "" if live else " (last run)"
+        parts.append(f"{p.output_tokens:,} tokens in {duration(p.elapsed_s)}{last}")
     return " · ".join(parts)
 
 
@@ -179,6 +185,17 @@ def servers_text(p: CaptureProgress) -> str:
             line += f"  ({s.reason})"
         lines.append(line)
     return "\n".join(lines) if lines else "no server status yet"
+
+
+def servers_line(snapshot: BatchSnapshot) -> str:
+    """The servers' live state while a worker runs; once none runs, the servers the batch
+    was sent to (there is no live state to wait for: not "no server status yet")."""
+    p = snapshot.progress
+    if snapshot.live or (p is not None and p.servers):
+        return servers_text(p) if p is not None else ""
+    sent_to = ", ".join(snapshot.servers) or "no server recorded"
+    return f"servers {sent_to} · no worker runs ({snapshot.state}): live server state shows " \
+           "while the batch runs"
 
 
 SPARK = " ▁▂▃▄▅▆▇█"

@@ -93,6 +93,7 @@ class DetachedCapture:
         self._cache: dict[str, BatchView] = {}
         self._errors: dict[str, str] = {}
         self._shard_flags: dict[tuple[str, int], dict[str, int]] = {}
+        self._shard_tokens: dict[tuple[str, int], int | None] = {}
         """Flag counts by kind read from the shards of a batch no worker runs, by (id, rows
         done): only a running worker counts them by kind."""
         self._events: dict[str, deque[CaptureEvent]] = {}
@@ -281,9 +282,10 @@ class DetachedCapture:
             if not view.live:  # an action's error is stale once no worker runs
                 self._errors.pop(view.record.id, None)
         flags = [await self._flags_in_shards(self._cache[r.id]) for r in records]
+        tokens = [await self._tokens_in_shards(self._cache[r.id]) for r in records]
         self._snapshots = tuple(
-            snapshot_of(self._cache[r.id], self._errors.get(r.id), kinds)
-            for r, kinds in zip(records, flags, strict=True)
+            snapshot_of(self._cache[r.id], self._errors.get(r.id), kinds, stored)
+            for r, kinds, stored in zip(records, flags, tokens, strict=True)
         )
 
     async def _flags_in_shards(self, view: BatchView) -> dict[str, int] | None:
@@ -296,6 +298,18 @@ class DetachedCapture:
             self._shard_flags[key] = await asyncio.to_thread(
                 shard_flag_counts, Path(view.record.out_dir))
         return self._shard_flags[key] or None
+
+    async def _tokens_in_shards(self, view: BatchView) -> int | None:
+        """Output tokens of a batch no worker runs, counted once from its shards (a worker
+        counts only its own run's)."""
+        progress = view.progress
+        if view.live or progress is None or not progress.done:
+            return None
+        key = (view.record.id, progress.done)
+        if key not in self._shard_tokens:
+            self._shard_tokens[key] = await asyncio.to_thread(
+                shard_output_tokens, Path(view.record.out_dir))
+        return self._shard_tokens[key]
 
     async def _survey(self, record: BatchRecord) -> BatchView:
         """``survey`` of one batch, asking a live worker over a kept connection (a new httpx
@@ -440,10 +454,27 @@ def shard_flag_counts(out_dir: Path) -> dict[str, int]:
         return {}
 
 
+def shard_output_tokens(out_dir: Path) -> int | None:
+    """Output tokens stored in the shards of ``out_dir`` (None when they cannot be read)."""
+    from eagle_tui.core.shards.reader import ShardReader  # pyarrow: only when asked
+    from eagle_tui.core.shards.tokens import stored_output_tokens
+
+    try:
+        reader = ShardReader(out_dir)
+        try:
+            return stored_output_tokens(reader)
+        finally:
+            reader.close()
+    except Exception as exc:  # a damaged shard: the tokens stay unknown
+        log.info("tokens of %s: %s", out_dir, exc)
+        return None
+
+
 def snapshot_of(view: BatchView, error: str | None = None,
-                flags: dict[str, int] | None = None) -> BatchSnapshot:
-    """The Capture view's snapshot of one surveyed batch (``flags``: by kind, from the
-    shards, when no worker counts them)."""
+                flags: dict[str, int] | None = None,
+                stored_tokens: int | None = None) -> BatchSnapshot:
+    """The Capture view's snapshot of one surveyed batch (``flags``: by kind, and
+    ``stored_tokens``, from the shards, when no worker counts them)."""
     record = view.record
     config = record.config
     return BatchSnapshot(
@@ -459,6 +490,7 @@ def snapshot_of(view: BatchView, error: str | None = None,
         name=record.name,
         resumable=view.state in RESUMABLE_STATES,
         stop_grace_s=config.stop_grace_s,
+        stored_tokens=stored_tokens,
     )
 
 

@@ -50,12 +50,13 @@ class BatchDetail(Vertical):
         self.query_one(".rate-samples", RateSpark).values = tuple(history.samples_per_s)
         self.query_one(".rate-tokens", RateSpark).values = tuple(history.tokens_per_s)
         p = snapshot.progress
-        self._set("batch-counts", text.counts_text(p.counts) if p else "")
+        self._set("batch-counts", text.counts_text(
+            p.counts, stored_tokens=snapshot.stored_tokens, live=snapshot.live) if p else "")
         failures = text.kinds_text("failures", p.failures, p.counts.failed) if p else ""
         self._set("batch-failures", failures)
         self._set("batch-flags", text.kinds_text("flags", p.flags, p.counts.flagged)
                   if p else "")
-        self._set("batch-servers", text.servers_text(p) if p else "")
+        self._set("batch-servers", text.servers_line(snapshot))
         self._set("batch-error", text.batch_note(snapshot.state, snapshot.error))
         self.query_one(".batch-error").display = bool(snapshot.error)
 

@@ -5,7 +5,10 @@ Each is a scheduler rank started as its own process, titled as SGLang titles its
 reads it), so the watcher's process evidence sees what it would see on a real server:
 
 - ``--rank-hang fifo``: after ``Load weight begin`` the rank opens ``model.safetensors``, a
-  named pipe nobody writes (blocked in ``openat``, ``wait_for_partner``);
+  named pipe nobody writes (blocked in ``openat``, ``wait_for_partner``). The pipe's
+  temporary directory is removed by a small cleaner that outlives the rank, however the sim
+  ends (it may be killed, its rank with it); the name must stay while the rank waits, since
+  a stack sampler (py-spy) attaching to it restarts the ``openat``, which looks it up again;
 - ``--rank-hang stop``: after ``Load weight begin`` the rank stops itself (SIGSTOP);
 - ``--rank-hang peers``: during distributed init, node 0's rank hosts the rendezvous store on
   ``--dist-init-addr`` and waits for the other nodes' ranks, which never connect;
@@ -16,13 +19,14 @@ reads it), so the watcher's process evidence sees what it would see on a real se
 
 Children are stdlib-only ``python -c`` programs (their first argument is the title, so the
 interpreter cannot find the project; they need nothing of it). Every child but the orphan
-dies with the sim (``PR_SET_PDEATHSIG``, as SGLang's ranks do).
+and the FIFO cleaner dies with the sim (``PR_SET_PDEATHSIG``, as SGLang's ranks do).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -31,6 +35,7 @@ from typing import Final
 
 RANK_TITLE: Final = "sglang::scheduler_TP0"
 ORPHAN_TITLE: Final = "sglang::scheduler_TP1"
+CLEANER_TITLE: Final = "eagle-sim-fifo-cleaner"
 COMPILER: Final = "cc1plus"
 
 _DIE_WITH_PARENT = """
@@ -76,6 +81,30 @@ print("compiled", flush=True)
 while True:  # the rank lives on (and dies with the sim)
     time.sleep(3600)
 """
+_CLEANER = """
+import os, shutil, signal, sys, time
+rank, folder = sys.argv[1], sys.argv[2]
+
+def alive_since(pid):  # field 22 of /proc/PID/stat tells a reused PID from the rank
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return None if len(fields) < 20 or fields[0] in "ZX" else fields[19]
+
+def clean(*_):
+    shutil.rmtree(folder, ignore_errors=True)
+    os._exit(0)
+
+signal.signal(signal.SIGTERM, clean)  # stopped with the sim's other processes: clean first
+signal.signal(signal.SIGINT, clean)
+signal.signal(signal.SIGHUP, signal.SIG_IGN)
+first = alive_since(rank)
+while first is not None and alive_since(rank) == first:
+    time.sleep(0.2)
+clean()
+"""
 _ORPHAN = """
 import os, socket, sys, time
 parent, port, seconds = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
@@ -113,9 +142,16 @@ async def _forever(child: subprocess.Popen[bytes]) -> None:
 
 
 async def fifo_rank() -> None:
-    """A rank blocked opening a named pipe as its weight shard; never returns."""
+    """A rank blocked opening a named pipe as its weight shard; never returns. Its cleaner
+    removes the pipe's directory once the rank has gone (see the module docstring)."""
     folder = Path(tempfile.mkdtemp(prefix="eagle-sim-model-fifo-"))
-    await _forever(_child(RANK_TITLE, _FIFO, str(folder / "model.safetensors")))
+    try:
+        rank = _child(RANK_TITLE, _FIFO, str(folder / "model.safetensors"))
+    except OSError:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    _child(CLEANER_TITLE, _CLEANER, str(rank.pid), str(folder), new_session=True)
+    await _forever(rank)
 
 
 async def stopped_rank() -> None:
