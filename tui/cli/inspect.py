@@ -77,8 +77,12 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
     except EagleError as e:
         print(f"eagle-tui inspect: {terminal_safe(str(e))}", file=sys.stderr)
         return e.status if isinstance(e, InspectError) else 2
-    for index in indices:
-        show(out, job, index, args, tokenizer)
+    try:
+        for index in indices:
+            show(out, job, index, args, tokenizer)
+    except EagleError as e:  # a shard that lies about its rows (a null the format forbids)
+        print(f"eagle-tui inspect: {terminal_safe(str(e))}", file=sys.stderr)
+        return 2
     return 0
 
 
