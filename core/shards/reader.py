@@ -4,16 +4,16 @@
 directory of parquet files (``shards/`` or the directory itself, when there is no manifest),
 or one parquet file. Opening reads only parquet footers, and checks each file as the
 manifest is checked (:mod:`.checks`: footer size, footer values, schema version, columns);
-rows are read in
-batches of at most :data:`BATCH_ROWS` rows (eagle-tui's row groups are never larger, but a
-foreign file's row group may hold millions of rows), only the columns asked for, and every
-table read is checked for nulls the format does not allow.
+rows are read in batches of at most :data:`BATCH_ROWS` rows (eagle-tui's row groups are never
+larger, but a foreign file's row group may hold millions of rows), only the columns asked
+for, and every table read is checked for nulls the format does not allow.
 
 With a manifest, only listed shards are read; a listed shard whose size differs from the
 listing (or, with ``verify=True``, whose sha256 differs) is skipped and reported in
-``ignored``, as are unreadable files and files that fail the checks (a footer naming a
-schema version other than the manifest's among them). A table that holds a forbidden null
-raises ShardError naming the shard.
+``ignored``, as are unreadable files. A file that reads but fails the checks (a footer
+naming a schema version other than the manifest's among them) is refused with ShardError
+when the manifest lists it or it was named alone, and ignored when it was only found in a
+folder; so is a table that holds a forbidden null.
 
 Global row indices run over the shards in manifest (or name) order.
 """
