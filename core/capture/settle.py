@@ -69,7 +69,7 @@ class Settler:
     async def _store(self, job: Job, outcome: Outcome, extra_flags: tuple[str, ...]) -> bool:
         assert outcome.result is not None and outcome.endpoint and outcome.rid
         endpoint = public_url(outcome.endpoint)
-        acceptance = acceptance_of(outcome.result.meta)
+        acceptance = acceptance_of(outcome.result.meta, len(outcome.result.output_ids))
         try:
             row = self._rows.build(job, outcome.result, endpoint, outcome.rid, extra_flags,
                                    acceptance)
@@ -154,11 +154,13 @@ class Settler:
             self._events(event)
 
 
-def acceptance_of(meta: Mapping[str, Any]) -> RequestAcceptance | None:
-    """A speculative answer's acceptance (``spec_*`` in its ``meta_info``), else None."""
+def acceptance_of(meta: Mapping[str, Any], output_tokens: int) -> RequestAcceptance | None:
+    """A speculative answer's acceptance (``spec_*`` in its ``meta_info``), else None; None
+    too when its counts are malformed or impossible for the ``output_tokens`` received
+    (``core.accept.requests.count_problem``): they say nothing true, the ids still do."""
     if "spec_verify_ct" not in meta:
         return None
     try:
-        return request_acceptance(meta)
-    except ValueError:  # a malformed figure says nothing; the row itself is fine
+        return request_acceptance(meta, output_tokens=output_tokens)
+    except ValueError:
         return None
