@@ -11,7 +11,7 @@ for, and every table read is checked for nulls the format does not allow.
 With a manifest, only listed shards are read; a listed shard whose size differs from the
 listing (or, with ``verify=True``, whose sha256 differs) is skipped and reported in
 ``ignored``, as are unreadable files. A file that reads but fails the checks (a footer
-naming a schema version other than the manifest's among them) is refused with ShardError
+of another schema version than the first shard's among them) is refused with ShardError
 when the manifest lists it or it was named alone, and ignored when it was only found in a
 folder; so is a table that holds a forbidden null.
 
@@ -196,7 +196,7 @@ class ShardReader:
                 self.ignored.append(IgnoredFile(path, str(e)))
                 continue
             try:
-                shard = self._checked(path, parquet, offset)
+                shard = self._checked(path, parquet, offset, shards[0] if shards else None)
             except ShardError as e:
                 if self.path.is_file() or self.manifest is not None:
                     raise ShardError(f"{path} {e}; was it written by eagle-tui, or edited "
@@ -207,29 +207,34 @@ class ShardReader:
             offset += shard.rows
         return tuple(shards)
 
-    def _checked(self, path: Path, parquet: pq.ParquetFile, offset: int) -> ShardFile:
+    def _checked(self, path: Path, parquet: pq.ParquetFile, offset: int,
+                 first: ShardFile | None) -> ShardFile:
         """The shard of ``parquet`` once its footer and columns are the shard format's
         (:mod:`.checks`); ShardError says what is not (without the path)."""
         try:
             footer = ShardMetadata.from_parquet(parquet.schema_arrow.metadata)
         except ShardError as e:
             raise ShardError(f"is not read: {e}") from None
-        problem = self._schema_problem(parquet.schema_arrow, footer)
+        problem = self._schema_problem(parquet.schema_arrow, footer, first)
         if problem:
             raise ShardError(f"is not an eagle-tui shard: {problem}")
         meta = parquet.metadata
         groups = tuple(meta.row_group(i).num_rows for i in range(meta.num_row_groups))
         return ShardFile(path, offset, groups, footer)
 
-    def _schema_problem(self, schema: pa.Schema, footer: ShardMetadata | None) -> str | None:
-        """Why ``schema`` is not the batch's shard format: the footer's version (a file
-        without a footer: the manifest's, else 1) must be the manifest's, and the columns
-        that version's."""
-        expected = self.manifest.schema_version if self.manifest is not None else None
-        version = footer.schema_version if footer is not None else expected or SCHEMA_VERSION
-        if expected is not None and version != expected:
-            return (f"its footer says shard schema {version}, its batch's manifest "
-                    f"{expected}")
+    def _schema_problem(self, schema: pa.Schema, footer: ShardMetadata | None,
+                        first: ShardFile | None) -> str | None:
+        """Why ``schema`` is not the batch's shard format: its version is the footer's (a
+        file without one: the manifest's, else 1), the one of the batch's first shard (the
+        batch reads as one table), and its columns are that version's."""
+        manifest_version = self.manifest.schema_version if self.manifest is not None else None
+        version = (footer.schema_version if footer is not None
+                   else manifest_version or SCHEMA_VERSION)
+        if first is not None:
+            earlier = first.footer.schema_version if first.footer is not None else version
+            if version != earlier:
+                return (f"it is shard schema {version}, the batch's first shard "
+                        f"{first.path.name} schema {earlier}")
         return schema_problem(schema, version)
 
     def _spans(self, start: int, stop: int) -> Iterator[tuple[ShardFile, int, int, int]]:
