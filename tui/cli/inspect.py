@@ -9,7 +9,8 @@ textual marker; see :mod:`core.shards.render`). Rows are opened, picked and deco
 the batch's recorded one where it is now, else the bundled one when the shards name it;
 ``--raw-ids`` prints ids instead and needs no tokenizer.
 
-Exit status: 0 shown, 1 nothing matched, 2 bad input (path, tokenizer, index).
+Exit status: 0 shown, 1 nothing matched, 2 bad input (path, tokenizer, index, a shard that is
+not the shard format).
 """
 
 from __future__ import annotations
