@@ -278,3 +278,23 @@ def test_status_shows_an_impossible_live_figure_as_invalid(
     entry = json.loads(doc.stdout)["servers"][0]["acceptance"]
     assert entry["figure"] is None and entry["label"] is None
     assert entry["invalid"].startswith("invalid: ")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("proposed", "stored"), [(3, True), (10, False)])
+def test_capture_bounds_drafts_per_step_by_the_servers_draft_tokens(
+        sim: SimProcess, tmp_path: Path, proposed: int, stored: bool) -> None:
+    """The sim runs 4 draft tokens: an answer claiming 10 proposed drafts in its one verify
+    step is consistent in itself (and under the 256 believed of an unknown server), but not
+    for this server; 3 is."""
+    out = tmp_path / "batch"
+    change = {"spec_verify_ct": 1, "spec_num_proposed_drafts": proposed,
+              "spec_num_correct_drafts": 0, "spec_correct_drafts_histogram": [1]}
+    with proxy(sim.url, {"meta_info": change}) as url:
+        code, _, err, _ = measured([
+            "capture", "--display", "plain", "--prompts", str(prompts(tmp_path / "p.jsonl", 3)),
+            "--out", str(out), "--server", url, "--tokenizer", TOKENIZER,
+            "--max-new-tokens", "4"], tmp_path)
+    assert code == 0, err
+    rows = [ShardReader(out).row(i) for i in range(3)]
+    assert all((r.acceptance is not None) == stored for r in rows), rows
