@@ -6,6 +6,10 @@ figures, take the 2.5th and 97.5th percentiles of the differences. When both sid
 the same prompts (the same keys), a prompt is resampled on both sides at once (paired), which
 removes the prompt-to-prompt spread from the interval; otherwise each side is resampled on its
 own. The generator is seeded, so a run is repeatable.
+
+Below :data:`MIN_REQUESTS` requests on a side there is no interval and no verdict: one
+request per side resamples to itself every time (a zero-width "interval" that would call any
+difference supported), and a handful gives too few distinct resamples for a 2.5 % tail.
 """
 
 from __future__ import annotations
@@ -20,11 +24,17 @@ from eagle_tui.core.accept.summary import ReplayedRequest, by_category, ratio_of
 DEFAULT_RESAMPLES = 2000
 DEFAULT_SEED = 21
 CONFIDENCE = 0.95
+MIN_REQUESTS = 6
+"""Fewest requests per side (per category) for an interval: n requests resample into
+C(2n-1, n) distinct draws, 462 at n = 6, so each 2.5 % tail holds at least ~10 of them
+(at n = 3 there are 10 in all)."""
 
 
 class Difference(msgspec.Struct, frozen=True):
     """B minus A with its interval; ``paired`` when the same prompts were resampled on both
-    sides. ``low``/``high`` are None when too few resamples had a figure on both sides."""
+    sides. ``low``/``high`` are None when a side has fewer than ``min_requests`` requests
+    (``a_n``, ``b_n``; then nothing is resampled) or too few resamples had a figure on both
+    sides."""
 
     a: float
     b: float
@@ -33,6 +43,14 @@ class Difference(msgspec.Struct, frozen=True):
     high: float | None
     resamples: int
     paired: bool
+    a_n: int = 0
+    b_n: int = 0
+    min_requests: int = MIN_REQUESTS
+
+    @property
+    def too_few(self) -> bool:
+        """True when a side has too few requests for an interval."""
+        return min(self.a_n, self.b_n) < self.min_requests
 
 
 def bootstrap_difference(
@@ -50,7 +68,10 @@ def bootstrap_difference(
         return None
     pairs = _pairs(a, b)
     rng = random.Random(seed)
-    if pairs is not None:
+    if min(len(a), len(b)) < MIN_REQUESTS:
+        resamples = 0
+        draws: list[float | None] = []
+    elif pairs is not None:
         draws = [_paired_draw(pairs, rng) for _ in range(resamples)]
     else:
         a_columns, b_columns = _columns(a), _columns(b)
@@ -64,6 +85,8 @@ def bootstrap_difference(
         high=high,
         resamples=resamples,
         paired=pairs is not None,
+        a_n=len(a),
+        b_n=len(b),
     )
 
 
@@ -140,6 +163,7 @@ __all__ = [
     "CONFIDENCE",
     "DEFAULT_RESAMPLES",
     "DEFAULT_SEED",
+    "MIN_REQUESTS",
     "Difference",
     "bootstrap_difference",
     "differences_by_category",

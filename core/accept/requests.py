@@ -15,6 +15,11 @@ The OpenAI-compatible routes drop these fields: only the native ``/generate`` ha
 
 A capture stores each answer's counts in its shard row (the ``acceptance`` column, whose
 fields are :class:`RequestAcceptance`'s); :func:`stored_acceptance` reads them back.
+
+Counts are never believed as they come: :func:`count_problem` checks them against each other
+(and against the server's draft config and the ids received, when known), so a server, a
+proxy or an edited shard that claims 10^15 proposed drafts in one verify step is refused
+before a per-position list of that length is built.
 """
 
 from __future__ import annotations
@@ -23,6 +28,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import msgspec
+
+MAX_COUNT = (1 << 31) - 1
+"""The largest count believed (what a shard's int32 column holds; no answer is longer)."""
+IMPOSSIBLE = "impossible acceptance counts"
+"""How a ValueError for counts no server produces begins (:func:`request_acceptance`)."""
+MAX_DRAFT_TOKENS = 256
+"""Drafts per verify step believed when the server's ``speculative_num_draft_tokens`` is not
+known (SGLang's trees use up to a few dozen): the per-position figures have that many entries
+at most."""
 
 
 class RequestAcceptance(msgspec.Struct, frozen=True):
@@ -60,34 +74,125 @@ class RequestAcceptance(msgspec.Struct, frozen=True):
         return per_position_acceptance(self.histogram, self.drafts_per_step)
 
 
-def request_acceptance(meta_info: Mapping[str, Any]) -> RequestAcceptance:
-    """The acceptance of one ``meta_info``; ValueError names a field of the wrong type.
+def request_acceptance(meta_info: Mapping[str, Any], *, draft_tokens: int | None = None,
+                       output_tokens: int | None = None) -> RequestAcceptance:
+    """The acceptance of one ``meta_info``; ValueError names a field of the wrong type, or
+    counts no server can produce (:func:`count_problem`, given the server's
+    ``draft_tokens`` and the ``output_tokens`` received, when known).
 
     A ``meta_info`` without ``spec_verify_ct`` is a request with no verify step."""
     completion = _count(meta_info, "completion_tokens", required=True)
     histogram = meta_info.get("spec_correct_drafts_histogram") or ()
     if not isinstance(histogram, list | tuple) or not all(_is_count(x) for x in histogram):
         raise ValueError(
-            f"meta_info spec_correct_drafts_histogram is {histogram!r}, not a list of counts"
+            f"meta_info spec_correct_drafts_histogram is {_short(histogram)}, not a list of "
+            "counts"
         )
-    return RequestAcceptance(
+    acceptance = RequestAcceptance(
         completion_tokens=completion,
         verify_steps=_count(meta_info, "spec_verify_ct"),
         correct_drafts=_count(meta_info, "spec_num_correct_drafts"),
         proposed_drafts=_count(meta_info, "spec_num_proposed_drafts"),
         histogram=tuple(histogram),
     )
+    problem = count_problem(acceptance, draft_tokens=draft_tokens, output_tokens=output_tokens)
+    if problem:
+        raise ValueError(f"{IMPOSSIBLE}: {problem}")
+    return acceptance
 
 
 def stored_acceptance(counts: Mapping[str, Any] | None) -> RequestAcceptance | None:
     """The acceptance a shard row stored (``ShardRow.acceptance``), None when it stored none;
-    ValueError names a field that does not fit (a shard written by another tool)."""
+    ValueError names a field that does not fit (a shard written by another tool) or counts
+    no server produces (an edited shard, or one stored before they were checked)."""
     if counts is None:
         return None
     try:
-        return msgspec.convert(counts, RequestAcceptance)
+        acceptance = msgspec.convert(counts, RequestAcceptance)
     except msgspec.ValidationError as e:
         raise ValueError(f"stored acceptance {e}") from None
+    problem = count_problem(acceptance)
+    if problem:
+        raise ValueError(f"stored acceptance counts are impossible: {problem}")
+    return acceptance
+
+
+def count_problem(acceptance: RequestAcceptance, *, draft_tokens: int | None = None,
+                  output_tokens: int | None = None) -> str | None:
+    """Why ``acceptance`` cannot be one answer's counts, else None.
+
+    An answer is its prefill token plus, per verify step, a bonus token and the drafts that
+    step accepted (SGLang drops the surplus of a step cut at ``max_new_tokens``), so:
+    completion = the ids received; 1 <= verify steps <= completion when it speculated;
+    correct <= proposed <= verify steps x drafts per step (at most ``draft_tokens``, the
+    server's ``speculative_num_draft_tokens``, else :data:`MAX_DRAFT_TOKENS`); completion <=
+    1 + verify steps + proposed; the histogram has one entry per possible count of accepted
+    drafts, its entries sum to the verify steps and weigh to the correct drafts."""
+    a = acceptance
+    counts = {"completion_tokens": a.completion_tokens, "spec_verify_ct": a.verify_steps,
+              "spec_num_correct_drafts": a.correct_drafts,
+              "spec_num_proposed_drafts": a.proposed_drafts}
+    for name, value in counts.items():
+        if value > MAX_COUNT:
+            return f"{name} {_short(value)} is more than any answer holds ({MAX_COUNT:,})"
+    if output_tokens is not None and a.completion_tokens != output_tokens:
+        return (f"completion_tokens {a.completion_tokens:,} for {output_tokens:,} output ids "
+                "received")
+    if a.verify_steps == 0:
+        return _unverified_problem(a)
+    return _step_problem(a, draft_tokens) or _histogram_problem(a, draft_tokens)
+
+
+def _unverified_problem(a: RequestAcceptance) -> str | None:
+    if a.correct_drafts or a.proposed_drafts or any(a.histogram):
+        return "drafts counted without a verify step"
+    return None
+
+
+def _step_problem(a: RequestAcceptance, draft_tokens: int | None) -> str | None:
+    per_step = draft_tokens if draft_tokens is not None and draft_tokens > 0 else MAX_DRAFT_TOKENS
+    source = (f"the server's {per_step} draft tokens" if per_step == draft_tokens
+              else f"{per_step} drafts per step, more than any server drafts")
+    if a.verify_steps > a.completion_tokens:
+        return (f"spec_verify_ct {a.verify_steps:,} is more than completion_tokens "
+                f"{a.completion_tokens:,} (a verify step emits at least one token)")
+    if a.correct_drafts > a.proposed_drafts:
+        return (f"spec_num_correct_drafts {a.correct_drafts:,} is more than "
+                f"spec_num_proposed_drafts {a.proposed_drafts:,}")
+    if a.proposed_drafts > a.verify_steps * per_step:
+        return (f"spec_num_proposed_drafts {a.proposed_drafts:,} in {a.verify_steps:,} verify "
+                f"step(s) is more than {source} allow")
+    if a.completion_tokens > 1 + a.verify_steps + a.proposed_drafts:
+        return (f"completion_tokens {a.completion_tokens:,} is more than 1 + "
+                f"{a.verify_steps:,} verify steps + {a.proposed_drafts:,} proposed drafts emit")
+    return None
+
+
+def _histogram_problem(a: RequestAcceptance, draft_tokens: int | None) -> str | None:
+    if not a.histogram:
+        return None
+    per_step = draft_tokens if draft_tokens is not None and draft_tokens > 0 else MAX_DRAFT_TOKENS
+    if len(a.histogram) > per_step + 1:
+        return (f"spec_correct_drafts_histogram has {len(a.histogram):,} entries, more than "
+                f"{per_step} drafts per step allow")
+    if sum(a.histogram) != a.verify_steps:
+        return (f"spec_correct_drafts_histogram counts {sum(a.histogram):,} verify steps, "
+                f"spec_verify_ct {a.verify_steps:,}")
+    accepted = sum(k * steps for k, steps in enumerate(a.histogram))
+    if accepted != a.correct_drafts:
+        return (f"spec_correct_drafts_histogram accepts {accepted:,} drafts, "
+                f"spec_num_correct_drafts {a.correct_drafts:,}")
+    return None
+
+
+def _short(value: object) -> str:
+    """A value as people read it, never thousands of digits long."""
+    if type(value) is int:
+        if value.bit_length() > 64:
+            return f"a number of ~{int(value.bit_length() * 0.30103) + 1} digits"
+        return f"{value:,}"
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:20]}…({len(text)} characters)"
 
 
 def per_position_acceptance(histogram: Sequence[int],
@@ -132,12 +237,16 @@ def _count(meta_info: Mapping[str, Any], key: str, *, required: bool = False) ->
     if value is None and not required:
         return 0
     if type(value) is not int or value < 0:
-        raise ValueError(f"meta_info {key} is {value!r}, not a count")
+        raise ValueError(f"meta_info {key} is {_short(value)}, not a count")
     return value
 
 
 __all__ = [
+    "IMPOSSIBLE",
+    "MAX_COUNT",
+    "MAX_DRAFT_TOKENS",
     "RequestAcceptance",
+    "count_problem",
     "per_position_acceptance",
     "pooled_histogram",
     "request_acceptance",

@@ -18,7 +18,7 @@ import msgspec
 
 from eagle_tui.core.accept.alarms import Alarm, fell
 from eagle_tui.core.accept.config import SpecConfig
-from eagle_tui.core.accept.summary import AcceptReport
+from eagle_tui.core.accept.summary import AcceptReport, summary_problem
 from eagle_tui.core.errors import AcceptResultError
 from eagle_tui.core.fsio import (
     MIB,
@@ -165,6 +165,11 @@ def _decode(line: bytes, path: Path, number: int) -> StoredResult:
             f"{path}:{number}: not JSON ({error}); move the file away or fix that line",
             path=path,
         ) from error
+    problem = _report_problem(result.report)
+    if problem:
+        raise AcceptResultError(
+            f"{path}:{number}: a stored acceptance result with impossible figures ({problem}); "
+            "move the file away or remove that line", path=path)
     if result.version != RESULT_VERSION:
         raise AcceptResultError(
             f"{path}:{number}: a result of format version {result.version}; this eagle-tui "
@@ -172,6 +177,15 @@ def _decode(line: bytes, path: Path, number: int) -> StoredResult:
             path=path,
         )
     return result
+
+
+def _report_problem(report: AcceptReport) -> str | None:
+    """The first category of ``report`` whose figures real answers cannot give."""
+    for name, summary in [("overall", report.overall), *report.categories.items()]:
+        problem = summary_problem(name, summary)
+        if problem:
+            return problem
+    return None
 
 
 __all__ = [

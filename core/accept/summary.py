@@ -14,12 +14,15 @@ leaves them out.
 from __future__ import annotations
 
 import itertools
+import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 
 import msgspec
 
 from eagle_tui.core.accept.requests import (
+    MAX_COUNT,
+    MAX_DRAFT_TOKENS,
     RequestAcceptance,
     per_position_acceptance,
     pooled_histogram,
@@ -136,6 +139,29 @@ def report(requests: Sequence[ReplayedRequest]) -> AcceptReport:
     )
 
 
+def summary_problem(name: str, s: CategorySummary) -> str | None:
+    """Why ``s`` cannot be the figures of real answers (a results file written before counts
+    were checked, or edited), else None: the checks of ``count_problem`` on the sums, and
+    every figure the one its sums give."""
+    if s.verify_steps > s.completion_tokens or s.completion_tokens > s.n * MAX_COUNT:
+        return (f"{name}: {s.verify_steps:,} verify steps for {s.completion_tokens:,} "
+                f"completion tokens of {s.n} request(s)")
+    expected = s.completion_tokens / s.verify_steps if s.verify_steps else None
+    if not _same(s.accept_length, expected):
+        return f"{name}: accept_length {s.accept_length!r} is not {expected!r} (its sums')"
+    rates = [s.accept_rate, *s.per_position]
+    if len(s.per_position) > MAX_DRAFT_TOKENS or any(
+            r is not None and not 0.0 <= r <= 1.0 for r in rates):
+        return f"{name}: an accept rate or P(>=j) outside 0..1"
+    return None
+
+
+def _same(value: float | None, expected: float | None) -> bool:
+    if value is None or expected is None:
+        return value is expected
+    return math.isclose(value, expected, rel_tol=1e-9)
+
+
 def _drafts_per_step(acceptances: Sequence[RequestAcceptance]) -> int | None:
     known = [a.drafts_per_step for a in acceptances if a.drafts_per_step is not None]
     return max(known) if known else None
@@ -159,5 +185,6 @@ __all__ = [
     "ratio_of_sums",
     "report",
     "summarize",
+    "summary_problem",
     "unique_bigram_ratio",
 ]

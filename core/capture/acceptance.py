@@ -42,7 +42,7 @@ from eagle_tui.core.accept.stored import (
 from eagle_tui.core.accept.summary import AcceptReport, CategorySummary, report
 from eagle_tui.core.capture.prompts import PromptRecord, open_prompts
 from eagle_tui.core.capture.replay import ReplayRun, ReplaySettings, check_reachable, replay
-from eagle_tui.core.errors import ConfigError
+from eagle_tui.core.errors import ConfigError, EagleError
 from eagle_tui.core.shards.manifest import Manifest
 from eagle_tui.core.urls import public_url
 
@@ -137,11 +137,12 @@ async def measure(settings: AcceptSettings) -> AcceptOutcome:
     for url in (settings.replay.server, settings.against):
         if url is not None:
             await check_reachable(url, settings.replay.api_key)
-    first = await replay(settings.replay)
+    first = _believable(await replay(settings.replay), settings.replay.server)
     side = _side(first, settings.replay.server)
     other: ReplayRun | None = None
     if settings.against is not None:
-        other = await replay(replace(settings.replay, server=settings.against))
+        other = _believable(await replay(replace(settings.replay, server=settings.against)),
+                            settings.against)
     keys = [r.key for r in first.requests]
     outcome = AcceptOutcome(
         server=side.server, target=side.target, spec=side.spec,
@@ -156,6 +157,20 @@ async def measure(settings: AcceptSettings) -> AcceptOutcome:
     if settings.results is not None:
         outcome = await asyncio.to_thread(_compare_and_store, settings, outcome)
     return outcome
+
+
+def _believable(run: ReplayRun, server: str) -> ReplayRun:
+    """``run``, unless an answer came with acceptance counts no server produces: then the
+    server (or what stands between it and us) lies, none of its figures is measured and
+    nothing is stored (EagleError naming the first such answer)."""
+    lies = [f for f in run.failures if f.impossible_counts]
+    if not lies:
+        return run
+    more = f" (and {len(lies) - 1} more)" if len(lies) > 1 else ""
+    raise EagleError(
+        f"{public_url(server)}: prompt {lies[0].sample_id}{more}: {lies[0].reason}; nothing "
+        "was measured or stored. Is it SGLang's own /generate, with nothing between that "
+        "rewrites answers?")
 
 
 def _side(run: ReplayRun, server: str) -> SideResult:

@@ -52,7 +52,7 @@ from eagle_tui.core.capture.rows import RowBuilder
 from eagle_tui.core.capture.scheduler_env import SchedulerSlice
 from eagle_tui.core.capture.sender import Sender, sampling_params
 from eagle_tui.core.capture.servers import open_pool, shard_metadata
-from eagle_tui.core.capture.settle import Settler
+from eagle_tui.core.capture.settle import Settler, draft_tokens_of
 from eagle_tui.core.capture.sink import ShardSink
 from eagle_tui.core.capture.turns import (
     ConversationFeed,
@@ -258,7 +258,8 @@ class CaptureEngine:
                           failures=failures, rejects=rejects, progress=self.tracker,
                           clock=self._clock, presets=len(config.presets),
                           redact=self._redact.clean, events=self._events,
-                          on_fatal=self._fail, on_row=self._on_row)
+                          on_fatal=self._fail, on_row=self._on_row,
+                          draft_tokens=await draft_tokens_of(pool))
         renderer = Renderer(batch.tokenizer, vocab_size=batch.vocab_size,
                             think_id=batch.boundaries.think,
                             template_kwargs=config.template_kwargs)

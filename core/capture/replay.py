@@ -22,7 +22,8 @@ from typing import Any
 
 from msgspec import UNSET
 
-from eagle_tui.core.accept.requests import request_acceptance
+from eagle_tui.core.accept.config import spec_config
+from eagle_tui.core.accept.requests import IMPOSSIBLE, request_acceptance
 from eagle_tui.core.accept.summary import ReplayedRequest
 from eagle_tui.core.capture.config import CaptureConfig, RetryPolicy
 from eagle_tui.core.capture.control import RunControl
@@ -67,10 +68,13 @@ class ReplaySettings:
 
 @dataclass(frozen=True)
 class ReplayFailure:
-    """A prompt that got no answer (or could not be sent): where and why."""
+    """A prompt that got no answer (or could not be sent): where and why;
+    ``impossible_counts`` when the answer came with acceptance counts no server produces
+    (``core.accept.requests.count_problem``)."""
 
     sample_id: str
     reason: str
+    impossible_counts: bool = False
 
 
 @dataclass(frozen=True)
@@ -143,8 +147,10 @@ async def replay(
             pool, clock, interval_s=config.health_interval_s,
             paused_interval_s=config.health_retry_s).run())
         try:
-            answers = await _send_all(sender, prepared, settings.concurrency, clock)
-            info = await _server_info(pool)
+            info = await _server_info(pool)  # first: its draft config bounds the counts
+            draft_tokens = spec_config(info).num_draft_tokens
+            answers = await _send_all(sender, prepared, settings.concurrency, clock,
+                                      draft_tokens)
         finally:
             monitor.cancel()
             await asyncio.gather(monitor, return_exceptions=True)
@@ -187,8 +193,8 @@ def _sender(pool: ServerPool, settings: ReplaySettings, prepared: _Prepared,
                   progress=ProgressTracker(clock), clock=clock)
 
 
-async def _send_all(sender: Sender, prepared: _Prepared, concurrency: int,
-                    clock: Clock) -> list[ReplayedRequest | ReplayFailure]:
+async def _send_all(sender: Sender, prepared: _Prepared, concurrency: int, clock: Clock,
+                    draft_tokens: int | None) -> list[ReplayedRequest | ReplayFailure]:
     queue: asyncio.Queue[tuple[Job, str]] = asyncio.Queue()
     for item in prepared.jobs:
         queue.put_nowait(item)
@@ -197,14 +203,14 @@ async def _send_all(sender: Sender, prepared: _Prepared, concurrency: int,
     async def worker() -> None:
         while not queue.empty():
             job, category = queue.get_nowait()
-            answers.append(await _send_one(sender, job, category, clock))
+            answers.append(await _send_one(sender, job, category, clock, draft_tokens))
 
     await asyncio.gather(*(worker() for _ in range(min(concurrency, len(prepared.jobs)))))
     return answers
 
 
-async def _send_one(sender: Sender, job: Job, category: str,
-                    clock: Clock) -> ReplayedRequest | ReplayFailure:
+async def _send_one(sender: Sender, job: Job, category: str, clock: Clock,
+                    draft_tokens: int | None) -> ReplayedRequest | ReplayFailure:
     started = clock.monotonic()
     outcome = await sender.send(job)
     finished = clock.monotonic()
@@ -214,9 +220,11 @@ async def _send_one(sender: Sender, job: Job, category: str,
     meta = dict(result.meta)
     meta.setdefault("completion_tokens", len(result.output_ids))
     try:
-        acceptance = request_acceptance(meta)
+        acceptance = request_acceptance(meta, draft_tokens=draft_tokens,
+                                        output_tokens=len(result.output_ids))
     except ValueError as error:
-        return ReplayFailure(job.sample_id, f"the answer's meta_info is unusable: {error}")
+        return ReplayFailure(job.sample_id, f"the answer's meta_info is unusable: {error}",
+                             impossible_counts=str(error).startswith(IMPOSSIBLE))
     return ReplayedRequest(job.sample_id, category, acceptance, tuple(result.output_ids),
                            started, finished)
 

@@ -3,13 +3,21 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from msgspec import UNSET
 
-from eagle_tui.core.accept.requests import RequestAcceptance, request_acceptance
+from eagle_tui.core.accept.config import spec_config
+from eagle_tui.core.accept.requests import (
+    MAX_DRAFT_TOKENS,
+    RequestAcceptance,
+    request_acceptance,
+)
+from eagle_tui.core.capture.dispatch import Server, ServerPool
 from eagle_tui.core.capture.events import CaptureEvent, EventSink, RequestEvent
 from eagle_tui.core.capture.failures import Failure, FailureLog
 from eagle_tui.core.capture.progress import ProgressTracker
@@ -22,6 +30,8 @@ from eagle_tui.core.clock import Clock
 from eagle_tui.core.fsio import describe_os_error
 from eagle_tui.core.shards.schema import ShardRow
 from eagle_tui.core.urls import public_url
+
+log = logging.getLogger(__name__)
 
 
 class Settler:
@@ -41,7 +51,10 @@ class Settler:
         events: EventSink | None = None,
         on_fatal: Callable[[str], None] = lambda reason: None,
         on_row: Callable[[ShardRow], None] | None = None,
+        draft_tokens: int | None = None,
     ) -> None:
+        """``draft_tokens``: the most draft tokens any server runs with (None: unknown),
+        the bound of an answer's drafts per verify step."""
         self._rows = rows
         self._sink = sink
         self._failures = failures
@@ -53,6 +66,7 @@ class Settler:
         self._events = events
         self._on_fatal = on_fatal
         self._on_row = on_row
+        self._draft_tokens = draft_tokens
 
     async def settle(self, job: Job, outcome: Outcome, extra_flags: tuple[str, ...] = ()) -> (
         bool
@@ -69,7 +83,8 @@ class Settler:
     async def _store(self, job: Job, outcome: Outcome, extra_flags: tuple[str, ...]) -> bool:
         assert outcome.result is not None and outcome.endpoint and outcome.rid
         endpoint = public_url(outcome.endpoint)
-        acceptance = acceptance_of(outcome.result.meta)
+        acceptance = acceptance_of(outcome.result.meta, len(outcome.result.output_ids),
+                                   self._draft_tokens)
         try:
             row = self._rows.build(job, outcome.result, endpoint, outcome.rid, extra_flags,
                                    acceptance)
@@ -154,11 +169,33 @@ class Settler:
             self._events(event)
 
 
-def acceptance_of(meta: Mapping[str, Any]) -> RequestAcceptance | None:
-    """A speculative answer's acceptance (``spec_*`` in its ``meta_info``), else None."""
+def acceptance_of(meta: Mapping[str, Any], output_tokens: int,
+                  draft_tokens: int | None = None) -> RequestAcceptance | None:
+    """A speculative answer's acceptance (``spec_*`` in its ``meta_info``), else None; None
+    too when its counts are malformed or impossible for the ``output_tokens`` received and
+    the servers' ``draft_tokens`` (``core.accept.requests.count_problem``): they say nothing
+    true, the ids still do."""
     if "spec_verify_ct" not in meta:
         return None
     try:
-        return request_acceptance(meta)
-    except ValueError:  # a malformed figure says nothing; the row itself is fine
+        return request_acceptance(meta, output_tokens=output_tokens, draft_tokens=draft_tokens)
+    except ValueError:
         return None
+
+
+async def draft_tokens_of(pool: ServerPool, timeout_s: float = 10.0) -> int | None:
+    """The most ``speculative_num_draft_tokens`` the pool's servers report in
+    ``/server_info`` (None when none reports it, or one does not answer: then only the
+    absolute bound holds, never a tighter one than some server may use)."""
+    async def one(server: Server) -> int | None:
+        async with asyncio.timeout(timeout_s):
+            info = await server.client.server_info()
+        return spec_config(info.raw).num_draft_tokens
+
+    try:
+        found = await asyncio.gather(*(one(s) for s in pool.servers))
+    except Exception as error:  # best effort: the counts are still checked against each other
+        log.info("no draft config from every server (%s); acceptance counts are bounded by "
+                 "%d drafts per step", error, MAX_DRAFT_TOKENS)
+        return None
+    return None if any(n is None for n in found) else max(n for n in found if n is not None)

@@ -37,6 +37,7 @@ from eagle_tui.core.samples.job import (
     open_batches,
 )
 from eagle_tui.core.shards.conversations import is_multi_turn
+from eagle_tui.core.shards.reader import group_tables
 from eagle_tui.core.shards.schema import TURN_COLUMNS
 
 Progress = Callable[[int, int], None]
@@ -199,12 +200,13 @@ def _tables(batches: list[SourceBatch],
 
 
 def _row_groups(batch: SourceBatch, shard: SourceShard, columns: list[str]) -> Iterator[pa.Table]:
-    """One row group at a time; a read failure names the shard and the row group."""
+    """One row group at a time, in bounded batches (a foreign shard's group may hold
+    millions of rows); a read failure names the shard and the row group."""
     group = 0
     try:
         parquet = pq.ParquetFile(shard.path)
         for group in range(parquet.num_row_groups):
-            yield parquet.read_row_group(group, columns=columns)
+            yield from group_tables(parquet, group, columns, shard.path)
     except (OSError, pa.ArrowException) as e:
         raise ShardError(
             f"shard {shard.path} of batch {batch.directory}: row group {group} cannot be "

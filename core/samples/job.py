@@ -293,6 +293,8 @@ def _open_batch(directory: Path) -> SourceBatch:
     shards = tuple(_verified_shard(directory, info, file)
                    for info, file in zip(manifest.shards, reader.shards, strict=True))
     config = manifest.config
+    for file in reader.shards:
+        _check_footer_tokenizer(directory, file, config.tokenizer_fingerprint)
     return SourceBatch(directory, manifest, reader, shards, config.tokenizer_fingerprint,
                        config.tokenizer_path)
 
@@ -323,6 +325,21 @@ def _verified_shard(directory: Path, info: ShardInfo, file: ShardFile) -> Source
             f"lists {info.rows} for {info.name}; {RESTORE}"
         )
     return SourceShard(file.path, info.name, info.rows, info.sha256, info.bytes)
+
+
+def _check_footer_tokenizer(directory: Path, file: ShardFile, fingerprint: str) -> None:
+    """A shard whose footer names another tokenizer than its manifest holds ids of another
+    vocabulary (or was edited): exporting it would train on the wrong tokens."""
+    footer = file.footer
+    if footer is None or footer.tokenizer.fingerprint == fingerprint:
+        return
+    named = footer.tokenizer.name or footer.tokenizer.path or "a tokenizer"
+    raise ShardError(
+        f"shard {file.path} of batch {directory} names {named} (fingerprint "
+        f"{footer.tokenizer.fingerprint[:12]}…) in its footer, its manifest a tokenizer of "
+        f"fingerprint {fingerprint[:12]}…; its ids may belong to another vocabulary: "
+        "export its batch's other shards by capturing again, or restore the shard"
+    )
 
 
 def _check_one_tokenizer(batches: list[SourceBatch]) -> None:

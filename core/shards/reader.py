@@ -2,12 +2,18 @@
 
 ``ShardReader(path)`` accepts a batch directory (shards listed in its ``manifest.json``), a
 directory of parquet files (``shards/`` or the directory itself, when there is no manifest),
-or one parquet file. Opening reads only parquet footers; rows are read one row group at a
-time (row groups are bounded by the writer), and only the columns asked for.
+or one parquet file. Opening reads only parquet footers, and checks each file as the
+manifest is checked (:mod:`.checks`: footer size, footer values, schema version, columns);
+rows are read in batches of at most :data:`BATCH_ROWS` rows (eagle-tui's row groups are never
+larger, but a foreign file's row group may hold millions of rows), only the columns asked
+for, and every table read is checked for nulls the format does not allow.
 
 With a manifest, only listed shards are read; a listed shard whose size differs from the
 listing (or, with ``verify=True``, whose sha256 differs) is skipped and reported in
-``ignored``, as are unreadable files.
+``ignored``, as are unreadable files. A file that reads but fails the checks (a footer
+of another schema version than the first shard's among them) is refused with ShardError
+when the manifest lists it or it was named alone, and ignored when it was only found in a
+folder; so is a table that holds a forbidden null.
 
 Global row indices run over the shards in manifest (or name) order.
 """
@@ -15,6 +21,7 @@ Global row indices run over the shards in manifest (or name) order.
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -27,20 +34,25 @@ import pyarrow.parquet as pq
 from eagle_tui.core.errors import ShardError
 from eagle_tui.core.shards.batchdir.layout import BatchDir
 from eagle_tui.core.shards.batchdir.scan import IgnoredFile, listing_problem
+from eagle_tui.core.shards.checks import footer_size_problem, null_problem, schema_problem
 from eagle_tui.core.shards.manifest import Manifest
-from eagle_tui.core.shards.schema import ShardMetadata, ShardRow
+from eagle_tui.core.shards.schema import SCHEMA_VERSION, ShardMetadata, ShardRow
 
 OPEN_FILES = 8
 CACHED_GROUPS = 2
+BATCH_ROWS = 512
+"""Rows read at once: the writer's largest row group, so eagle-tui's groups read whole."""
 
 
 @dataclass(frozen=True, slots=True)
 class ShardFile:
-    """One readable shard: path, first global row index, and rows per row group."""
+    """One readable shard: path, first global row index, rows per row group, and its
+    footer's provenance (None: plain parquet)."""
 
     path: Path
     offset: int
     group_rows: tuple[int, ...]
+    footer: ShardMetadata | None = None
 
     @property
     def rows(self) -> int:
@@ -63,9 +75,8 @@ class ShardReader:
         self.num_rows = sum(s.rows for s in self.shards)
         self._starts = [s.offset for s in self.shards]
         self._files: OrderedDict[Path, Any] = OrderedDict()
-        self._groups: OrderedDict[tuple[Path, int, tuple[str, ...] | None], pa.Table] = (
-            OrderedDict()
-        )
+        self._groups: OrderedDict[tuple[Path, int, int, tuple[str, ...] | None],
+                                  pa.Table] = OrderedDict()
         self._ids: dict[str, int] | None = None
 
     # -- what is there -----------------------------------------------------------------
@@ -73,16 +84,13 @@ class ShardReader:
     @property
     def metadata(self) -> ShardMetadata | None:
         """Provenance from the first shard's footer (None without shards or foreign files)."""
-        if not self.shards:
-            return None
-        raw = self._file(self.shards[0].path).schema_arrow.metadata
-        return ShardMetadata.from_parquet(raw)
+        return self.shards[0].footer if self.shards else None
 
     def footer_of(self, index: int) -> ShardMetadata | None:
         """Provenance from the footer of the shard holding global row ``index`` (a batch
         resumed with ``--force`` may have changed it between shards)."""
         shard, _ = self.shard_of(index)
-        return ShardMetadata.from_parquet(self._file(shard.path).schema_arrow.metadata)
+        return shard.footer
 
     def __len__(self) -> int:
         return self.num_rows
@@ -131,11 +139,12 @@ class ShardReader:
     # -- sequential --------------------------------------------------------------------
 
     def iter_batches(self, columns: Sequence[str] | None = None) -> Iterator[pa.Table]:
-        """Every row group in order as a table of ``columns``, one in memory at a time."""
+        """Every row in order, as tables of ``columns`` of at most :data:`BATCH_ROWS` rows
+        (one row group of eagle-tui's), one in memory at a time."""
         for shard in self.shards:
             parquet = self._file(shard.path)
             for group in range(len(shard.group_rows)):
-                yield parquet.read_row_group(group, columns=_column_list(columns))
+                yield from group_tables(parquet, group, columns, shard.path)
 
     def iter_rows(self, columns: Sequence[str] | None = None) -> Iterator[dict[str, Any]]:
         """Every row as a dict of ``columns`` (all when None)."""
@@ -173,21 +182,60 @@ class ShardReader:
         return paths
 
     def _open_shards(self, paths: list[Path]) -> tuple[ShardFile, ...]:
-        """Footers of ``paths``; unreadable ones go to ``ignored`` (or raise for one file)."""
+        """Footers of ``paths``, checked. An unreadable file goes to ``ignored``; a file
+        that reads but is not the shard format is refused (ShardError) when the manifest
+        lists it or it was named alone, and ignored when it was only found in a folder."""
         shards: list[ShardFile] = []
         offset = 0
         for path in paths:
             try:
-                meta = pq.ParquetFile(path).metadata
-            except Exception as e:  # pyarrow: ArrowInvalid / OSError for a damaged file
+                parquet = _parquet(path)
+            except ShardError as e:
                 if self.path.is_file():
-                    raise ShardError(f"{path} is not a readable parquet shard: {e}") from e
-                self.ignored.append(IgnoredFile(path, f"unreadable footer: {e}"))
+                    raise ShardError(f"{path}: {e}") from None
+                self.ignored.append(IgnoredFile(path, str(e)))
                 continue
-            groups = tuple(meta.row_group(i).num_rows for i in range(meta.num_row_groups))
-            shards.append(ShardFile(path, offset, groups))
-            offset += sum(groups)
+            try:
+                shard = self._checked(path, parquet, offset, shards[0] if shards else None)
+            except ShardError as e:
+                if self.path.is_file() or self.manifest is not None:
+                    raise ShardError(f"{path} {e}; was it written by eagle-tui, or edited "
+                                     "since?") from None
+                self.ignored.append(IgnoredFile(path, str(e)))
+                continue
+            shards.append(shard)
+            offset += shard.rows
         return tuple(shards)
+
+    def _checked(self, path: Path, parquet: pq.ParquetFile, offset: int,
+                 first: ShardFile | None) -> ShardFile:
+        """The shard of ``parquet`` once its footer and columns are the shard format's
+        (:mod:`.checks`); ShardError says what is not (without the path)."""
+        try:
+            footer = ShardMetadata.from_parquet(parquet.schema_arrow.metadata)
+        except ShardError as e:
+            raise ShardError(f"is not read: {e}") from None
+        problem = self._schema_problem(parquet.schema_arrow, footer, first)
+        if problem:
+            raise ShardError(f"is not an eagle-tui shard: {problem}")
+        meta = parquet.metadata
+        groups = tuple(meta.row_group(i).num_rows for i in range(meta.num_row_groups))
+        return ShardFile(path, offset, groups, footer)
+
+    def _schema_problem(self, schema: pa.Schema, footer: ShardMetadata | None,
+                        first: ShardFile | None) -> str | None:
+        """Why ``schema`` is not the batch's shard format: its version is the footer's (a
+        file without one: the manifest's, else 1), the one of the batch's first shard (the
+        batch reads as one table), and its columns are that version's."""
+        manifest_version = self.manifest.schema_version if self.manifest is not None else None
+        version = (footer.schema_version if footer is not None
+                   else manifest_version or SCHEMA_VERSION)
+        if first is not None:
+            earlier = first.footer.schema_version if first.footer is not None else version
+            if version != earlier:
+                return (f"it is shard schema {version}, the batch's first shard "
+                        f"{first.path.name} schema {earlier}")
+        return schema_problem(schema, version)
 
     def _spans(self, start: int, stop: int) -> Iterator[tuple[ShardFile, int, int, int]]:
         """(shard, row group, first row, end row) within the group for rows start..stop."""
@@ -207,16 +255,28 @@ class ShardReader:
     def _slice(
         self, shard: ShardFile, group: int, lo: int, hi: int, columns: Sequence[str] | None
     ) -> pa.Table:
-        """Rows lo..hi of one row group (the group is cached: paging reads it once)."""
-        key = (shard.path, group, tuple(columns) if columns is not None else None)
+        """Rows lo..hi of one row group, read in batches of :data:`BATCH_ROWS` (the batch
+        is cached: paging reads it once); a large group is read up to ``hi`` only."""
+        pieces = []
+        for first in range(lo - lo % BATCH_ROWS, hi, BATCH_ROWS):
+            table = self._batch(shard, group, first // BATCH_ROWS, columns)
+            pieces.append(table.slice(max(lo - first, 0), min(hi, first + BATCH_ROWS)
+                                      - max(lo, first)))
+        return pieces[0] if len(pieces) == 1 else pa.concat_tables(pieces)
+
+    def _batch(self, shard: ShardFile, group: int, number: int,
+               columns: Sequence[str] | None) -> pa.Table:
+        """Batch ``number`` of a row group (rows ``number * BATCH_ROWS`` on), cached."""
+        key = (shard.path, group, number, tuple(columns) if columns is not None else None)
         table = self._groups.get(key)
         if table is None:
-            table = self._file(shard.path).read_row_group(group, columns=_column_list(columns))
+            batches = group_tables(self._file(shard.path), group, columns, shard.path)
+            table = next(itertools.islice(batches, number, None))
             self._groups[key] = table
             while len(self._groups) > CACHED_GROUPS:
                 self._groups.popitem(last=False)
         self._groups.move_to_end(key)
-        return table.slice(lo, hi - lo)
+        return table
 
     def _file(self, path: Path) -> Any:
         """An open ``ParquetFile`` (a few stay open, least recently used closed first)."""
@@ -231,7 +291,7 @@ class ShardReader:
 
     def _empty(self, columns: Sequence[str] | None) -> pa.Table:
         """A zero-row table with the requested columns."""
-        from eagle_tui.core.shards.schema import SCHEMA_VERSION, schema_for
+        from eagle_tui.core.shards.schema import schema_for
 
         metadata = self.metadata
         schema = schema_for(metadata.schema_version if metadata else SCHEMA_VERSION)
@@ -241,11 +301,38 @@ class ShardReader:
     def _build_id_index(self) -> dict[str, int]:
         """sample_id -> first global index, reading only the sample_id column."""
         ids: dict[str, int] = {}
-        for shard in self.shards:
-            column = self._file(shard.path).read(columns=["sample_id"]).column(0)
-            for i, sample_id in enumerate(column.to_pylist(), start=shard.offset):
-                ids.setdefault(str(sample_id), i)
+        index = 0
+        for table in self.iter_batches(["sample_id"]):
+            for sample_id in table.column(0).to_pylist():
+                ids.setdefault(str(sample_id), index)
+                index += 1
         return ids
+
+
+def _parquet(path: Path) -> pq.ParquetFile:
+    """``path`` opened as parquet (its footer read, once its size is a shard's); ShardError
+    says why not."""
+    try:
+        problem = footer_size_problem(path)
+        if problem is None:
+            return pq.ParquetFile(path)
+    except Exception as e:  # pyarrow: ArrowInvalid / OSError for a damaged file
+        raise ShardError(f"not a readable parquet shard: {e}") from e
+    raise ShardError(f"not read: {problem}")
+
+
+def group_tables(parquet: pq.ParquetFile, group: int, columns: Sequence[str] | None,
+                 path: Path) -> Iterator[pa.Table]:
+    """Row group ``group`` of ``parquet`` as tables of at most :data:`BATCH_ROWS` rows,
+    each checked for nulls the format forbids (ShardError naming ``path``)."""
+    batches = parquet.iter_batches(batch_size=BATCH_ROWS, row_groups=[group],
+                                   columns=_column_list(columns), use_threads=False)
+    for batch in batches:
+        table = pa.Table.from_batches([batch])
+        problem = null_problem(table)
+        if problem:
+            raise ShardError(f"{path} is not an eagle-tui shard: {problem}")
+        yield table
 
 
 def _column_list(columns: Sequence[str] | None) -> list[str] | None:

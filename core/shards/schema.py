@@ -52,6 +52,7 @@ File metadata: one key per item, each prefixed ``eagle_tui.``, values JSON
 from __future__ import annotations
 
 import json
+import re
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -63,11 +64,17 @@ import msgspec
 import pyarrow as pa
 
 from eagle_tui.core.errors import ShardError
+from eagle_tui.core.fsio import MIB
 from eagle_tui.core.wire import explain
 
 SCHEMA_VERSION = 1
 MULTI_TURN_SCHEMA_VERSION = 2
+KNOWN_SCHEMA_VERSIONS = (SCHEMA_VERSION, MULTI_TURN_SCHEMA_VERSION)
 METADATA_PREFIX = "eagle_tui."
+MAX_FOOTER_VALUE_BYTES = MIB
+"""Largest footer item read: eagle-tui's are under a few KiB (servers, sampling, ids)."""
+MAX_JSON_DEPTH = 32
+"""Deepest nesting of a footer item read: eagle-tui's nest three or four deep."""
 
 SHARD_SCHEMA: pa.Schema = pa.schema(
     [
@@ -204,26 +211,63 @@ class ShardMetadata(msgspec.Struct, frozen=True, kw_only=True):
         if "schema_version" not in items:
             return None
         try:
-            return msgspec.convert(items, cls)
+            metadata = msgspec.convert(items, cls)
         except msgspec.ValidationError as e:
             raise ShardError(f"shard footer item {explain(e, root=METADATA_PREFIX[:-1])} "
-                             "does not fit; was the file written by eagle-tui?") from None
+                             "does not fit") from None
+        if metadata.schema_version not in KNOWN_SCHEMA_VERSIONS:
+            raise ShardError(
+                f"shard footer says {METADATA_PREFIX}schema_version {metadata.schema_version}, "
+                f"a shard format this eagle-tui does not read (it reads "
+                f"{', '.join(map(str, KNOWN_SCHEMA_VERSIONS))}: read it with the eagle-tui "
+                "that wrote it")
+        return metadata
 
 
 _FOOTER_JSON = msgspec.json.Encoder(order="sorted")
 
 
 def _prefixed_items(raw: Mapping[bytes, bytes]) -> dict[str, Any]:
-    """``eagle_tui.*`` footer entries, decoded from JSON; undecodable ones skipped."""
+    """``eagle_tui.*`` footer entries, decoded from JSON; ShardError names one that is not
+    small, shallow JSON (eagle-tui writes nothing else there)."""
     items: dict[str, Any] = {}
     prefix = METADATA_PREFIX.encode()
     for key, value in raw.items():
         if key.startswith(prefix):
-            try:
-                items[key[len(prefix) :].decode()] = json.loads(value)
-            except ValueError:
-                continue
+            name = key.decode("utf-8", "replace")
+            items[name[len(METADATA_PREFIX):]] = footer_value(name, value)
     return items
+
+
+def footer_value(name: str, value: bytes) -> Any:
+    """The JSON of one footer item, checked for size and depth before it is parsed."""
+    if len(value) > MAX_FOOTER_VALUE_BYTES:
+        raise ShardError(f"shard footer item {name} is {len(value) / MIB:.1f} MiB, more than "
+                         f"any eagle-tui footer item ({MAX_FOOTER_VALUE_BYTES // MIB} MiB)")
+    if json_depth(value) > MAX_JSON_DEPTH:
+        raise ShardError(f"shard footer item {name} is nested more than {MAX_JSON_DEPTH} "
+                         "deep")
+    try:
+        return json.loads(value)
+    except ValueError as e:  # UnicodeDecodeError included
+        raise ShardError(f"shard footer item {name} is not JSON ({e})") from None
+
+
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+def json_depth(data: bytes) -> int:
+    """How deep ``data``'s arrays and objects nest (brackets inside strings do not count),
+    found without parsing it; stops counting past :data:`MAX_JSON_DEPTH`."""
+    depth = deepest = 0
+    for bracket in _STRING.sub(b"", data).translate(None, _NOT_BRACKETS):
+        depth += 1 if bracket in b"[{" else -1
+        if depth > deepest:
+            deepest = depth
+            if deepest > MAX_JSON_DEPTH:
+                break
+    return deepest
 
 
 def rows_to_table(rows: Sequence[ShardRow], version: int = SCHEMA_VERSION, *,

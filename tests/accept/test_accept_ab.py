@@ -11,6 +11,7 @@ import pytest
 from accept_recorded import NO_SPEC, exchanges, in_phases, replayed
 
 from eagle_tui.core.accept.ab import (
+    MIN_REQUESTS,
     Difference,
     bootstrap_difference,
     differences_by_category,
@@ -68,8 +69,9 @@ def test_the_same_answers_on_both_sides_differ_by_exactly_zero_when_paired() -> 
     difference = bootstrap_difference(SPEC_REQUESTS, SPEC_REQUESTS)
     a = ratio_of_sums(r.acceptance for r in SPEC_REQUESTS)
     assert a is not None
+    n = len(SPEC_REQUESTS)
     assert difference == Difference(a=a, b=a, difference=0.0, low=0.0, high=0.0,
-                                    resamples=2000, paired=True)
+                                    resamples=2000, paired=True, a_n=n, b_n=n)
 
 
 def test_different_prompts_are_resampled_side_by_side() -> None:
@@ -113,10 +115,31 @@ def test_per_category_differences_and_a_side_without_speculation() -> None:
     paired = differences_by_category(cold, warm, resamples=200)
     for name in ("chat", "cycle42", "cycle242"):
         difference = paired[name]
-        assert difference is not None and difference.paired and difference.resamples == 200
         expected = bootstrap_difference([r for r in cold if r.category == name],
                                         [r for r in warm if r.category == name], resamples=200)
-        assert difference == expected
+        assert difference is not None and difference == expected and difference.paired
+        # three requests a side: too few for an interval (issue 39 item 13)
+        assert (difference.a_n, difference.b_n, difference.resamples) == (3, 3, 0)
+        assert difference.too_few and difference.low is None and difference.high is None
+
+
+@pytest.mark.parametrize("n", [1, 2, MIN_REQUESTS - 1])
+def test_below_the_minimum_n_there_is_no_interval_and_no_verdict(n: int) -> None:
+    """Issue 39 item 13: with one request a side every resample is the request itself, so
+    the "interval" had zero width and called any difference supported."""
+    cold, warm = cold_and_warm()
+    difference = bootstrap_difference(cold[:n], warm[:n])
+    assert difference is not None and difference.difference > 0
+    assert difference.too_few and (difference.low, difference.high) == (None, None)
+    assert (difference.a_n, difference.b_n, difference.min_requests) == (n, n, MIN_REQUESTS)
+
+
+def test_at_the_minimum_n_there_is_an_interval() -> None:
+    cold, warm = cold_and_warm()
+    difference = bootstrap_difference(cold[:MIN_REQUESTS], warm[:MIN_REQUESTS])
+    assert difference is not None and not difference.too_few
+    assert difference.low is not None and difference.high is not None
+    assert difference.low < difference.high
 
 
 def test_too_few_usable_resamples_give_no_interval() -> None:

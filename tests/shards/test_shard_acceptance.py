@@ -32,7 +32,7 @@ from eagle_tui.core.shards.schema import (
 from eagle_tui.core.shards.writer import ShardWriter
 
 OLD_BATCH = Path(__file__).parent.parent / "fixtures" / "written_by_b53df5b" / "batch"
-ACCEPTANCE = RequestAcceptance(completion_tokens=20, verify_steps=6, correct_drafts=9,
+ACCEPTANCE = RequestAcceptance(completion_tokens=20, verify_steps=6, correct_drafts=10,
                                proposed_drafts=18, histogram=(1, 2, 1, 2))
 
 
@@ -63,7 +63,7 @@ def test_a_fresh_batch_stores_acceptance_and_reads_it_back(tmp_path: Path) -> No
     assert table.schema == SHARD_SCHEMA.append(ACCEPTANCE_FIELD)
     stored = table["acceptance"].to_pylist()
     assert stored[0] is None and stored[2] is None
-    assert stored[1] == {"completion_tokens": 20, "verify_steps": 6, "correct_drafts": 9,
+    assert stored[1] == {"completion_tokens": 20, "verify_steps": 6, "correct_drafts": 10,
                          "proposed_drafts": 18, "histogram": [1, 2, 1, 2]}
     reader = ShardReader(tmp_path / "b", verify=True)
     assert stored_acceptance(reader.row(3).acceptance) == ACCEPTANCE

@@ -52,13 +52,14 @@ def test_page_reads_only_the_row_groups_and_columns_it_needs(
     batch: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     reads: list[tuple[int, Any]] = []
-    real = pq.ParquetFile.read_row_group
+    real = pq.ParquetFile.iter_batches
 
-    def spy(self: pq.ParquetFile, i: int, columns: Any = None, **kw: Any) -> pa.Table:
-        reads.append((i, columns))
-        return real(self, i, columns=columns, **kw)
+    def spy(self: pq.ParquetFile, *args: Any, row_groups: Any = None, columns: Any = None,
+            **kw: Any) -> Any:
+        reads.extend((i, columns) for i in row_groups)
+        return real(self, *args, row_groups=row_groups, columns=columns, **kw)
 
-    monkeypatch.setattr(pq.ParquetFile, "read_row_group", spy)
+    monkeypatch.setattr(pq.ParquetFile, "iter_batches", spy)
     reader = ShardReader(batch)
     table = reader.page(13, 4, columns=["sample_id", "flags"])  # shard 1, groups 0 and 1
     assert table.column_names == ["sample_id", "flags"]

@@ -217,8 +217,13 @@ def _row(name: str, s: CategorySummary) -> tuple[str, ...]:
 def _difference(name: str, d: Difference | None) -> str:
     if d is None:
         return f"  {name:<16} -  (a side has no verify step)"
-    interval = ("interval needs more requests" if d.low is None or d.high is None
-                else f"[{_signed(d.low)}, {_signed(d.high)}]")
+    if d.too_few:
+        interval = (f"no interval: n = {d.a_n} and {d.b_n}, an interval needs at least "
+                    f"{d.min_requests} requests per side")
+    elif d.low is None or d.high is None:
+        interval = "interval needs more requests"
+    else:
+        interval = f"[{_signed(d.low)}, {_signed(d.high)}]"
     verdict = ""
     if d.low is not None and d.high is not None:
         verdict = "  supported" if d.low > 0 or d.high < 0 else "  not significant"

@@ -9,7 +9,8 @@ textual marker; see :mod:`core.shards.render`). Rows are opened, picked and deco
 the batch's recorded one where it is now, else the bundled one when the shards name it;
 ``--raw-ids`` prints ids instead and needs no tokenizer.
 
-Exit status: 0 shown, 1 nothing matched, 2 bad input (path, tokenizer, index).
+Exit status: 0 shown, 1 nothing matched, 2 bad input (path, tokenizer, index, a shard that is
+not the shard format).
 """
 
 from __future__ import annotations
@@ -78,8 +79,12 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
     except EagleError as e:
         print(f"eagle-tui inspect: {terminal_safe(str(e))}", file=sys.stderr)
         return e.status if isinstance(e, InspectError) else 2
-    for index in indices:
-        show(out, job, index, args, tokenizer)
+    try:
+        for index in indices:
+            show(out, job, index, args, tokenizer)
+    except EagleError as e:  # a shard that lies about its rows (a null the format forbids)
+        print(f"eagle-tui inspect: {terminal_safe(str(e))}", file=sys.stderr)
+        return 2
     return 0
 
 

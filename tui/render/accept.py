@@ -25,18 +25,21 @@ if TYPE_CHECKING:
 
 class AcceptanceDoc(msgspec.Struct, frozen=True, kw_only=True):
     """A server's live acceptance as ``status --json`` shows it (its ``acceptance`` entry):
-    the speculative config, the figure with its source and window, its label, the alarm."""
+    the speculative config, the figure with its source and window, its label, the alarm,
+    and why a figure the server gave was not believed (``invalid``: 1e308 tokens per step)."""
 
     config: SpecConfig
     figure: AcceptFigure | None
     label: str | None
     alarm: Alarm | None
+    invalid: str | None = None
 
     @classmethod
     def of(cls, live: LiveAcceptance) -> AcceptanceDoc:
         """The document of a live acceptance."""
         return cls(config=live.config, figure=live.figure, alarm=live.alarm,
-                   label=None if live.figure is None else live.figure.label)
+                   label=None if live.figure is None else live.figure.label,
+                   invalid=live.invalid)
 
 
 def acceptance_lines(doc: AcceptanceDoc | None, lead: str = "") -> list[str]:
@@ -45,6 +48,8 @@ def acceptance_lines(doc: AcceptanceDoc | None, lead: str = "") -> list[str]:
     if doc is None or doc.config.algorithm is None:
         return []
     lines = [f"  {lead}accept {doc.label or 'no figure yet'} with {doc.config.algorithm}"]
+    if doc.invalid is not None:
+        lines.append(f"  {doc.invalid}")
     if doc.alarm is not None:
         lines.append(f"  ALARM {doc.alarm.message}; next: {doc.alarm.next_step}")
     return lines
@@ -64,6 +69,8 @@ def acceptance_text(reading: AcceptanceReading) -> str:
     figure = live.figure
     head = "accept: no figure yet" if figure is None else f"accept {figure.label}"
     parts = [head]
+    if live.invalid is not None:
+        parts.append(live.invalid)
     if figure is not None and figure.accept_rate is not None:
         parts.append(f"rate {figure.accept_rate:.2f}")
     parts.append(live.config.summary)
