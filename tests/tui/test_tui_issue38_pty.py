@@ -1,0 +1,28 @@
+"""Issue 38 on a real terminal: the dashboard attached to a start-up whose log has been
+silent for 14 minutes reads the stall on its first screen (the server's clocks, not the
+attach)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from support.terminal import PtyTerminal
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "health"))
+from silent_log import silent_sim  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+
+def test_the_first_screen_reads_a_14_minute_stall(start_sim) -> None:
+    sim = silent_sim(start_sim)
+    with PtyTerminal(["--url", sim.url, "--log", str(sim.log_path)], cols=160, rows=50) as term:
+        term.wait_for("no log progress for 14m", timeout=60)
+        screen = term.text()
+        print(screen)
+        assert "stalled" in screen
+        assert "last log 14m" in screen
+        term.press("q")
+        term.wait_until(lambda: term.alive() is not None, "the dashboard quit")
