@@ -59,3 +59,16 @@ def _wait_stopped(root: int, timeout: float = 60.0) -> float:
             return time.monotonic()
         time.sleep(0.2)
     raise AssertionError("no rank stopped")
+
+
+def test_watch_prints_events_in_the_order_the_log_wrote_them(start_sim) -> None:
+    sim = start_sim("--tp-size", "1")  # its whole start-up is in the log when watch attaches
+    done = subprocess.run([EAGLE_TUI, "watch", "--url", sim.url, "--log", str(sim.log_path)],
+                          capture_output=True, text=True, timeout=120)
+    print(done.stdout)
+    assert done.returncode == 0, done.stdout + done.stderr
+    events = [line.split("] ", 1)[-1] for line in done.stdout.splitlines()]
+    graphs = next(i for i, e in enumerate(events) if e.startswith("capturing graphs"))
+    shards = next(i for i, e in enumerate(events) if e.startswith("loading shards"))
+    ready = next(i for i, e in enumerate(events) if e.startswith("phase ready"))
+    assert shards < graphs < ready
