@@ -52,10 +52,11 @@ def log_load(log: LogTracker, phase: Phase, now: float, wall: float,
         return None
     age = max(0.0, now - at)
     true_at = wall - age
-    current = phase in SERVING and age <= expiry_s(log, settings)
+    serving = phase in SERVING
+    current = serving and age <= expiry_s(log, settings)
     return ServingLoad(batch.kind, batch.running, batch.queued, batch.throughput,
                        batch.token_usage, age, at=true_at, source="log", current=current,
-                       idle_since=None if current else true_at)
+                       idle_since=true_at if serving and not current else None)
 
 
 def metrics_load(metrics: Mapping[str, float], at: float) -> ServingLoad | None:

@@ -44,7 +44,7 @@ class Incarnation:
     closed: bool = False
     number: int = 1
     first_phase: Phase | None = None  # what the first look found (ready: an attach)
-    first_entered: float | None = None  # when the first look put it in ``first_phase``
+    first_entered: float | None = None  # when the first informed look found its phase
 
     def outcome(self) -> str:
         """The verdict's outcome so far (``unknown`` before any)."""
@@ -209,8 +209,6 @@ def enter(timeline: Timeline, phase: Phase, now: float) -> bool:
             run.ready_after = max(0.0, run.ready_at - timeline.anchor()[0])
     if phase in TERMINAL and run.ended_at is None:
         run.ended_at = _logged_end(timeline)
-    if run.phase is None:
-        run.first_entered = now
     run.phase = phase
     run.phase_entered = now
     run.starts.setdefault(phase, now)

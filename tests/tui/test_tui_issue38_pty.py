@@ -26,3 +26,15 @@ def test_the_first_screen_reads_a_14_minute_stall(start_sim) -> None:
         assert "last log 14m" in screen
         term.press("q")
         term.wait_until(lambda: term.alive() is not None, "the dashboard quit")
+
+
+def test_a_server_found_ready_without_a_log_has_no_time_in_phase(start_sim) -> None:
+    sim = start_sim("--tp-size", "1")
+    with PtyTerminal(["--url", sim.url], cols=140, rows=40) as term:
+        term.wait_for("● ready", timeout=60)
+        term.wait_for("time in phase unknown")  # not the seconds since the attach
+        line = next(line for line in term.lines() if "● ready" in line)
+        print(line)
+        assert " in phase" not in line.replace("time in phase unknown", "")
+        term.press("q")
+        term.wait_until(lambda: term.alive() is not None, "the dashboard quit")

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from eagle_tui.core.text import clip
 from eagle_tui.tui.render.flags import flag_severity
 from eagle_tui.tui.render.gpu import GB, server_pids
-from eagle_tui.tui.render.server import SHORT_PHASE, PhaseTone, phase_tone
+from eagle_tui.tui.render.server import SERVING, SHORT_PHASE, PhaseTone, phase_tone
 
 if TYPE_CHECKING:
     from eagle_tui.core.health.snapshot import HealthSnapshot
@@ -107,7 +107,7 @@ def server_row(index: int, entry: ServerEntry, capture: tuple[int, float | None]
                         capture_in_flight=in_flight, capture_rate=rate)
     load = s.load if s.load is not None and s.load.counts and phase_tone(s.phase) != "bad" \
         else None
-    idle = s.load is not None and load is None
+    idle = s.load is not None and load is None and s.phase in SERVING
     used, total = gpu_memory(s.gpu, s.process)
     figure = entry.acceptance.live.figure if entry.acceptance else None
     in_flight, rate = capture or NO_CAPTURE

@@ -39,6 +39,7 @@ def phase_tone(phase: Phase) -> PhaseTone:
 
 
 _ENDED = (Phase.CRASHED, Phase.DOWN)
+SERVING = (Phase.READY, Phase.DEGRADED)
 
 
 def phase_line(s: HealthSnapshot) -> str:
@@ -155,7 +156,7 @@ def load_text(s: HealthSnapshot) -> str:
     current; ``idle since 14:02:11`` once they expired (``—`` when not even that is
     known); "" before any."""
     load = s.load
-    if load is None:
+    if load is None or s.phase not in SERVING:  # a server not serving has no load
         return ""
     if not load.current:
         return idle_text(load.idle_since)
