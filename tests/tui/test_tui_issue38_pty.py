@@ -11,7 +11,7 @@ import pytest
 from support.terminal import PtyTerminal
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "health"))
-from silent_log import silent_sim  # noqa: E402
+from silent_log import silent_sim
 
 pytestmark = pytest.mark.slow
 
