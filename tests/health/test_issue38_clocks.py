@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from silent_log import silent_sim
+from support.silent_log import silent_sim
 
 pytestmark = pytest.mark.slow
 

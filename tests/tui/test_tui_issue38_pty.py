@@ -4,14 +4,9 @@ attach)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
+from support.silent_log import silent_sim
 from support.terminal import PtyTerminal
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "health"))
-from silent_log import silent_sim
 
 pytestmark = pytest.mark.slow
 
