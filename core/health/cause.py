@@ -149,7 +149,7 @@ def _io(tree: TreeEvidence) -> CauseReading | None:
         for item in proc.files:
             if _read_stands(item):
                 return _io_reading(proc, min(item.still_s, proc.quiet_s), item.path,
-                                   proc.quiet_known)
+                                   proc.quiet_known and item.still_known)
     return None
 
 

@@ -18,9 +18,10 @@ from eagle_tui.core.proc.peers import PeerEvidence
 from eagle_tui.core.proc.titles import Kind, Role
 from eagle_tui.core.text import duration
 
-AT_LEAST_SHOWN_S = 30.0
+AT_LEAST_SHOWN_S = 10.0
 """A state already held when the sampler first looked lasted longer than it has seen: below
-this it says nothing of how long (a one-look ``diagnose`` saw it for a second)."""
+this it says nothing of how long (a one-look ``diagnose`` sees it for a few seconds; a
+watch calls a stopped rank after ``stopped_after_s``, 10 s, of it)."""
 
 
 def held_for(seconds: float, known: bool, sep: str = "") -> str:
@@ -92,6 +93,7 @@ class FileEvidence:
     bytes_per_s: float | None
     still_s: float
     writable: bool = False
+    still_known: bool = True  # False: already so at the first look (``still_s`` a lower bound)
 
     @property
     def name(self) -> str:
@@ -109,7 +111,8 @@ class FileEvidence:
         """``reading model-00012-of-00064.safetensors, 37 %, 0 B/s for 50 s``."""
         if self.fd is None:
             size = f" ({byte_size(self.size)})" if self.size else ""
-            return f"has {self.name}{size} mapped ({duration(self.still_s)})"
+            held = held_for(self.still_s, self.still_known).removeprefix(" for ")
+            return f"has {self.name}{size} mapped" + (f" ({held})" if held else "")
         verb = {FileKind.LOCK: "holds", FileKind.CACHE: "has"}.get(self.kind, "reading")
         if self.writable and self.kind is not FileKind.LOCK:
             verb = "writing"
@@ -119,7 +122,7 @@ class FileEvidence:
         if self.bytes_per_s is not None:
             text += f", {byte_rate(self.bytes_per_s)}"
             if self.bytes_per_s == 0 and self.still_s > 0:
-                text += f" for {duration(self.still_s)}"
+                text += held_for(self.still_s, self.still_known)
         return text
 
 

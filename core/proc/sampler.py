@@ -89,6 +89,7 @@ class _Tracked:
     first_look: float | None = None
     rated_at: float | None = None
     wait_first: float | None = None
+    born_seen: bool = False  # first looked at within ``_BORN_SLACK_S`` of its start
 
 
 @dataclass
@@ -247,7 +248,9 @@ class EvidenceSampler:
         tracked, fresh = self._track(stat)
         tracked.looks += 1
         rate = None if fresh or interval is None else interval
-        tracked.first_look = now if tracked.first_look is None else tracked.first_look
+        if tracked.first_look is None:
+            tracked.first_look = now
+            tracked.born_seen = uptime - stat.start_ticks / procfs.CLOCK_TICKS <= _BORN_SLACK_S
         if rate is not None and tracked.rated_at is None:
             tracked.rated_at = now
         io = procfs.read_io(stat.pid)
@@ -289,7 +292,8 @@ class EvidenceSampler:
             quiet_s=0.0 if tracked.quiet_since is None else now - tracked.quiet_since,
             state_s=now - tracked.state_since,
             quiet_known=_began_after(tracked.quiet_since, tracked.rated_at),
-            state_known=_began_after(tracked.state_since, tracked.first_look),
+            state_known=tracked.born_seen or _began_after(tracked.state_since,
+                                                          tracked.first_look),
             rss_bytes=stat.rss_pages * _PAGE,
             threads=stat.threads,
             files=(files or ()) + mapped,
@@ -371,6 +375,11 @@ def _boot_seconds() -> float:
     except (AttributeError, OSError):  # not Linux
         text = procfs.read_text(f"{procfs.PROC}/uptime", 128) or "0"
         return float(text.split()[0])
+
+
+_BORN_SLACK_S = 2.0
+"""A process first looked at this soon after its start was watched (near enough) all its
+life: a state it already held then is timed from that look, off by at most this."""
 
 
 def _began_after(since: float | None, first: float | None) -> bool:
