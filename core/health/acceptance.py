@@ -8,8 +8,13 @@ the last ``window_s`` seconds of them); else the lifetime ``avg_spec_accept_leng
 figure carries its source and window (``core.accept.figures``).
 
 ``AcceptanceTracker`` keeps a sliding ``MetricsWindow`` over repeated scrapes (the Server
-view's ``last 60 s``) and the history of figures behind its sparkline. Nothing here raises:
-a server that does not answer gives None.
+view's ``last 60 s``) and the history of figures behind its sparkline. It asks
+``/server_info`` only when what it carries can have changed: at the first look, after the
+server stopped answering (a restart) and when told (``forget_info``: a new process, a
+person asking); every other look is one ``/metrics`` scrape (none for a server without
+metrics), so an idle server's log is not filled with our requests. ``load`` is the scrape's
+gauges with the time they were true (``core.health.load``). Nothing here raises: a server
+that does not answer gives None.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ from eagle_tui.core.accept.figures import AcceptFigure
 from eagle_tui.core.accept.live import LiveAcceptance, live_from_figures
 from eagle_tui.core.accept.window import CounterSample, MetricsWindow, counter_sample
 from eagle_tui.core.clock import Clock
+from eagle_tui.core.health.load import metrics_load
+from eagle_tui.core.health.snapshot import ServingLoad
 from eagle_tui.core.sglang import ClientTimeouts, SGLangClient
 
 log = logging.getLogger(__name__)
@@ -104,6 +111,14 @@ class AcceptanceTracker:
         self.log = DecodeLogWindow(window_s)
         self.history: deque[float] = deque(maxlen=HISTORY)
         self.latest: LiveAcceptance | None = None
+        self.info: Mapping[str, Any] | None = None  # the last /server_info, kept
+        self.has_metrics: bool | None = None  # None: not asked since the last /server_info
+        self.load: ServingLoad | None = None  # the last scrape's gauges
+        self.info_looks = 0  # /server_info requests made (our footprint)
+
+    def forget_info(self) -> None:
+        """Ask ``/server_info`` again at the next look (a restart, a person asking)."""
+        self.info, self.has_metrics = None, None
 
     def add_log_lines(self, lines: Sequence[str]) -> None:
         """Decode lines the log follower read (timed by their own stamps)."""
@@ -116,11 +131,13 @@ class AcceptanceTracker:
 
     async def sample(self) -> LiveAcceptance | None:
         """Scrape once and return the figure from the best source (None: no answer)."""
-        found = await fetch(self._client)
+        found = await self._look()
         if found is None:
             return None
         info, metrics = found
         config = spec_config(info)
+        if metrics is not None:
+            self.load = metrics_load(metrics, self._clock.wall())
         sample = counter_sample(metrics, self._clock.monotonic()) if metrics else None
         if sample is not None:
             self.metrics.add(sample)
@@ -130,6 +147,24 @@ class AcceptanceTracker:
             self.history.append(live.figure.accept_length)
         self.latest = live
         return live
+
+    async def _look(self) -> tuple[Mapping[str, Any], dict[str, float] | None] | None:
+        """``/server_info`` when it is not kept, else only ``/metrics`` (when exported)."""
+        if self.info is None:
+            self.info_looks += 1
+            found = await fetch(self._client)
+            if found is not None:
+                self.info, self.has_metrics = found[0], found[1] is not None
+            return found
+        if not self.has_metrics:
+            return self.info, None
+        try:
+            metrics = await self._client.metrics()
+        except Exception as error:  # gone or restarting: read /server_info again once back
+            log.debug("no /metrics from %s: %s", self._client.base_url, error)
+            self.forget_info()
+            return None
+        return self.info, metrics
 
 
 __all__ = ["TIMEOUTS", "AcceptanceTracker", "fetch", "log_figure_of", "read_acceptance",

@@ -29,6 +29,7 @@ from eagle_tui.core.proc.evidence import (
     State,
     TreeEvidence,
     byte_rate,
+    held_for,
 )
 from eagle_tui.core.proc.titles import Kind
 from eagle_tui.core.text import duration
@@ -70,6 +71,7 @@ class CauseReading:
     for_s: float
     next_step: str
     pid: int | None = None
+    for_known: bool = True  # False: it already held at the first look (``for_s`` a lower bound)
 
 
 def read_cause(tree: TreeEvidence | None) -> CauseReading | None:
@@ -92,7 +94,7 @@ def _stopped(tree: TreeEvidence) -> CauseReading | None:
     first = max(stopped, key=lambda p: p.state_s)
     traced = first.state is State.TRACING_STOP
     how = "held by a tracer (a debugger or py-spy)" if traced else "stopped by a signal"
-    evidence = f"{first.label} (PID {first.pid}) {how} for {duration(first.state_s)}"
+    evidence = f"{first.label} (PID {first.pid}) {how}{held_for(first.state_s, first.state_known)}"
     others = [p.label for p in stopped if p is not first]
     if others:
         evidence += "; also stopped: " + ", ".join(others)
@@ -101,7 +103,8 @@ def _stopped(tree: TreeEvidence) -> CauseReading | None:
         if traced
         else f"resume it with kill -CONT {first.pid} (or find who sent SIGSTOP)"
     )
-    return CauseReading(Cause.STOPPED, evidence, first.state_s, step, first.pid)
+    return CauseReading(Cause.STOPPED, evidence, first.state_s, step, first.pid,
+                        first.state_known)
 
 
 def _peers(tree: TreeEvidence) -> CauseReading | None:
@@ -116,7 +119,8 @@ def _peers(tree: TreeEvidence) -> CauseReading | None:
     if not waiting or _working(tree):
         return None
     ranks = tree.ranks or tree.processes
-    quiet = min(p.quiet_s for p in ranks)
+    quietest = min(ranks, key=lambda p: p.quiet_s)
+    quiet = quietest.quiet_s
     missing = peers.missing_nodes()
     nodes = ", ".join(str(n) for n in missing) if missing else "the other nodes"
     step = (
@@ -124,7 +128,7 @@ def _peers(tree: TreeEvidence) -> CauseReading | None:
         f"--node-rank, and check that they reach {peers.dist.address} (firewall, interface)"
     )
     pid = ranks[0].pid
-    return CauseReading(Cause.PEERS, peers.describe(), quiet, step, pid)
+    return CauseReading(Cause.PEERS, peers.describe(), quiet, step, pid, quietest.quiet_known)
 
 
 def _io(tree: TreeEvidence) -> CauseReading | None:
@@ -132,17 +136,20 @@ def _io(tree: TreeEvidence) -> CauseReading | None:
         return None
     for proc in tree.processes:
         if proc.state is State.DISK_WAIT:
-            return _io_reading(proc, proc.state_s, _waited_file(proc) or "the disk")
+            return _io_reading(proc, proc.state_s, _waited_file(proc) or "the disk",
+                               proc.state_known)
         call = proc.blocked
         on_file = call is not None and call.path is not None and call.path.startswith("/")
         if call is not None and call.path and on_file and call.syscall in _FILE_CALLS:
-            return _io_reading(proc, call.since_s, call.path)
+            return _io_reading(proc, call.since_s, call.path, call.since_known)
         if call is not None and call.disk_wait:
-            return _io_reading(proc, call.since_s, call.path or _waited_file(proc) or "the disk")
+            where = call.path or _waited_file(proc) or "the disk"
+            return _io_reading(proc, call.since_s, where, call.since_known)
     for proc in tree.ranks:
         for item in proc.files:
             if _read_stands(item):
-                return _io_reading(proc, min(item.still_s, proc.quiet_s), item.path)
+                return _io_reading(proc, min(item.still_s, proc.quiet_s), item.path,
+                                   proc.quiet_known and item.still_known)
     return None
 
 
@@ -158,14 +165,14 @@ def _waited_file(proc: ProcessEvidence) -> str | None:
     return stuck[0].path if stuck else None
 
 
-def _io_reading(proc: ProcessEvidence, for_s: float, path: str) -> CauseReading:
+def _io_reading(proc: ProcessEvidence, for_s: float, path: str, known: bool) -> CauseReading:
     name = path.rsplit("/", 1)[-1] if path.startswith("/") else path
     evidence = f"{name}: {proc.describe()}"
     step = (
         f"check what serves {path} (a named pipe, a network mount, the disk: "
         f"try `head -c 1 {path}`), then py-spy dump --pid {proc.pid}"
     )
-    return CauseReading(Cause.IO, evidence, for_s, step, proc.pid)
+    return CauseReading(Cause.IO, evidence, for_s, step, proc.pid, known)
 
 
 def _working(tree: TreeEvidence) -> ProcessEvidence | None:
@@ -215,9 +222,10 @@ def _busy(tree: TreeEvidence) -> CauseReading | None:
 
 def _hung(tree: TreeEvidence) -> CauseReading:
     ranks = tree.ranks or tree.processes
-    quiet = min(p.quiet_s for p in tree.processes)
+    quietest = min(tree.processes, key=lambda p: p.quiet_s)
     shown = "; ".join(p.describe() for p in ranks[:4])
     more = f"; {len(ranks) - 4} more ranks alike" if len(ranks) > 4 else ""
     evidence = f"every process quiet (no CPU, no I/O, no compiler): {shown}{more}"
     pid = ranks[0].pid
-    return CauseReading(Cause.HUNG, evidence, quiet, f"py-spy dump --pid {pid}", pid)
+    return CauseReading(Cause.HUNG, evidence, quietest.quiet_s, f"py-spy dump --pid {pid}",
+                        pid, quietest.quiet_known)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eagle_tui.core.health.evidence import start_not_seen
-from eagle_tui.core.health.phase import Phase
+from eagle_tui.core.health.phase import STARTUP_PHASES, Phase
 from eagle_tui.core.health.poller import HealthOutcome
 from eagle_tui.core.health.snapshot import HealthSnapshot
 from eagle_tui.core.text import clip, duration
@@ -28,13 +28,25 @@ class Change:
     data: Mapping[str, Any] = field(default_factory=dict)
 
 
+_TIMELINE = (*STARTUP_PHASES, Phase.READY)
+
+
+def _order(phase: Phase) -> int:
+    """Where ``phase`` comes in a start-up; an end (crashed, down, …) after all of it."""
+    return _TIMELINE.index(phase) if phase in _TIMELINE else len(_TIMELINE)
+
+
 def changes(before: HealthSnapshot | None, after: HealthSnapshot) -> list[Change]:
-    """The events that turn ``before`` into ``after`` (everything notable when None)."""
-    # Shards finish before the phase that follows them; graphs progress within theirs.
+    """The events that turn ``before`` into ``after`` (everything notable when None), in
+    the order the log wrote them: progress of a phase the server has since left comes
+    before the phase change, progress within the new phase after it."""
+    progress = [(Phase.LOADING_WEIGHTS, c) for c in _shard_progress(before, after)]
+    progress += [(Phase.CAPTURING_GRAPHS, c) for c in _graph_progress(before, after)]
+    left = _order(after.phase)
     return [
-        *_shard_progress(before, after),
+        *(c for phase, c in progress if _order(phase) < left),
         *_phase(before, after),
-        *_graph_progress(before, after),
+        *(c for phase, c in progress if _order(phase) >= left),
         *_flags(before, after),
         *_busy(before, after),
         *_problems(before, after),

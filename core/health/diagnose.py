@@ -33,7 +33,7 @@ from eagle_tui.core.proc.discover import (
     held_name,
     shown_log,
 )
-from eagle_tui.core.proc.evidence import TreeEvidence
+from eagle_tui.core.proc.evidence import TreeEvidence, held_for
 from eagle_tui.core.proc.gpu import read_gpus
 from eagle_tui.core.proc.orphans import OrphanReport, Watched, find_orphans
 from eagle_tui.core.proc.probe import ProcessProbe
@@ -82,7 +82,7 @@ class Bundle:
                    f"log {shown_log(t.log)}")
         if self.command:
             out.append(f"command: {self.command}")
-        out.append(f"phase {s.phase} for {duration(s.phase_s)}"
+        out.append(f"phase {s.phase} for {duration(s.phase_s, 'an unknown time')}"
                    + (f"; step {s.step}" if s.step else "")
                    + (f"; elapsed {duration(s.elapsed_s)}" if s.elapsed_s is not None else ""))
         if s.verdict is not None:
@@ -97,7 +97,8 @@ class Bundle:
         out.append("== processes")
         reading = read_cause(s.evidence)
         if reading is not None:
-            out.append(f"the processes say: {reading.cause} ({duration(reading.for_s)}): "
+            held = held_for(reading.for_s, reading.for_known).removeprefix(" for ")
+            out.append(f"the processes say: {reading.cause}{f' ({held})' if held else ''}: "
                        f"{reading.evidence} | next: {reading.next_step}")
         out += s.evidence.describe() if s.evidence is not None else ["(no process evidence)"]
         out.append("== stacks (py-spy)")
@@ -120,7 +121,7 @@ class Bundle:
             "log": held_name(self.target.log) if self.target.log else None,
             "command": self.command or None,
             "phase": s.phase.value,
-            "phase_s": round(s.phase_s, 2),
+            "phase_s": None if s.phase_s is None else round(s.phase_s, 2),
             "step": s.step,
             "elapsed_s": None if s.elapsed_s is None else round(s.elapsed_s, 2),
             "verdict": None if s.verdict is None else {
@@ -286,7 +287,10 @@ def _reading_json(evidence: TreeEvidence | None) -> dict[str, Any] | None:
     reading = read_cause(evidence)
     if reading is None:
         return None
-    return {"cause": reading.cause.key, "for_s": round(reading.for_s, 2),
+    known = reading.for_known  # a state held before the first look: only a lower bound
+    return {"cause": reading.cause.key,
+            "for_s": round(reading.for_s, 2) if known else None,
+            "for_at_least_s": None if known else round(reading.for_s, 2),
             "evidence": reading.evidence, "next_step": reading.next_step, "pid": reading.pid}
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from eagle_tui.core.clock import Clock
 from eagle_tui.core.health.changes import Change, changes
+from eagle_tui.core.health.phase import in_phase
 from eagle_tui.core.health.snapshot import HealthSnapshot, Outcome, Verdict
 from eagle_tui.core.health.watcher import Watcher
 from eagle_tui.core.proc.discover import (
@@ -71,7 +72,7 @@ def final_verdict(snapshot: HealthSnapshot, *, keep_watching: bool) -> Verdict |
 def timeout_verdict(snapshot: HealthSnapshot, timeout: float) -> Verdict:
     """No verdict before the deadline: say where it stands."""
     parts = [f"no verdict after {duration(timeout)}: still {snapshot.phase}"]
-    parts.append(f"{duration(snapshot.phase_s)} in phase")
+    parts.append(in_phase(snapshot.phase_s))
     if snapshot.last_log_line is not None:
         age = duration(snapshot.last_log_age_s)
         parts.append(f"last log line {age} ago: {quote(snapshot.last_log_line)}")
@@ -82,7 +83,7 @@ def timeout_verdict(snapshot: HealthSnapshot, timeout: float) -> Verdict:
 
 def heartbeat(snapshot: HealthSnapshot) -> Change:
     """``still loading_weights (1m05s in phase; last log line 3s ago: …)``."""
-    line = f"still {snapshot.phase} ({duration(snapshot.phase_s)} in phase"
+    line = f"still {snapshot.phase} ({in_phase(snapshot.phase_s)}"
     if snapshot.last_log_age_s is not None:
         age = duration(snapshot.last_log_age_s)
         line += f"; last log line {age} ago: {clip(snapshot.last_log_line or '', 100)}"

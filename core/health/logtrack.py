@@ -31,19 +31,21 @@ from eagle_tui.core.health.steps import STEP_PHASE, BarPace, Step, later_step, s
 from eagle_tui.core.outside import clean
 from eagle_tui.core.serverlog import events as ev
 from eagle_tui.core.serverlog.follower import LogChunk
+from eagle_tui.core.serverlog.ourpolls import OUR_POLLS
 from eagle_tui.core.serverlog.parser import parse_line, parse_text
 from eagle_tui.core.serverlog.prefix import Stamp
 from eagle_tui.core.serverlog.serverargs import extract_server_args
 
 _KEPT_UNKNOWN = 20
 _KEPT_WARNINGS = 20
+_KEPT_GAPS = 9  # the decode-log interval is their median: an idle pause is one outlier
 _ARGS_WRAP_LINES = 60  # a hard-wrapped server_args line (a terminal paste) goes on this long
 _FRAME = re.compile(r'^  File "|^ {4,}\S|^\s+\^+\s*$')
 
 
 def _is_our_probe(event: ev.LogEvent) -> bool:
-    # The watcher's own /health probes show up as access lines; they prove nothing.
-    return isinstance(event, ev.HttpAccess) and event.path.startswith("/health")
+    # The watcher's own polls show up as access lines; they prove nothing.
+    return isinstance(event, ev.HttpAccess) and bool(OUR_POLLS.search(event.line.text))
 
 
 def _end_of_stamp(stamp: Stamp | None, reference: float) -> float | None:
@@ -55,6 +57,12 @@ def _end_of_stamp(stamp: Stamp | None, reference: float) -> float | None:
     if epoch is None:
         return None
     return epoch + (1.0 if stamp.second == int(stamp.second) else 0.0)
+
+
+def _last_write(mtime: float | None, now: float, wall: float) -> float:
+    """The file's last write (its modification time) on the monotonic clock; ``now``
+    without one."""
+    return now - max(0.0, wall - mtime) if mtime is not None else now
 
 
 class LogTracker:
@@ -85,6 +93,8 @@ class LogTracker:
         self.shutdown_at: float | None = None
         self._last_text: str | None = None  # the newest line as written
         self.last_line_at: float | None = None
+        self.said_line: str | None = None  # the last line that is not one of our own polls
+        self.said_at: float | None = None
         self.last_progress_at: float | None = None
         self.first_line_at: float | None = None
         self.max_gap: dict[Phase, float] = {}
@@ -98,6 +108,7 @@ class LogTracker:
         self.port_bound: ev.PortBound | None = None
         self.load: ev.BatchStats | None = None
         self.load_at: float | None = None
+        self.decode_gaps: deque[float] = deque(maxlen=_KEPT_GAPS)  # between Decode lines
         self.lines = 0
         self.unknown = 0
         self._unknown_texts: deque[str] = deque(maxlen=_KEPT_UNKNOWN)
@@ -150,7 +161,8 @@ class LogTracker:
         for index, event in enumerate(events):
             self.apply(event, dated[index] if dated is not None else now)
         self._in_backlog = False
-        self._feed_partial(chunk.partial, now)
+        # A backlog's unterminated bar was drawn when the file was last written, not now.
+        self._feed_partial(chunk.partial, _last_write(chunk.mtime, now, wall) if backlog else now)
 
     def _feed_partial(self, partial: str, now: float) -> None:
         if not partial.strip() or partial == self._last_partial:
@@ -169,7 +181,7 @@ class LogTracker:
         stamped = [x for x in epochs if x is not None]
         if mtime is not None and stamped:
             self.clock.learn_backlog(max(stamped), mtime)
-        end = now - max(0.0, wall - mtime) if mtime is not None else now
+        end = _last_write(mtime, now, wall)
         first = next((x for x in epochs if x is not None), None)
         previous = self._at_of(first, now, wall, end) if first is not None else end
         times = []
@@ -177,6 +189,8 @@ class LogTracker:
             if epoch is not None:
                 previous = max(previous, self._at_of(epoch, now, wall, end))
             times.append(previous)
+        if epochs and epochs[-1] is None:
+            times[-1] = max(previous, end)  # the file's last write: its last, unstamped line
         return times
 
     def _at_of(self, epoch: float, now: float, wall: float, end: float) -> float:
@@ -195,6 +209,7 @@ class LogTracker:
             self._args_text = None  # a recognised line ends any wrapped server_args
         if not _is_our_probe(event):
             self._note_silence(at)
+            self.said_line, self.said_at = event.line.text, at
         self.last_line_at = at
         self._advance(event, at)
         stopping = self.shutdown is not None or bool(self.crash.stop_echoes)
@@ -307,7 +322,7 @@ class LogTracker:
                 if remaining is not None:
                     self.drain_remaining = remaining
             case ev.BatchStats():
-                self.load, self.load_at = event, at
+                self._note_load(event, at)
             case ev.WarningLine():
                 self.warnings.append(event)
             case ev.Routine(line=line):
@@ -316,6 +331,13 @@ class LogTracker:
                     self.engine_timings = figures
             case ev.OtherLine(line=line):
                 self._other(line)
+
+    def _note_load(self, batch: ev.BatchStats, at: float) -> None:
+        previous, previous_at = self.load, self.load_at
+        if batch.kind == "decode" and previous is not None and previous_at is not None and (
+                previous.kind == "decode"):
+            self.decode_gaps.append(max(0.0, at - previous_at))  # the decode-log interval
+        self.load, self.load_at = batch, at
 
     def _other(self, line: ev.LogLine) -> None:
         if self._continues_args(line):

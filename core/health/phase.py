@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from eagle_tui.core.text import duration
+
 
 class Phase(StrEnum):
     """Where a server is. Start-up phases are listed in the order they happen."""
@@ -49,3 +51,8 @@ def later(a: Phase | None, b: Phase) -> Phase:
 def is_starting(phase: Phase) -> bool:
     """True for the phases between launch and ready, where stalls are measured."""
     return phase in STARTUP_PHASES
+
+
+def in_phase(seconds: float | None) -> str:
+    """``1m05s in phase``; ``time in phase unknown`` when nothing dates the phase's start."""
+    return "time in phase unknown" if seconds is None else f"{duration(seconds)} in phase"

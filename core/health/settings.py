@@ -47,6 +47,13 @@ class WatchSettings:
     history_size: int = 10
     evidence_after_s: float = 45.0
     stopped_after_s: float = 10.0
+    load_intervals: float = 3.0
+    """A load figure from a batch log line expires after this many decode-log intervals
+    (the typical gap between two ``Decode batch`` lines while serving)."""
+    load_floor_s: float = 10.0
+    """…and never sooner than this (a line a second while busy is normal)."""
+    decode_interval_s: float = 10.0
+    """The decode-log interval assumed before two lines were seen."""
 
     def stall_limit(self, phase: Phase) -> float:
         """A phase's limit when nothing finer is known: set outright, else its longest step's."""

@@ -82,7 +82,16 @@ class StartupProgress:
 
 @dataclass(frozen=True)
 class ServingLoad:
-    """The latest per-batch log line once serving: requests running and queued, tokens/s."""
+    """Requests running and queued, tokens/s, and when that was true.
+
+    ``source`` is where the figures come from: ``log`` (the latest ``Prefill``/``Decode
+    batch`` line, ``kind`` says which) or ``metrics`` (the server's ``/metrics`` gauges).
+    ``at`` is the wall time they were true (the line's time, the scrape's), ``age_s`` how
+    long ago. ``current`` is False once they expired (a log line older than a few
+    decode-log intervals: ``core.health.load``) or the server is not serving: the figures
+    are then no load at all, and ``idle_since`` (wall time, None when unknown) says since
+    when nothing was logged.
+    """
 
     kind: str
     running: int
@@ -90,6 +99,15 @@ class ServingLoad:
     throughput: float | None
     token_usage: float | None
     age_s: float
+    at: float | None = None
+    source: str = "log"
+    current: bool = True
+    idle_since: float | None = None
+
+    @property
+    def counts(self) -> bool:
+        """The figures are load now (they go into totals)."""
+        return self.current
 
 
 @dataclass(frozen=True)
@@ -109,8 +127,9 @@ class HealthSnapshot:
     Times are seconds. ``elapsed_s`` counts from the launch (the process start time when
     known) until now, or until the process ended; ``ready_after_s`` is how long the start-up
     took, frozen once ready; ``window_fraction`` is ``elapsed_s / expected.window_s``.
-    ``last_log_line`` is the newest line (a live progress bar counts) and ``last_log_age_s``
-    how long ago it was written (by its own timestamp when the watch attached late).
+    ``last_log_line`` is the newest line (a live progress bar counts; our own polls'
+    access lines do not) and ``last_log_age_s`` how long ago it was written (by its own
+    timestamp, or the file's last write, when the watch attached late).
     ``reached`` is the furthest start-up phase the server got to (where a crash or stall
     happened); ``step`` the finer point within it; ``lagging_ranks`` the ranks behind the
     others. ``unknown_lines`` counts log lines no pattern read (``unknown_samples`` the
@@ -127,7 +146,7 @@ class HealthSnapshot:
 
     at: float
     phase: Phase
-    phase_s: float
+    phase_s: float | None  # None: the phase's start is not known (found there at attach)
     elapsed_s: float | None
     expected: Expectation
     window_fraction: float | None

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from eagle_tui.core.health.context import TickContext
+from eagle_tui.core.health.load import log_load
 from eagle_tui.core.health.observed import Observation
 from eagle_tui.core.health.phase import Phase
 from eagle_tui.core.health.snapshot import (
@@ -55,8 +56,8 @@ def build_snapshot(state: TickState) -> HealthSnapshot:
         window_fraction=elapsed / expectation.window_s if expectation.window_s > 0 else None,
         flags=state.flags,
         verdict=state.verdict,
-        last_log_line=log.last_line if log else None,
-        last_log_age_s=obs.now - log.last_line_at if log and log.last_line_at else None,
+        last_log_line=log.said_line if log else None,  # our own polls say nothing
+        last_log_age_s=obs.now - log.said_at if log and log.said_at is not None else None,
         progress=log.progress if log else StartupProgress(),
         load=serving_load(state),
         ranks=tuple(sorted(log.ranks.phases().items())) if log else (),
@@ -84,14 +85,12 @@ def build_snapshot(state: TickState) -> HealthSnapshot:
 
 
 def serving_load(state: TickState) -> ServingLoad | None:
-    """The load the log's last batch line reported, with its age."""
+    """The load the log's last batch line reported, with when it was true; expired after
+    a few decode-log intervals, and never load at all while the server is not serving."""
     log = state.timeline.log
-    if log is None or log.load is None or log.load_at is None:
+    if log is None:
         return None
-    b = log.load
-    return ServingLoad(
-        b.kind, b.running, b.queued, b.throughput, b.token_usage, state.obs.now - log.load_at
-    )
+    return log_load(log, state.phase, state.obs.now, state.obs.wall, state.ctx.settings)
 
 
 def notes(state: TickState) -> tuple[str, ...]:

@@ -108,12 +108,15 @@ class WatchState:
         self._seen.absorb_health(obs.health, self.settings.slow_health_s, problems)
         ctx = self._context(obs)
         phase = decide_phase(ctx)
-        if self._run.first_phase is None:
+        informed = self._informed(obs)
+        if self._run.first_phase is None and informed:
             self._run.first_phase = phase
         if enter(self._timeline, phase, obs.now):
             # Failures counted while starting say nothing about the ready server.
             health = self._seen.health
             self._seen.health = replace(health, failures=0, refusals=0, failing_since=None)
+        if self._run.first_entered is None and informed:
+            self._run.first_entered = self._run.phase_entered  # what the first look found
         raised = all_flags(ctx, phase)
         aged = aged_flags(self._run, raised, obs.now)
         # busy is no problem: it is shown beside the flags (the card, watch's events)
@@ -131,6 +134,14 @@ class WatchState:
             obs, self._timeline, ctx, phase, flags, verdict, self.signature(), tuple(problems),
             keeps_history=self._recorder.keeps_history, wants_stacks=wants_stacks, busy=busy,
         ))
+
+    def _informed(self, obs: Observation) -> bool:
+        """The look can tell the phase: the log was read, ``/health`` answered (or failed
+        to), or the process is gone. A look before any of that guesses, and the phase it
+        guessed was not seen to begin."""
+        process = obs.probe.process if obs.probe is not None else None
+        gone = process is not None and not process.alive
+        return self._log is not None or obs.health is not None or gone
 
     def signature(self) -> str | None:
         """The server signature known so far (explicit, from the log, or the command line)."""

@@ -44,6 +44,7 @@ class Incarnation:
     closed: bool = False
     number: int = 1
     first_phase: Phase | None = None  # what the first look found (ready: an attach)
+    first_entered: float | None = None  # when the first informed look found its phase
 
     def outcome(self) -> str:
         """The verdict's outcome so far (``unknown`` before any)."""
@@ -147,12 +148,32 @@ class Timeline:
             result.append((phase, max(0.0, end - starts[phase])))
         return tuple(result)
 
-    def phase_seconds(self, phase: Phase, now: float) -> float:
-        """How long the server has been in ``phase``."""
+    def phase_seconds(self, phase: Phase, now: float) -> float | None:
+        """How long the server has been in ``phase``: since the line that began it, the
+        change seen while watching, or (launching) the process's start; None when the first
+        look found it there and nothing dates it (never counted from the attach)."""
+        attached = self._found_at_first_look()
         if phase in TERMINAL:
-            return max(0.0, now - self.run.phase_entered)
+            if not attached:
+                return max(0.0, now - self.run.phase_entered)
+            ended = self.run.ended_at
+            return None if ended is None else max(0.0, now - ended)
+        if attached and not self._dated(phase):
+            return None
         start = self.phase_starts().get(phase, self.run.phase_entered)
         return max(0.0, now - start)
+
+    def _found_at_first_look(self) -> bool:
+        """The first look of a watch that attached found the phase, and it has not moved."""
+        run = self.run
+        return (run.launched_at is None and run.number == 1
+                and run.phase_entered == run.first_entered)
+
+    def _dated(self, phase: Phase) -> bool:
+        """A line of the log began ``phase``, or it is launching since the process started."""
+        if self.log is not None and phase in self.log.phase_since:
+            return True
+        return phase == Phase.LAUNCHING and self.anchor()[1] in ("launch", "process")
 
     def ready_time(self, now: float) -> float:
         """When it became ready: the log's "ready" line where it has one, else ``now``."""

@@ -4,7 +4,8 @@ A :class:`TreeEvidence` holds one :class:`ProcessEvidence` per process of the tr
 (launcher, scheduler ranks, detokenizer, their children), the distributed-init peers
 (:mod:`eagle_tui.core.proc.peers`) and what the GPUs said. Rates are per second over the
 interval since the previous sample (None on the first); ``*_s`` durations come from the
-sampler's history. Nothing here judges: a verdict reads these fields and quotes
+sampler's history: a state already held at its first look has lasted at least that long
+(``*_known`` False), never "for 1s". Nothing here judges: a verdict reads these fields and quotes
 ``describe()``.
 """
 
@@ -17,6 +18,21 @@ from eagle_tui.core.outside import clean
 from eagle_tui.core.proc.peers import PeerEvidence
 from eagle_tui.core.proc.titles import Kind, Role
 from eagle_tui.core.text import duration
+
+AT_LEAST_SHOWN_S = 10.0
+"""A state already held when the sampler first looked lasted longer than it has seen: below
+this it says nothing of how long (a one-look ``diagnose`` sees it for a few seconds; a
+watch calls a stopped rank after ``stopped_after_s``, 10 s, of it)."""
+
+
+def held_for(seconds: float, known: bool, sep: str = "") -> str:
+    """`` for 40s`` when known; `` for at least 40s`` for a state held since the first look
+    (a lower bound), nothing when that bound is short."""
+    if known:
+        return f"{sep} for {duration(seconds)}"
+    if seconds >= AT_LEAST_SHOWN_S:
+        return f"{sep} for at least {duration(seconds)}"
+    return ""
 
 
 class State(StrEnum):
@@ -78,6 +94,7 @@ class FileEvidence:
     bytes_per_s: float | None
     still_s: float
     writable: bool = False
+    still_known: bool = True  # False: already so at the first look (``still_s`` a lower bound)
 
     @property
     def name(self) -> str:
@@ -95,7 +112,8 @@ class FileEvidence:
         """``reading model-00012-of-00064.safetensors, 37 %, 0 B/s for 50 s``."""
         if self.fd is None:
             size = f" ({byte_size(self.size)})" if self.size else ""
-            return f"has {self.name}{size} mapped ({duration(self.still_s)})"
+            held = held_for(self.still_s, self.still_known).removeprefix(" for ")
+            return f"has {self.name}{size} mapped" + (f" ({held})" if held else "")
         verb = {FileKind.LOCK: "holds", FileKind.CACHE: "has"}.get(self.kind, "reading")
         if self.writable and self.kind is not FileKind.LOCK:
             verb = "writing"
@@ -105,7 +123,7 @@ class FileEvidence:
         if self.bytes_per_s is not None:
             text += f", {byte_rate(self.bytes_per_s)}"
             if self.bytes_per_s == 0 and self.still_s > 0:
-                text += f" for {duration(self.still_s)}"
+                text += held_for(self.still_s, self.still_known)
         return text
 
 
@@ -130,6 +148,7 @@ class BlockedCall:
     thread: str = ""
     disk_wait: bool = False
     tid: int | None = None
+    since_known: bool = True  # False: already so at the first look (``since_s`` a lower bound)
 
     def describe(self) -> str:
         """``blocked in openat(/m/model.safetensors): opening a FIFO that no process writes
@@ -137,10 +156,11 @@ class BlockedCall:
         main one."""
         where = f" ({self.wchan})" if self.wchan else ""
         who = f"thread {self.tid} ({self.thread}) " if self.tid is not None else ""
+        held = held_for(self.since_s, self.since_known, ",")
         if self.syscall == "?":
-            return f"{who}waiting: {self.meaning}{where}, for {duration(self.since_s)}"
+            return f"{who}waiting: {self.meaning}{where}{held}"
         call = f"{self.syscall}({self.path})" if self.path else self.syscall
-        return f"{who}blocked in {call}: {self.meaning}{where}, for {duration(self.since_s)}"
+        return f"{who}blocked in {call}: {self.meaning}{where}{held}"
 
 
 @dataclass(frozen=True)
@@ -177,6 +197,8 @@ class ProcessEvidence:
     files_visible: bool = True
     blocked: BlockedCall | None = None
     gpu_bytes: int | None = None
+    state_known: bool = True  # False: ``state`` was already held at the sampler's first look
+    quiet_known: bool = True  # False: already quiet when its rates were first known
 
     @property
     def label(self) -> str:
@@ -192,15 +214,16 @@ class ProcessEvidence:
         """One line: ``TP0 (PID 123) sleeping, 0.00 CPU/s, read 0 B/s; blocked in …``."""
         parts = [f"{self.label} (PID {self.pid}) {self.state.value}"]
         if self.state is not State.SLEEPING and self.state is not State.RUNNING:
-            parts[0] += f" for {duration(self.state_s)}"
+            parts[0] += held_for(self.state_s, self.state_known)
         if self.cpu_per_s is not None:
             parts.append(f"{self.cpu_per_s:.2f} CPU/s")
         if self.read_per_s is not None:
             parts.append(f"read {byte_rate(self.read_per_s)}")
         if self.disk_read_per_s:
             parts.append(f"disk {byte_rate(self.disk_read_per_s)}")
-        if self.quiet_s >= 1:
-            parts.append(f"quiet {duration(self.quiet_s)}")
+        if self.quiet_s >= 1 and (self.quiet_known or self.quiet_s >= AT_LEAST_SHOWN_S):
+            parts.append(f"quiet {'' if self.quiet_known else 'at least '}"
+                         f"{duration(self.quiet_s)}")
         if self.gpu_bytes is not None:
             parts.append(f"GPU {byte_size(self.gpu_bytes)}")
         line = ", ".join(parts)

@@ -167,6 +167,7 @@ class FileTracker:
             bytes_per_s=rate,
             still_s=now - history.moved_at,
             writable=info.writable,
+            still_known=history.moved_at > history.seen_at,  # it moved while watched
         )
 
     def _forget_closed(self, found: list[FileEvidence]) -> None:
@@ -197,7 +198,8 @@ class MappedFiles:
             self._first_seen = {p: self._first_seen.get(p, now) for p in names}
             self._sizes = {p: self._sizes.get(p) or _size(p) for p in names}
         return tuple(
-            FileEvidence(path, FileKind.WEIGHTS, None, self._sizes.get(path), None, None, now - t)
+            FileEvidence(path, FileKind.WEIGHTS, None, self._sizes.get(path), None, None, now - t,
+                         still_known=False)  # mapped before the first look, for all we know
             for path, t in sorted(self._first_seen.items())
         )
 

@@ -85,6 +85,12 @@ class _Tracked:
     wait_since: float = 0.0
     threads_at: float | None = None
     looks: int = 0
+    # When the sampler first saw the process, first had its rates, first looked at its
+    # wait: a state already held then began before we looked (its duration is unknown).
+    first_look: float | None = None
+    rated_at: float | None = None
+    wait_first: float | None = None
+    born_seen: bool = False  # first looked at within ``_BORN_SLACK_S`` of its start
 
 
 @dataclass
@@ -243,6 +249,11 @@ class EvidenceSampler:
         tracked, fresh = self._track(stat)
         tracked.looks += 1
         rate = None if fresh or interval is None else interval
+        if tracked.first_look is None:
+            tracked.first_look = now
+            tracked.born_seen = uptime - stat.start_ticks / procfs.CLOCK_TICKS <= _BORN_SLACK_S
+        if rate is not None and tracked.rated_at is None:
+            tracked.rated_at = now
         io = procfs.read_io(stat.pid)
         cpu = (
             None
@@ -281,6 +292,9 @@ class EvidenceSampler:
             major_faults_per_s=faults,
             quiet_s=0.0 if tracked.quiet_since is None else now - tracked.quiet_since,
             state_s=now - tracked.state_since,
+            quiet_known=_began_after(tracked.quiet_since, tracked.rated_at),
+            state_known=tracked.born_seen or _began_after(tracked.state_since,
+                                                          tracked.first_look),
             rss_bytes=stat.rss_pages * _PAGE,
             threads=stat.threads,
             files=(files or ()) + mapped,
@@ -305,13 +319,15 @@ class EvidenceSampler:
         else:
             seen = blocked.look(pid)
         tracked.wait = seen
+        tracked.wait_first = now if tracked.wait_first is None else tracked.wait_first
         if seen is None:
             return None
         if previous is None or seen.key != previous.key:
             tracked.wait_since = now
         tid = seen.tid if seen.tid != pid else None
         return BlockedCall(seen.syscall, seen.wchan, seen.path, now - tracked.wait_since,
-                           seen.meaning, seen.thread, seen.disk_wait, tid)  # fmt: skip
+                           seen.meaning, seen.thread, seen.disk_wait, tid,
+                           since_known=_began_after(tracked.wait_since, tracked.wait_first))
 
     def _forget(self, alive: set[int]) -> None:
         for pid in [p for p in self._tracked if p not in alive]:
@@ -360,3 +376,13 @@ def _boot_seconds() -> float:
     except (AttributeError, OSError):  # not Linux
         text = procfs.read_text(f"{procfs.PROC}/uptime", 128) or "0"
         return float(text.split()[0])
+
+
+_BORN_SLACK_S = 2.0
+"""A process first looked at this soon after its start was watched (near enough) all its
+life: a state it already held then is timed from that look, off by at most this."""
+
+
+def _began_after(since: float | None, first: float | None) -> bool:
+    """A state that began after the sampler's first look at it: its duration is known."""
+    return since is not None and first is not None and since > first

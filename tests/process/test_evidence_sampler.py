@@ -5,6 +5,7 @@ NVML report."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import socket
@@ -118,7 +119,12 @@ def test_a_reader_moves_and_a_stalled_read_shows_its_position_and_how_long_it_st
     assert by_pid[reader].read_per_s and by_pid[reader].read_per_s > 100_000
     still = next(f for f in by_pid[stalled].files if f.name == stuck.name)
     assert still.bytes_per_s == 0 and still.size == 1000 << 10 and round(still.percent or 0) == 37
-    assert still.describe().startswith("reading model-00002-of-00002.safetensors, 37 %, 0 B/s for")
+    # it stood before the sampler's first look: how long is not known, so not said (issue 38)
+    assert not still.still_known
+    assert still.describe() == "reading model-00002-of-00002.safetensors, 37 %, 0 B/s"
+    longer = dataclasses.replace(still, still_s=40.0)
+    assert longer.describe().endswith("0 B/s for at least 40s")
+    assert dataclasses.replace(still, still_known=True).describe().endswith("0 B/s for 1s")
     assert by_pid[stalled].quiet_s > 0 and by_pid[stalled].cpu_per_s is not None
 
 

@@ -39,6 +39,7 @@ from eagle_tui.tui.cli.batch_table import counts_json
 from eagle_tui.tui.options import server_url
 from eagle_tui.tui.render.accept import AcceptanceDoc, acceptance_lines
 from eagle_tui.tui.render.router import RouterDoc, router_lines
+from eagle_tui.tui.render.server import idle_text
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -217,6 +218,7 @@ def render_text(report: StatusReport) -> str:
     for server in report.servers:
         flags = ", ".join(f["name"] for f in server.get("flags", [])) or "no flags"
         lines.append(f"server {server['url']}: {server['phase']} ({flags})")
+        lines.extend(load_lines(server.get("load")))
         lines.extend(acceptance_lines(server.get("acceptance")))
         if "router" in server:
             lines.extend(router_lines(server["router"]))
@@ -226,6 +228,22 @@ def render_text(report: StatusReport) -> str:
     if not lines:
         lines.append("no servers or batches known (pass --url, or start a batch)")
     return "\n".join(lines)
+
+
+def load_lines(load: dict[str, Any] | None) -> list[str]:
+    """``  load: running 2 · queued 0 · 77 tok/s (log, 3s ago)`` while current, ``  load:
+    idle since 14:02:11`` once expired (a log line older than a few decode-log intervals,
+    or a server not serving); nothing before any figure."""
+    if load is None:
+        return []
+    if not load["current"]:
+        return [f"  load: {idle_text(load['idle_since'])}"]
+    parts = [f"running {load['running']}"]
+    if load["queued"] is not None:
+        parts.append(f"queued {load['queued']}")
+    if load["throughput"] is not None:
+        parts.append(f"{load['throughput']:.0f} tok/s")
+    return [f"  load: {' · '.join(parts)} ({load['source']}, {duration(load['age_s'])} ago)"]
 
 
 def batch_text(batch: BatchLine) -> str:

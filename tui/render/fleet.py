@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from eagle_tui.core.text import clip
 from eagle_tui.tui.render.flags import flag_severity
 from eagle_tui.tui.render.gpu import GB, server_pids
-from eagle_tui.tui.render.server import SHORT_PHASE, PhaseTone, phase_tone
+from eagle_tui.tui.render.server import SERVING, SHORT_PHASE, PhaseTone, phase_tone
 
 if TYPE_CHECKING:
     from eagle_tui.core.health.snapshot import HealthSnapshot
@@ -57,6 +57,7 @@ class FleetRow:
     capture_in_flight: int | None = None
     capture_rate: float | None = None
     flag: str = ""
+    idle: bool = False  # its last load figures expired (or it stopped serving): no load now
 
 
 @dataclass
@@ -104,7 +105,9 @@ def server_row(index: int, entry: ServerEntry, capture: tuple[int, float | None]
         in_flight, rate = capture or NO_CAPTURE
         return FleetRow(entry.url, index, entry.name, "waiting", "busy",
                         capture_in_flight=in_flight, capture_rate=rate)
-    load = s.load
+    load = s.load if s.load is not None and s.load.counts and phase_tone(s.phase) != "bad" \
+        else None
+    idle = s.load is not None and load is None and s.phase in SERVING
     used, total = gpu_memory(s.gpu, s.process)
     figure = entry.acceptance.live.figure if entry.acceptance else None
     in_flight, rate = capture or NO_CAPTURE
@@ -116,7 +119,7 @@ def server_row(index: int, entry: ServerEntry, capture: tuple[int, float | None]
         kv_use=load.token_usage if load else None,
         accept=figure.accept_length if figure else None, gpu_used=used, gpu_total=total,
         flag=worst_flag(f.name for f in s.flags), capture_in_flight=in_flight,
-        capture_rate=rate)
+        capture_rate=rate, idle=idle)
 
 
 def worker_row(router_index: int, router: str, worker: WorkerView,
@@ -189,7 +192,8 @@ def cells(row: FleetRow) -> tuple[str, ...]:
     """The row's cells as text, in ``COLUMNS`` order ("-" where nothing is known)."""
     gpu = "-" if row.gpu_used is None or row.gpu_total is None else (
         f"{row.gpu_used:.0f}/{row.gpu_total:.0f}")
-    return (clip(row.name, NAME_CELLS), row.phase, _num(row.running), _num(row.queued),
+    running = "idle" if row.idle and row.running is None else _num(row.running)
+    return (clip(row.name, NAME_CELLS), row.phase, running, _num(row.queued),
             _num(row.tokens_per_s),
             "-" if row.kv_use is None else f"{row.kv_use:.0%}",
             "-" if row.accept is None else f"{row.accept:.2f}", gpu,
@@ -207,12 +211,13 @@ def summary(rows: Sequence[FleetRow]) -> str:
     tones = {"ok": 0, "busy": 0, "warn": 0, "bad": 0}
     for row in rows:
         tones[row.tone] += 1
+    live = [row for row in rows if row.tone != "bad"]  # a down server has no load
     parts = [f"{len(rows)} server{'s' if len(rows) != 1 else ''}: {tones['ok']} ready, "
              f"{tones['busy']} starting, {tones['warn']} degraded, {tones['bad']} down",
              f"{sum(1 for row in rows if row.flag)} flagged",
-             f"running {sum(row.running or 0 for row in rows):,.0f}",
-             f"queued {sum(row.queued or 0 for row in rows):,.0f}",
-             f"{sum(row.tokens_per_s or 0 for row in rows):,.0f} tok/s"]
+             f"running {sum(row.running or 0 for row in live):,.0f}",
+             f"queued {sum(row.queued or 0 for row in live):,.0f}",
+             f"{sum(row.tokens_per_s or 0 for row in live):,.0f} tok/s"]
     capturing = [row for row in rows if row.capture_in_flight is not None]
     if capturing:
         rate = sum(row.capture_rate or 0 for row in capturing)

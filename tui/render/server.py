@@ -7,11 +7,12 @@ snapshot cannot say: the recent ``/health`` latencies and which flags are new.
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
-from eagle_tui.core.health.phase import Phase
+from eagle_tui.core.health.phase import Phase, in_phase
 from eagle_tui.core.text import clip, counted, duration
 from eagle_tui.tui.render.meter import MeterValue, window_scale
 
@@ -38,18 +39,19 @@ def phase_tone(phase: Phase) -> PhaseTone:
 
 
 _ENDED = (Phase.CRASHED, Phase.DOWN)
+SERVING = (Phase.READY, Phase.DEGRADED)
 
 
 def phase_line(s: HealthSnapshot) -> str:
     """``● loading_weights  1m05s in phase  (elapsed 2m10s)``; once the process ended,
     ``● crashed 12s ago  (ran 1m08s, reached capturing_graphs)``."""
     if s.phase in _ENDED:
-        text = f"● {s.phase.value} {duration(s.phase_s)} ago"
+        text = f"● {s.phase.value} {duration(s.phase_s, '(when unknown)')} ago"
         if s.elapsed_s is not None:
             where = f", reached {s.reached.value}" if s.reached is not None else ""
             text += f"  (ran {duration(s.elapsed_s)}{where})"
         return text
-    text = f"● {s.phase.value}  {duration(s.phase_s)} in phase"
+    text = f"● {s.phase.value}  {in_phase(s.phase_s)}"
     if s.elapsed_s is not None:
         text += f"  (elapsed {duration(s.elapsed_s)})"
     return text
@@ -151,10 +153,14 @@ def health_text(s: HealthSnapshot) -> str:
 
 
 def load_text(s: HealthSnapshot) -> str:
-    """``running 4 · queued 0 · 1234 tok/s`` once serving, else ""."""
+    """``running 4 · queued 0 · 1234 tok/s (metrics, 1s ago)`` while the figures are
+    current; ``idle since 14:02:11`` once they expired (``—`` when not even that is
+    known); "" before any."""
     load = s.load
-    if load is None:
+    if load is None or s.phase not in SERVING:  # a server not serving has no load
         return ""
+    if not load.current:
+        return idle_text(load.idle_since)
     parts = [f"running {load.running}"]
     if load.queued is not None:
         parts.append(f"queued {load.queued}")
@@ -162,7 +168,14 @@ def load_text(s: HealthSnapshot) -> str:
         parts.append(f"{load.throughput:.0f} tok/s")
     if load.token_usage is not None:
         parts.append(f"KV {load.token_usage:.0%}")
-    return " · ".join(parts)
+    return " · ".join(parts) + f" ({load.source}, {duration(load.age_s)} ago)"
+
+
+def idle_text(since: float | None) -> str:
+    """``idle since 14:02:11`` (local time), or ``—`` when unknown."""
+    if since is None:
+        return "—"
+    return "idle since " + time.strftime("%H:%M:%S", time.localtime(since))
 
 
 def last_log_text(s: HealthSnapshot, limit: int = 200) -> str:

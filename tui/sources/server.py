@@ -57,7 +57,8 @@ if TYPE_CHECKING:
     per read."""
 
 Emit = Callable[["HealthSnapshot | LogBatch | RouterView | AcceptanceReading"], None]
-ACCEPT_EVERY_S = 5.0  # seconds between two looks at a server's acceptance
+ACCEPT_EVERY_S = 5.0  # seconds between two looks at a server's acceptance and load
+IDLE_LOOK_EVERY_S = 60.0  # …while its gauges say idle and its log shows nothing new
 ServerAction = Literal["restart", "stop"]
 
 
@@ -90,6 +91,8 @@ class ServerFeed:
         self.looked_at_acceptance = 0  # looks taken (a server without speculation too)
         self._next_accept = float("-inf")
         self._side_looks: dict[str, asyncio.Task[None]] = {}
+        self._log_active = False  # the log showed a line since the last look (not our polls)
+        self._run_seen: tuple[int, int | None] | None = None  # incarnation and PID
 
     @property
     def can_control(self) -> bool:
@@ -163,6 +166,7 @@ class ServerFeed:
             if self._last_snapshot is None:
                 return
             snapshot = replace(self._last_snapshot, problems=(f"watch failed: {exc}",))
+        snapshot = self._with_gauges(snapshot)
         self._last_snapshot = snapshot
         emit(snapshot)
         self._look_aside("router", lambda: self._router_tick(emit))
@@ -177,16 +181,47 @@ class ServerFeed:
         if running is None or running.done():
             self._side_looks[name] = asyncio.create_task(look())
 
+    def _with_gauges(self, snapshot: HealthSnapshot) -> HealthSnapshot:
+        """The snapshot with the live ``/metrics`` load while the last scrape is fresh; a
+        new process (a restart) makes the next look read ``/server_info`` again."""
+        from eagle_tui.core.health.load import with_live_load
+
+        process = snapshot.process
+        run = (snapshot.incarnation, process.pid if process is not None else None)
+        if self._accept is not None and self._run_seen not in (None, run):
+            self._accept.forget_info()
+        self._run_seen = run
+        gauges = self._accept.load if self._accept is not None else None
+        return with_live_load(snapshot, gauges, 2 * self.accept_every_s)
+
+    def _look_due(self, now: float) -> bool:
+        """A look is due every ``accept_every_s``; while the gauges say idle and the log
+        shows nothing new, only every ``IDLE_LOOK_EVERY_S`` (each look is a line in the
+        server's log)."""
+        gauges = self._accept.load if self._accept is not None else None
+        idle = gauges is not None and gauges.running == 0 and not gauges.queued
+        if idle and not self._log_active and self.target.log_file is not None:
+            return now >= self._next_accept - self.accept_every_s + IDLE_LOOK_EVERY_S
+        return now >= self._next_accept
+
     async def _acceptance_tick(self, emit: Emit) -> None:
-        """Every ``ACCEPT_EVERY_S``: the live acceptance of a speculating server."""
+        """When due (``_look_due``): the live load and the acceptance of a speculating
+        server (``/server_info`` only at the first look and after a restart)."""
         from eagle_tui.core.clock import SystemClock
         from eagle_tui.core.health.acceptance import TIMEOUTS, AcceptanceTracker
+        from eagle_tui.core.health.load import SERVING
         from eagle_tui.core.sglang.client import SGLangClient
 
+        latest = self._last_snapshot
+        if latest is None or latest.phase not in SERVING:
+            if self._accept is not None:  # read /server_info again once it serves
+                self._accept.forget_info()
+            return
         clock = SystemClock()
-        if clock.monotonic() < self._next_accept:
+        if not self._look_due(clock.monotonic()):
             return
         self._next_accept = clock.monotonic() + self.accept_every_s
+        self._log_active = False
         if self._accept is None:
             client = SGLangClient(self.target.url.for_requests, timeouts=TIMEOUTS)
             self._accept = AcceptanceTracker(client, clock)
@@ -216,6 +251,7 @@ class ServerFeed:
 
     async def _tail_log(self, stop: threading.Event, emit: Emit, clock: Clock) -> None:
         from eagle_tui.core.serverlog.follower import LogFollower
+        from eagle_tui.core.serverlog.ourpolls import OUR_POLLS
 
         if self.target.log_file is None:
             return
@@ -226,6 +262,8 @@ class ServerFeed:
                 chunk = follower.read()
                 if chunk.lines and self._accept is not None:
                     self._accept.add_log_lines(chunk.lines)
+                self._log_active = self._log_active or any(
+                    not OUR_POLLS.search(line) for line in chunk.lines)
                 if chunk.lines or chunk.notes or chunk.error != last_error or chunk.partial:
                     emit(LogBatch(chunk.lines, chunk.partial, chunk.notes, chunk.error))
                 last_error = chunk.error

@@ -39,6 +39,7 @@ from textual.strip import Strip
 from textual.timer import Timer
 from textual.widgets import Input, Log, Static
 
+from eagle_tui.core.serverlog.ourpolls import OUR_POLLS
 from eagle_tui.core.text import terminal_safe
 from eagle_tui.tui.render import literal
 from eagle_tui.tui.render.logview import (
@@ -54,8 +55,9 @@ ERROR_LINE = re.compile(
     r"\b(ERROR|CRITICAL|FATAL|Traceback|Exception|\w+Error\b|out of memory|Killed)",
 )
 WARNING_LINE = re.compile(r"\b(WARNING|WARN)\b")
-HEALTH_NOISE = re.compile(r'"GET /(health|health_generate|metrics|workers) HTTP/[\d.]+" ')
-"""Our own polls: ``/health``, ``/metrics``, and ``/workers`` (is this server a router?)."""
+HEALTH_NOISE = OUR_POLLS
+"""Our own polls: ``/health``, ``/metrics``, ``/server_info`` and ``/workers`` (is this
+server a router?)."""
 BAR_REDRAW = re.compile(r"(?<![\d.])\d{1,2}%\s*(?:Completed\s*)?\|")
 """A progress bar (tqdm) state short of 100%: one of the many redraws of the same line."""
 
