@@ -93,7 +93,7 @@ class LogTracker:
         self.shutdown_at: float | None = None
         self._last_text: str | None = None  # the newest line as written
         self.last_line_at: float | None = None
-        self.said_line: str | None = None  # the last line that is not one of our own polls
+        self._said_text: str | None = None  # the last line that is not one of our own polls
         self.said_at: float | None = None
         self.last_progress_at: float | None = None
         self.first_line_at: float | None = None
@@ -134,6 +134,11 @@ class LogTracker:
         """The newest line, made clean (``core.outside``): quoted in flags, shown as "last
         log" everywhere. Cleaned when asked for, not for each line of a backlog."""
         return None if self._last_text is None else clean(self._last_text)
+
+    @property
+    def said_line(self) -> str | None:
+        """The last line that is not one of our own polls, made clean like ``last_line``."""
+        return None if self._said_text is None else clean(self._said_text)
 
     @property
     def unknown_lines(self) -> tuple[str, ...]:
@@ -209,7 +214,7 @@ class LogTracker:
             self._args_text = None  # a recognised line ends any wrapped server_args
         if not _is_our_probe(event):
             self._note_silence(at)
-            self.said_line, self.said_at = event.line.text, at
+            self._said_text, self.said_at = event.line.text, at
         self.last_line_at = at
         self._advance(event, at)
         stopping = self.shutdown is not None or bool(self.crash.stop_echoes)
