@@ -67,6 +67,7 @@ def export(directories: Sequence[str | Path], out: str | Path, options: ExportOp
     _check_output(path, manifest_path, options.force)
     batches = open_batches(directories)
     _check_outside_sources(path, [batch.directory for batch in batches])
+    _check_not_read(path, batches)
     partial = incomplete_job([batch.manifest for batch in batches])
     if partial is not None and not options.allow_partial:
         raise ExportError(f"refusing to export an {partial}, or pass --allow-partial to "
@@ -144,6 +145,42 @@ def _check_outside_sources(path: Path, directories: Sequence[Path]) -> None:
             raise ExportError(f"--out {path} is inside the batch directory {source} being "
                               "exported; write the export outside every source batch, e.g. "
                               f"{source.parent / 'train.jsonl'}")
+
+
+def _check_not_read(path: Path, batches: Sequence[SourceBatch]) -> None:
+    """No file the export writes or removes (the data file, its manifest, their temp files) is
+    a file it reads, through any link: a shard may be a symlink, or a hard link, to a file
+    outside its batch, and ``--force`` would replace that file (or the clean-up of a stale temp
+    file remove it). Compared as the kernel sees the files (device and inode, links followed)
+    and by resolved path."""
+    read: dict[tuple[object, ...], tuple[Path, Path]] = {}
+    for batch in batches:
+        for file in (batch.manifest.path, *(shard.path for shard in batch.shards)):
+            read.update(dict.fromkeys(_identities(file), (file, batch.directory)))
+    for name in _written_names(path):
+        for identity in _identities(name):
+            if identity in read:
+                file, directory = read[identity]
+                raise ExportError(f"--out {path}: {name} is the file {file} of the batch "
+                                  f"{directory} being exported (through a link); name a file "
+                                  "that no source batch reads, e.g. in a new directory")
+
+
+def _written_names(path: Path) -> tuple[Path, ...]:
+    """Every name the export writes, replaces or removes."""
+    manifest_path = manifest_path_for(path)
+    return tuple(p for name in (path, manifest_path)
+                 for p in (name, name.with_name(name.name + TMP_SUFFIX)))
+
+
+def _identities(path: Path) -> list[tuple[object, ...]]:
+    """What a file is: its resolved path, and its device and inode when it exists."""
+    found: list[tuple[object, ...]] = [("path", os.path.realpath(path))]
+    try:
+        info = os.stat(path)
+    except OSError:  # nothing there (or nothing this user can reach): only the path tells
+        return found
+    return [*found, ("inode", info.st_dev, info.st_ino)]
 
 
 def _open_sink(path: Path, options: ExportOptions, fingerprint: str, *,
