@@ -37,7 +37,7 @@ from eagle_tui.core.samples.job import (
     open_batches,
 )
 from eagle_tui.core.shards.conversations import is_multi_turn
-from eagle_tui.core.shards.schema import TURN_COLUMNS
+from eagle_tui.core.shards.schema import ACCEPTANCE_COLUMN, TURN_COLUMNS
 
 Progress = Callable[[int, int], None]
 """Called after each row group with (rows read, rows in all batches)."""
@@ -78,8 +78,10 @@ def export(directories: Sequence[str | Path], out: str | Path, options: ExportOp
     tally = KeepTally(options.filter, mask_start, options.max_length,
                       footer.tokenizer.vocab_size if footer else None)
     turns = any(is_multi_turn(batch.reader) for batch in batches)
+    acceptance = options.format == "parquet" and any(
+        batch.manifest.acceptance_column for batch in batches)
     with export_memory_pool():
-        sink = _open_sink(path, options, fingerprint, turns=turns)
+        sink = _open_sink(path, options, fingerprint, turns=turns, acceptance=acceptance)
         _fill_and_commit(sink, batches, tally, progress, options, path)
     return ExportResult(path, manifest_path, tally.counts(), sink.file.size,
                         sink.file.hexdigest(), partial)
@@ -184,12 +186,12 @@ def _identities(path: Path) -> list[tuple[object, ...]]:
 
 
 def _open_sink(path: Path, options: ExportOptions, fingerprint: str, *,
-               turns: bool) -> ExportSink:
+               turns: bool, acceptance: bool) -> ExportSink:
     tmp = path.with_name(path.name + TMP_SUFFIX)
     try:
         _clear_stale(tmp)
         return ExportSink(tmp, options.format, options.effective_mask_start, fingerprint,
-                          turns=turns)
+                          turns=turns, acceptance=acceptance)
     except OSError as e:
         tmp.unlink(missing_ok=True)
         raise ExportError(f"cannot create {tmp}: {describe_os_error(e)}") from e
@@ -213,7 +215,7 @@ def _stream(batches: list[SourceBatch], sink: ExportSink, tally: KeepTally,
     done = 0
     current: SourceBatch | None = None
     # closed on the way out, so a failed write stops the reader at once
-    read = _tables(batches, columns)
+    read = _tables(batches, columns, acceptance=sink.wants_acceptance)
     with contextlib.closing(prefetched(read)) as tables:
         for batch, table in tables:
             if batch is not current:
@@ -225,11 +227,14 @@ def _stream(batches: list[SourceBatch], sink: ExportSink, tally: KeepTally,
                 progress(done, total)
 
 
-def _tables(batches: list[SourceBatch],
-            columns: list[str]) -> Generator[tuple[SourceBatch, pa.Table], None, None]:
-    """Each row group of each shard of each batch, with its batch."""
+def _tables(batches: list[SourceBatch], columns: list[str], *,
+            acceptance: bool = False) -> Generator[tuple[SourceBatch, pa.Table], None, None]:
+    """Each row group of each shard of each batch, with its batch (with its acceptance
+    column when ``acceptance`` and the batch has one)."""
     for batch in batches:
         read = [*columns, *TURN_COLUMNS] if is_multi_turn(batch.reader) else columns
+        if acceptance and batch.manifest.acceptance_column:
+            read = [*read, ACCEPTANCE_COLUMN]
         for shard in batch.shards:
             for table in _row_groups(batch, shard, read):
                 yield batch, table
