@@ -2,7 +2,9 @@
 
 A ready server is probed every ``interval_s``; ``failures_to_pause`` failed probes in a row
 pause it (one slow ``/health`` on a loaded server is not an outage). A paused server is
-probed every ``paused_interval_s`` and re-admitted at its first 200. Refused servers (bad
+probed every ``paused_interval_s`` and re-admitted at its first 200, unless the pool still
+holds it out (a server paused again before any request succeeded on it backs off:
+``core.capture.dispatch``). Refused servers (bad
 credentials) are left alone: ``/health`` is exempt from auth, so it would lie about them.
 """
 
@@ -72,9 +74,8 @@ class HealthMonitor:
         healthy, detail = await self._check(server)
         if healthy:
             self._failures[server.url] = 0
-            if server.state is ServerState.PAUSED:
+            if server.state is ServerState.PAUSED and self._pool.readmit(server):
                 log.info("server %s is healthy again; re-admitted", server.url)
-                self._pool.readmit(server)
             return True
         failures = self._failures.get(server.url, 0) + 1
         self._failures[server.url] = failures
