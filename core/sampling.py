@@ -7,8 +7,10 @@ records them; it sits in the base layer so neither has to import the other.
 
 from __future__ import annotations
 
+import json
 import math
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import msgspec
@@ -63,3 +65,72 @@ class SamplingIdentity(msgspec.Struct, frozen=True):
     max_new_tokens: int
     presets: tuple[SamplingPreset, ...]
     extra: dict[str, object] = {}
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _whole(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _text(value: object) -> bool:
+    return isinstance(value, str)
+
+
+def _texts(value: object) -> bool:
+    return isinstance(value, str) or (isinstance(value, list) and all(map(_text, value)))
+
+
+def _wholes(value: object) -> bool:
+    return isinstance(value, list) and all(map(_whole, value))
+
+
+def _switch(value: object) -> bool:
+    return isinstance(value, bool)
+
+
+def _bias(value: object) -> bool:
+    return isinstance(value, dict) and all(map(_number, value.values()))
+
+
+def _object(value: object) -> bool:
+    return isinstance(value, dict)
+
+
+_KINDS: dict[Callable[[object], bool], str] = {
+    _number: "a finite number", _whole: "a whole number", _text: "a string",
+    _texts: "a string or a list of strings", _wholes: "a list of whole numbers",
+    _switch: "true or false", _bias: "an object of token id -> number",
+    _object: "an object",
+}
+
+SAMPLING_KEY_TYPES: dict[str, Callable[[object], bool]] = {
+    "temperature": _number, "top_p": _number, "top_k": _whole, "min_p": _number,
+    "frequency_penalty": _number, "presence_penalty": _number,
+    "repetition_penalty": _number, "max_new_tokens": _whole, "min_new_tokens": _whole,
+    "n": _whole, "sampling_seed": _whole, "stream_interval": _whole,
+    "stop": _texts, "stop_regex": _texts, "stop_token_ids": _wholes,
+    "ignore_eos": _switch, "skip_special_tokens": _switch,
+    "spaces_between_special_tokens": _switch, "no_stop_trim": _switch,
+    "json_schema": _text, "regex": _text, "ebnf": _text, "structural_tag": _text,
+    "logit_bias": _bias, "custom_params": _object,
+}
+"""The type SGLang's ``SamplingParams`` takes for each key it knows: a value of another type
+is refused by the server on every request (400), so it is refused before anything is sent.
+Other keys pass through as given (a newer SGLang may know them)."""
+
+
+def check_extra_sampling(extra: Mapping[str, object]) -> None:
+    """ConfigError naming the first known key whose value has the wrong type."""
+    for key, value in extra.items():
+        check = SAMPLING_KEY_TYPES.get(key)
+        if check is not None and not check(value):
+            raise ConfigError(f"sampling parameter {key} must be {_KINDS[check]}, not "
+                              f"{_shown_json(value)}; every request would be refused (400)")
+
+
+def _shown_json(value: object) -> str:
+    text = json.dumps(value, default=repr)  # NaN as NaN: what the option said
+    return text if len(text) <= 60 else f"{text[:57]}..."

@@ -143,6 +143,9 @@ CHECKED_ACCEPTS: dict[str, Callable[[str], bool]] = {
     "_partition": lambda v: bool(re.fullmatch(r"\s*\d+\s*/\s*\d+\s*", v))
     and 0 <= int(v.split("/")[0]) < int(v.split("/")[1]),
     "key_json": lambda v: False,  # no hostile value is KEY=<JSON or plain text>
+    "sampling_param": lambda v: False,  # key_json's values, a known key's type checked
+    "model_config_dir": lambda v: False,  # a directory with config.json: none is
+    "bind_host": lambda v: False,  # an address of this machine: none is ("0" neither)
     "_boundary": lambda v: False,
     "_top_k": lambda v: (n := _int_text(v)) is not None and (n == -1 or 1 <= n < 2**31),
     "theme_name": lambda v: bool(THEME.fullmatch(v)),

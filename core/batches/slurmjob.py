@@ -13,6 +13,9 @@ directory belongs to the job when the newest start its manifest records
 
 from __future__ import annotations
 
+import os
+import re
+import signal
 import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -29,6 +32,12 @@ ENDED_BADLY = frozenset({"FAILED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOO
                          "DEADLINE", "CANCELLED", "PREEMPTED"})
 RUNNING = frozenset({"RUNNING", "COMPLETING", "CONFIGURING", "RESIZING", "SIGNALING",
                      "STAGE_OUT"})
+
+SQUEUE_TIMEOUT_S = 60.0
+"""Longest wait for ``squeue``: a controller that does not answer by then is down or stuck."""
+ARRAY_INDEX = re.compile(r"[0-9]{1,9}")
+"""An array index as Slurm prints it: ASCII digits (``str.isdigit`` takes ``²``), and fewer
+than ten of them (``MaxArraySize`` is at most 4,000,001)."""
 
 Squeue = Callable[[Sequence[str]], "subprocess.CompletedProcess[str]"]
 
@@ -106,9 +115,13 @@ def parse_squeue(text: str, job_id: str) -> list[QueuedTask]:
         if len(fields) != SQUEUE_FORMAT.count("|") + 1:
             continue
         _, _, _, index, state, reason, node, elapsed, _ = fields
-        if not index.isdigit():
+        if index == "N/A":
             raise ConfigError(f"Slurm job {job_id} is not an array (squeue: array index "
                               f"{index!r}): capture --shard auto runs as array tasks")
+        if not ARRAY_INDEX.fullmatch(index):
+            raise ConfigError(f"squeue printed array index {index[:40]!r} for Slurm job "
+                              f"{job_id}, not a number; run `squeue -j {job_id}` to see what "
+                              "it prints (is squeue on PATH Slurm's?)")
         tasks.append(QueuedTask(int(index), state, reason, node, elapsed))
     return tasks
 
@@ -122,6 +135,12 @@ def read_queue(job_id: str, squeue: Squeue | None = None) -> list[QueuedTask] | 
         raise ConfigError("squeue is not installed here: follow a Slurm job from a node of "
                           "its cluster (a head node), with SLURM_CONF set if it is not "
                           "the default") from e
+    except subprocess.TimeoutExpired as e:
+        raise ConfigError(f"squeue -j {job_id} did not answer within {SQUEUE_TIMEOUT_S:g} s: "
+                          "the Slurm controller is down or overloaded; try again later "
+                          "(`scontrol ping` says whether it answers)") from e
+    except OSError as e:
+        raise ConfigError(f"cannot run squeue: {describe_os_error(e)}") from e
     if done.returncode != 0:
         if "Invalid job id" in done.stderr:
             return None
@@ -131,8 +150,28 @@ def read_queue(job_id: str, squeue: Squeue | None = None) -> list[QueuedTask] | 
 
 
 def _run_squeue(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(list(argv), capture_output=True, text=True, timeout=60,
-                          check=False)
+    """``squeue`` run to its end within :data:`SQUEUE_TIMEOUT_S`, in a session of its own so
+    that a timeout ends whatever it started too (a child holding its pipes open would keep
+    ``communicate`` waiting); its output must be UTF-8 (Slurm prints ASCII)."""
+    with subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, start_new_session=True) as process:
+        try:
+            out, err = process.communicate(timeout=SQUEUE_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)  # its own group: only what it started
+            process.communicate()
+            raise
+    return subprocess.CompletedProcess(argv, process.returncode, _utf8(out, argv),
+                                       _utf8(err, argv))
+
+
+def _utf8(data: bytes, argv: Sequence[str]) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{argv[0]} printed bytes that are not UTF-8 (byte {e.start} of its "
+                          f"output); run `{' '.join(argv[:-2])}` to see what it prints (is "
+                          "squeue on PATH Slurm's?)") from e
 
 
 def job_slices(job_id: str, runs: Sequence[Path]) -> dict[int, tuple[Path, Manifest]]:
@@ -151,8 +190,17 @@ def job_slices(job_id: str, runs: Sequence[Path]) -> dict[int, tuple[Path, Manif
                 continue
             newest = manifest.extra.scheduler_runs[-1]
             if newest.scheduler == "slurm" and newest.job_id == job_id:
-                found[int(newest.task_id)] = (directory, manifest)
+                found[_task_index(newest.task_id, directory)] = (directory, manifest)
     return found
+
+
+def _task_index(task_id: str, directory: Path) -> int:
+    """The array index a slice's manifest records (ConfigError when it is not one)."""
+    if not ARRAY_INDEX.fullmatch(task_id):
+        raise ConfigError(f"the manifest in {directory} records Slurm task id {task_id[:40]!r}, "
+                          "not an array index; that directory was not written by capture "
+                          "--shard auto: fix it or leave it out of --runs")
+    return int(task_id)
 
 
 def follow(job_id: str, runs: Sequence[Path], squeue: Squeue | None = None) -> SlurmJobView:

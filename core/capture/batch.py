@@ -24,6 +24,7 @@ from eagle_tui.core.shards.batchdir.opening import open_batch_dir
 from eagle_tui.core.shards.manifest import BatchConfig, IdentityExtra, Manifest, TurnsIdentity
 from eagle_tui.core.shards.schema import MULTI_TURN_SCHEMA_VERSION, SCHEMA_VERSION
 from eagle_tui.core.tokenizer import BoundaryIds, LoadedTokenizer, load_tokenizer
+from eagle_tui.core.tokenizer.modelconfig import model_vocab_size
 
 MAX_SCHEDULER_RUNS = 100
 
@@ -61,7 +62,8 @@ def prepare_batch(config: CaptureConfig, tokenizer: LoadedTokenizer | None = Non
             f"tokenizer {tokenizer.path} has no end-of-turn or eos token, so generation "
             "could only stop at max_new_tokens; set the 'stop' boundary override"
         )
-    vocab_size = tokenizer.vocab_bound(config.model_dir)
+    vocab_size = (model_vocab_size(config.model_dir) if config.model_dir is not None
+                  else tokenizer.vocab_bound())
     batch_config = make_batch_config(config, source, tokenizer, boundaries, vocab_size)
     opened = open_batch_dir(
         config.out_dir, batch_config, schema_version=shard_schema_version(config),

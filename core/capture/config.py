@@ -29,7 +29,7 @@ from msgspec import UNSET, UnsetType
 from eagle_tui.core.capture.conversation import DivergencePolicy, HistoryMode, MultiTurn
 from eagle_tui.core.capture.partition import Partition
 from eagle_tui.core.errors import ConfigError
-from eagle_tui.core.sampling import SamplingIdentity, SamplingPreset
+from eagle_tui.core.sampling import SamplingIdentity, SamplingPreset, check_extra_sampling
 from eagle_tui.core.urls import public_url, url_error
 from eagle_tui.core.wire import ENCODER, decoder, explain
 
@@ -123,6 +123,7 @@ class CaptureConfig(msgspec.Struct, frozen=True, kw_only=True):
     def __post_init__(self) -> None:
         self._check_servers()
         self._check_presets()
+        check_extra_sampling(self.extra_sampling)
         self._check_turns()
         positive = {
             "max_new_tokens": self.max_new_tokens,

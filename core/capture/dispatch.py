@@ -5,6 +5,13 @@ with the fewest requests in flight and waits (without polling) when all are full
 A server is paused when a failure suggests it is down (or too many errors come in a row) and
 re-admitted by the health monitor (``core.capture.healthloop``) once ``/health`` answers 200;
 a server that refuses our credentials is taken out for the rest of the run.
+
+A server that is paused again before any request succeeded on it backs off like any
+transient error (:meth:`ServerPool.hold_for`): it is held out for a delay that doubles with
+each such pause, however healthy ``/health`` says it is, and then re-admitted on probation,
+one request in flight until one succeeds. A router whose workers are listed healthy but which
+answers every request 503 ``no_available_workers`` passes every health check; without this
+it was re-admitted at once and sent a full pool of requests each time (~73 a second).
 """
 
 from __future__ import annotations
@@ -80,6 +87,16 @@ class PoolClosed(Exception):
     """The pool was closed (the batch is stopping); no more requests go out."""
 
 
+HOLD_BASE_S = 1.0
+"""Hold of the second pause without a success in between (the first has none: a server that
+restarted is re-admitted at its first healthy check); each further one doubles it."""
+HOLD_MAX_S = 30.0
+"""Longest hold: what the retry policy waits at most between a sample's attempts."""
+PROBATION_AFTER = 2
+"""Pauses without a success after which a re-admitted server takes one request at a time
+until one succeeds."""
+
+
 @dataclass(frozen=True)
 class ServerStatus:
     """An immutable view of one server for progress snapshots."""
@@ -109,6 +126,9 @@ class Server:
         self.succeeded = 0
         self.failed = 0
         self.paused_at: float | None = None
+        self.relapses = 0  # pauses for a failure since a request last succeeded here
+        self.held_until = 0.0  # monotonic time before which it is not re-admitted
+        self.probation = False  # re-admitted after relapses: one request until a success
         # Set when the server is paused, so its health monitor re-checks it at once.
         self.paused_signal = asyncio.Event()
         # The timeout and rid of each request in flight here, so a stop can abort them by
@@ -123,6 +143,11 @@ class Server:
     def is_router(self) -> bool:
         """True when the client fronts SGLang's router (``core.capture.routed``)."""
         return getattr(self.client, "is_router", False) is True
+
+    @property
+    def has_room(self) -> bool:
+        """True while it takes one more request (one at a time on probation)."""
+        return self.in_flight < (1 if self.probation else self.limit)
 
     def cut_in_flight(self) -> int:
         """End every request in flight here now (closing its connection); how many. A router
@@ -171,7 +196,7 @@ class ServerPool:
         self._down_since: float | None = None
         if start_paused:
             for server in self.servers:
-                self.pause(server, FIRST_CHECK)
+                self.pause(server, FIRST_CHECK, failure=False)
 
     # -- taking and returning slots ---------------------------------------------------
 
@@ -214,6 +239,10 @@ class ServerPool:
         if ok:
             server.succeeded += 1
             server.error_streak = 0
+            server.relapses = 0
+            if server.probation:
+                server.probation = False
+                self._wake(server.limit)
         else:
             server.failed += 1
         self._wake(1)
@@ -223,7 +252,7 @@ class ServerPool:
             return None
         for server in self.servers:
             if (server.url == url and server is not avoid
-                    and server.state is ServerState.READY and server.in_flight < server.limit):
+                    and server.state is ServerState.READY and server.has_room):
                 return server
         return None
 
@@ -233,9 +262,7 @@ class ServerPool:
             ready = [s for s in ready if s is not avoid]
         best: Server | None = None
         for server in ready:
-            if server.in_flight < server.limit and (
-                best is None or server.in_flight < best.in_flight
-            ):
+            if server.has_room and (best is None or server.in_flight < best.in_flight):
                 best = server
         return best
 
@@ -264,8 +291,9 @@ class ServerPool:
         if server.error_streak >= self._error_streak_limit:
             self.pause(server, f"{server.error_streak} failed requests in a row")
 
-    def pause(self, server: Server, reason: str) -> None:
-        """Stop sending to ``server`` until the health monitor re-admits it."""
+    def pause(self, server: Server, reason: str, *, failure: bool = True) -> None:
+        """Stop sending to ``server`` until the health monitor re-admits it; a ``failure``
+        paused again before any success holds it out longer (:meth:`hold_for`)."""
         if server.state is not ServerState.READY:
             return
         server.state = ServerState.PAUSED
@@ -273,8 +301,23 @@ class ServerPool:
         if reason != FIRST_CHECK:  # the log says why before it says "healthy again"
             log.warning("server %s paused: %s", server.url, reason)
         server.paused_at = self._clock.monotonic()
+        if failure:
+            server.relapses += 1
+            hold = self.hold_for(server.relapses)
+            server.held_until = server.paused_at + hold
+            if hold:
+                server.reason = f"{reason}; backing off {hold:g} s (paused {server.relapses} " \
+                    "times without a success)"
         server.paused_signal.set()
         self._update_down_since()
+
+    @staticmethod
+    def hold_for(relapses: int) -> float:
+        """Seconds a server paused ``relapses`` times without a success in between is held
+        out: none the first time, then 1, 2, 4 … up to :data:`HOLD_MAX_S`."""
+        if relapses < 2:
+            return 0.0
+        return min(HOLD_MAX_S, HOLD_BASE_S * 2.0 ** min(relapses - 2, 32))
 
     def refuse(self, server: Server, reason: str) -> None:
         """Take ``server`` out for the rest of the run (it will not accept our requests)."""
@@ -283,16 +326,22 @@ class ServerPool:
         self._update_down_since()
         self._wake_all()  # waiters must learn if no server is left
 
-    def readmit(self, server: Server) -> None:
-        """Send to a paused ``server`` again (its health check passed)."""
+    def readmit(self, server: Server) -> bool:
+        """Send to a paused ``server`` again (its health check passed), unless it is held
+        out still; True when it was re-admitted. After :data:`PROBATION_AFTER` pauses
+        without a success it takes one request until one succeeds."""
         if server.state is not ServerState.PAUSED:
-            return
+            return False
+        if self._clock.monotonic() < server.held_until:
+            return False
         server.state = ServerState.READY
         server.reason = ""
         server.error_streak = 0
         server.paused_at = None
+        server.probation = server.relapses >= PROBATION_AFTER
         self._update_down_since()
-        self._wake(server.limit)
+        self._wake(1 if server.probation else server.limit)
+        return True
 
     def _update_down_since(self) -> None:
         if any(s.state is ServerState.READY for s in self.servers):

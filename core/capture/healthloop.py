@@ -2,7 +2,9 @@
 
 A ready server is probed every ``interval_s``; ``failures_to_pause`` failed probes in a row
 pause it (one slow ``/health`` on a loaded server is not an outage). A paused server is
-probed every ``paused_interval_s`` and re-admitted at its first 200. Refused servers (bad
+probed every ``paused_interval_s`` and re-admitted at its first 200, unless the pool still
+holds it out (a server paused again before any request succeeded on it backs off:
+``core.capture.dispatch``). Refused servers (bad
 credentials) are left alone: ``/health`` is exempt from auth, so it would lie about them.
 """
 
@@ -82,12 +84,15 @@ class HealthMonitor:
         return False
 
     def _admit(self, server: Server) -> None:
-        """Send to ``server`` again, or for the first time (a pool started paused)."""
-        if server.reason == FIRST_CHECK:
+        """Send to ``server`` again, or for the first time (a pool started paused), unless
+        the pool holds it out still (it relapsed: backing off)."""
+        first = server.reason == FIRST_CHECK
+        if not self._pool.readmit(server):
+            return
+        if first:
             log.info("server %s is healthy; sending to it", server.url)
         else:
             log.info("server %s is healthy again; re-admitted", server.url)
-        self._pool.readmit(server)
 
     async def _check(self, server: Server) -> tuple[bool, str]:
         try:

@@ -19,21 +19,44 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from eagle_tui.core.export.background import BackgroundFile
-from eagle_tui.core.export.encode import JSONL_COLUMNS, MASK_TYPE, jsonl_chunks, with_loss_mask
+from eagle_tui.core.export.encode import (
+    JSONL_COLUMNS,
+    MASK_TYPE,
+    jsonl_chunks,
+    numpy_array,
+    with_loss_mask,
+)
 from eagle_tui.core.export.options import ExportFormat, MaskStart
 from eagle_tui.core.fsio import DROP_BEHIND_BYTES, HashingFile
-from eagle_tui.core.shards.schema import COLUMNS, SHARD_SCHEMA, SHARD_SCHEMA_V2, TURN_COLUMNS
+from eagle_tui.core.shards.schema import (
+    ACCEPTANCE_COLUMN,
+    ACCEPTANCE_FIELD,
+    COLUMNS,
+    SHARD_SCHEMA,
+    SHARD_SCHEMA_V2,
+    TURN_COLUMNS,
+)
 from eagle_tui.core.shards.writer import COMPRESSION, STATISTICS_COLUMNS
 
-EXPORT_SCHEMA: pa.Schema = SHARD_SCHEMA.append(pa.field("loss_mask", MASK_TYPE, nullable=False))
-# With a multi-turn batch among the sources the file carries its turn columns too; they are
-# nullable here, because a single-turn batch exported alongside has none (its rows read as
-# null, as the shard reader reads them).
-EXPORT_SCHEMA_TURNS: pa.Schema = pa.schema([
-    *SHARD_SCHEMA,
-    *(SHARD_SCHEMA_V2.field(name).with_nullable(True) for name in TURN_COLUMNS),
-    pa.field("loss_mask", MASK_TYPE, nullable=False),
-])
+LOSS_MASK_FIELD = pa.field("loss_mask", MASK_TYPE, nullable=False)
+
+
+def export_schema(*, turns: bool = False, acceptance: bool = False) -> pa.Schema:
+    """The parquet file's columns: the shard columns, then (with a multi-turn batch among
+    the sources) the turn columns, (with a batch whose shards carry it) the acceptance
+    column, then ``loss_mask``. The turn columns are nullable here, because a single-turn
+    batch exported alongside has none (its rows read as null, as the shard reader reads
+    them); so is the acceptance column, null for the rows of a batch without it."""
+    return pa.schema([
+        *SHARD_SCHEMA,
+        *(SHARD_SCHEMA_V2.field(name).with_nullable(True) for name in TURN_COLUMNS if turns),
+        *([ACCEPTANCE_FIELD] if acceptance else []),
+        LOSS_MASK_FIELD,
+    ])
+
+
+EXPORT_SCHEMA: pa.Schema = export_schema()
+EXPORT_SCHEMA_TURNS: pa.Schema = export_schema(turns=True)
 # A dictionary over ~160k distinct token ids costs twice the write time and saves nothing
 # once zstd has run (measured in tests/benchmarks/bench_export.py); the other columns keep it.
 DICTIONARY_COLUMNS = [name for name in EXPORT_SCHEMA_TURNS.names if name != "input_ids"]
@@ -43,12 +66,12 @@ class ExportSink:
     """Writes kept rows in ``fmt`` to ``tmp``; :meth:`finish` syncs and closes it."""
 
     def __init__(self, tmp: Path, fmt: ExportFormat, mask_start: MaskStart,
-                 fingerprint: str, *, turns: bool = False) -> None:
+                 fingerprint: str, *, turns: bool = False, acceptance: bool = False) -> None:
         self.tmp = tmp
         self.fmt = fmt
         self.mask_start = mask_start
         self.fingerprint = fingerprint
-        self.schema = EXPORT_SCHEMA_TURNS if turns else EXPORT_SCHEMA
+        self.schema = export_schema(turns=turns, acceptance=acceptance)
         self.rows = 0
         self.file = HashingFile(tmp, drop_behind=DROP_BEHIND_BYTES)
         self._out = BackgroundFile(self.file)
@@ -72,8 +95,15 @@ class ExportSink:
     @property
     def columns(self) -> list[str]:
         """Shard columns this format needs from every batch (JSONL leaves latency and time
-        behind); a multi-turn batch adds :data:`TURN_COLUMNS`."""
+        behind); a multi-turn batch adds :data:`TURN_COLUMNS`, and for parquet a batch with
+        the acceptance column adds it (:attr:`wants_acceptance`)."""
         return list(COLUMNS) if self.fmt == "parquet" else list(JSONL_COLUMNS)
+
+    @property
+    def wants_acceptance(self) -> bool:
+        """True when this file carries the shards' acceptance column (parquet, with a source
+        batch that has it): the trainers' JSONL never does."""
+        return ACCEPTANCE_COLUMN in self.schema.names
 
     def write(self, table: pa.Table, keep: pa.BooleanArray) -> None:
         """Append the rows of one row group that ``keep`` marks (``table`` has every shard
@@ -107,8 +137,10 @@ class ExportSink:
         names = [name for name in self.schema.names if name != "loss_mask"]
         for name in names:
             if name not in table.column_names:
-                table = table.append_column(
-                    self.schema.field(name), pa.nulls(table.num_rows, self.schema.field(name).type))
+                field = self.schema.field(name)
+                nulls = (null_acceptance(table.num_rows) if name == ACCEPTANCE_COLUMN
+                         else pa.nulls(table.num_rows, field.type))
+                table = table.append_column(field, nulls)
         return table.select(names)
 
     def finish(self) -> None:
@@ -136,6 +168,21 @@ class ExportSink:
         with contextlib.suppress(OSError):  # closing flushes, and the disk may still be full
             self.file.close()
         self.tmp.unlink(missing_ok=True)
+
+
+def null_acceptance(rows: int) -> pa.StructArray:
+    """``rows`` null acceptance structs (the rows of a batch without the column). Their
+    children hold zeros and empty histograms, hidden by the struct's validity: the fields
+    are not nullable, so ``pa.nulls`` would not cast to the column's type."""
+    kind = ACCEPTANCE_FIELD.type
+    zeros = numpy_array(np.zeros(rows, np.int32))
+    histograms = pa.ListArray.from_arrays(numpy_array(np.zeros(rows + 1, np.int32)),
+                                          numpy_array(np.zeros(0, np.int32)),
+                                          type=kind.field("histogram").type)
+    children = [histograms if field.name == "histogram" else zeros for field in kind]
+    bits = np.packbits(np.ones(rows, np.bool_), bitorder="little")
+    missing = pa.Array.from_buffers(pa.bool_(), rows, [None, pa.py_buffer(bits)])
+    return pa.StructArray.from_arrays(children, fields=list(kind), mask=missing)
 
 
 def kept_rows(table: pa.Table, kept: list[int]) -> pa.Table:

@@ -38,7 +38,7 @@ from eagle_tui.core.samples.job import (
 )
 from eagle_tui.core.shards.conversations import is_multi_turn
 from eagle_tui.core.shards.reader import group_tables
-from eagle_tui.core.shards.schema import TURN_COLUMNS
+from eagle_tui.core.shards.schema import ACCEPTANCE_COLUMN, TURN_COLUMNS
 
 Progress = Callable[[int, int], None]
 """Called after each row group with (rows read, rows in all batches)."""
@@ -68,6 +68,7 @@ def export(directories: Sequence[str | Path], out: str | Path, options: ExportOp
     _check_output(path, manifest_path, options.force)
     batches = open_batches(directories)
     _check_outside_sources(path, [batch.directory for batch in batches])
+    _check_not_read(path, batches)
     partial = incomplete_job([batch.manifest for batch in batches])
     if partial is not None and not options.allow_partial:
         raise ExportError(f"refusing to export an {partial}, or pass --allow-partial to "
@@ -78,8 +79,10 @@ def export(directories: Sequence[str | Path], out: str | Path, options: ExportOp
     tally = KeepTally(options.filter, mask_start, options.max_length,
                       footer.tokenizer.vocab_size if footer else None)
     turns = any(is_multi_turn(batch.reader) for batch in batches)
+    acceptance = options.format == "parquet" and any(
+        batch.manifest.acceptance_column for batch in batches)
     with export_memory_pool():
-        sink = _open_sink(path, options, fingerprint, turns=turns)
+        sink = _open_sink(path, options, fingerprint, turns=turns, acceptance=acceptance)
         _fill_and_commit(sink, batches, tally, progress, options, path)
     return ExportResult(path, manifest_path, tally.counts(), sink.file.size,
                         sink.file.hexdigest(), partial)
@@ -147,13 +150,49 @@ def _check_outside_sources(path: Path, directories: Sequence[Path]) -> None:
                               f"{source.parent / 'train.jsonl'}")
 
 
+def _check_not_read(path: Path, batches: Sequence[SourceBatch]) -> None:
+    """No file the export writes or removes (the data file, its manifest, their temp files) is
+    a file it reads, through any link: a shard may be a symlink, or a hard link, to a file
+    outside its batch, and ``--force`` would replace that file (or the clean-up of a stale temp
+    file remove it). Compared as the kernel sees the files (device and inode, links followed)
+    and by resolved path."""
+    read: dict[tuple[object, ...], tuple[Path, Path]] = {}
+    for batch in batches:
+        for file in (batch.manifest.path, *(shard.path for shard in batch.shards)):
+            read.update(dict.fromkeys(_identities(file), (file, batch.directory)))
+    for name in _written_names(path):
+        for identity in _identities(name):
+            if identity in read:
+                file, directory = read[identity]
+                raise ExportError(f"--out {path}: {name} is the file {file} of the batch "
+                                  f"{directory} being exported (through a link); name a file "
+                                  "that no source batch reads, e.g. in a new directory")
+
+
+def _written_names(path: Path) -> tuple[Path, ...]:
+    """Every name the export writes, replaces or removes."""
+    manifest_path = manifest_path_for(path)
+    return tuple(p for name in (path, manifest_path)
+                 for p in (name, name.with_name(name.name + TMP_SUFFIX)))
+
+
+def _identities(path: Path) -> list[tuple[object, ...]]:
+    """What a file is: its resolved path, and its device and inode when it exists."""
+    found: list[tuple[object, ...]] = [("path", os.path.realpath(path))]
+    try:
+        info = os.stat(path)
+    except OSError:  # nothing there (or nothing this user can reach): only the path tells
+        return found
+    return [*found, ("inode", info.st_dev, info.st_ino)]
+
+
 def _open_sink(path: Path, options: ExportOptions, fingerprint: str, *,
-               turns: bool) -> ExportSink:
+               turns: bool, acceptance: bool) -> ExportSink:
     tmp = path.with_name(path.name + TMP_SUFFIX)
     try:
         _clear_stale(tmp)
         return ExportSink(tmp, options.format, options.effective_mask_start, fingerprint,
-                          turns=turns)
+                          turns=turns, acceptance=acceptance)
     except OSError as e:
         tmp.unlink(missing_ok=True)
         raise ExportError(f"cannot create {tmp}: {describe_os_error(e)}") from e
@@ -177,7 +216,7 @@ def _stream(batches: list[SourceBatch], sink: ExportSink, tally: KeepTally,
     done = 0
     current: SourceBatch | None = None
     # closed on the way out, so a failed write stops the reader at once
-    read = _tables(batches, columns)
+    read = _tables(batches, columns, acceptance=sink.wants_acceptance)
     with contextlib.closing(prefetched(read)) as tables:
         for batch, table in tables:
             if batch is not current:
@@ -189,11 +228,14 @@ def _stream(batches: list[SourceBatch], sink: ExportSink, tally: KeepTally,
                 progress(done, total)
 
 
-def _tables(batches: list[SourceBatch],
-            columns: list[str]) -> Generator[tuple[SourceBatch, pa.Table], None, None]:
-    """Each row group of each shard of each batch, with its batch."""
+def _tables(batches: list[SourceBatch], columns: list[str], *,
+            acceptance: bool = False) -> Generator[tuple[SourceBatch, pa.Table], None, None]:
+    """Each row group of each shard of each batch, with its batch (with its acceptance
+    column when ``acceptance`` and the batch has one)."""
     for batch in batches:
         read = [*columns, *TURN_COLUMNS] if is_multi_turn(batch.reader) else columns
+        if acceptance and batch.manifest.acceptance_column:
+            read = [*read, ACCEPTANCE_COLUMN]
         for shard in batch.shards:
             for table in _row_groups(batch, shard, read):
                 yield batch, table

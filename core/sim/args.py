@@ -9,6 +9,9 @@ start-up timing, generation speed and faults.
 from __future__ import annotations
 
 import argparse
+import ipaddress
+import re
+import socket
 import sys
 from pathlib import Path
 
@@ -131,8 +134,51 @@ def config_from_args(args: argparse.Namespace) -> SimConfig:
     )
 
 
+def bind_host(text: str) -> str:
+    """``--host``: an address of this machine, or a name of one, that a server can listen on
+    (checked by binding a socket to it on a free port, then closing it), so a bad one is an
+    option error before start-up instead of exit 3 after it."""
+    Line("a host name or address")(text)
+    if not _address_or_name(text):
+        raise ValueError(f"{shown(text)} is neither an IP address nor a host name; give "
+                         "an address of this machine, e.g. 127.0.0.1, 0.0.0.0 or ::1")
+    try:
+        found = socket.getaddrinfo(text, None, type=socket.SOCK_STREAM,
+                                   flags=socket.AI_PASSIVE)
+    except (OSError, UnicodeError) as e:
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        raise ValueError(f"{shown(text)} does not resolve ({reason}); give an address of "
+                         "this machine, e.g. 127.0.0.1, 0.0.0.0 or ::1") from None
+    problem = "no address"
+    for family, kind, _, _, address in found:
+        try:
+            with socket.socket(family, kind) as probe:
+                probe.bind((address[0], 0, *address[2:]))  # IPv6: flow and scope too
+        except OSError as e:
+            problem = e.strerror or str(e)
+            continue
+        return text
+    raise ValueError(f"{shown(text)} cannot be listened on here ({problem}); give an "
+                     "address of this machine, e.g. 127.0.0.1, 0.0.0.0 or ::1")
+
+
+_HOST_LABEL = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
+
+
+def _address_or_name(text: str) -> bool:
+    """An IP address, or a host name whose last label is not all digits (RFC 3696: a name
+    such as ``1.5`` or ``0`` would be read as an address by ``inet_aton``)."""
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        labels = text.removesuffix(".").split(".")
+        return (len(text) <= 253 and all(_HOST_LABEL.fullmatch(label) for label in labels)
+                and not labels[-1].isdigit())
+    return True
+
+
 def _add_server_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--host", default="127.0.0.1", type=Line("a host name or address"),
+    parser.add_argument("--host", default="127.0.0.1", type=Checked(bind_host),
                         help="address to bind (default 127.0.0.1; 0.0.0.0 for every interface)")
     parser.add_argument("--port", type=Whole(1, 65535), default=30000)
     parser.add_argument(

@@ -53,3 +53,19 @@ def first_vocab_size(directories: Iterable[Path]) -> int | None:
         if size is not None:
             return size
     return None
+
+
+def model_vocab_size(directory: Path) -> int:
+    """``vocab_size`` from the ``config.json`` of a model directory the user named: a
+    directory without one is an error, not a silent fall-back (ConfigError)."""
+    config = read_model_config(directory)
+    if config is None:
+        raise ConfigError(f"{directory} has no {CONFIG_NAME}; give the model directory (the "
+                          f"one holding {CONFIG_NAME}), or leave --model-dir out to take the "
+                          "vocabulary size from the tokenizer directory")
+    size = config_vocab_size(config)
+    if size is None:
+        raise ConfigError(f"{directory / CONFIG_NAME} has no vocab_size (top level or in "
+                          "text_config); give the model directory whose config.json has it, "
+                          "or leave --model-dir out")
+    return size

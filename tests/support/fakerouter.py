@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
@@ -135,6 +136,27 @@ class FakeRouter(_Base):
         except urllib.error.HTTPError as e:
             status, data, kind = e.code, e.read(), "application/json"
         self.send(handler, status, data, kind)
+
+
+class NoWorkerRouter(FakeRouter):
+    """A router whose workers are listed healthy but which answers every POST 503
+    ``no_available_workers`` (as SGLang's router 0.3.2 does when it holds every worker
+    unhealthy or circuit-open); ``posts`` holds the monotonic time of each POST."""
+
+    BODY = json.dumps({"error": {"type": "service_unavailable", "code": "no_available_workers",
+                                 "message": "No available workers"}}).encode()
+
+    def __init__(self, workers: Sequence[str]) -> None:
+        super().__init__(workers)
+        self.posts: list[float] = []
+
+    def answer(self, handler: BaseHTTPRequestHandler) -> None:
+        if handler.command != "POST":
+            super().answer(handler)
+            return
+        _read_body(handler)
+        self.posts.append(time.monotonic())
+        self.send(handler, 503, self.BODY)
 
 
 def _read_body(handler: BaseHTTPRequestHandler) -> bytes:

@@ -79,13 +79,14 @@ from eagle_tui.core.capture.scheduler_env import (
 )
 from eagle_tui.core.errors import ConfigError, EagleError
 from eagle_tui.core.fsio import describe_os_error, open_append
-from eagle_tui.core.sampling import SamplingPreset
+from eagle_tui.core.sampling import SamplingPreset, check_extra_sampling
 from eagle_tui.core.sglang import API_KEY_ENV
 from eagle_tui.core.sglang.apikey import read_api_key
 from eagle_tui.core.shards.batchdir.layout import BatchDir
 from eagle_tui.core.shards.batchdir.lock import OutputLock
 from eagle_tui.core.text import terminal_safe
 from eagle_tui.core.tokenizer.boundaries import normalize_overrides
+from eagle_tui.core.tokenizer.modelconfig import model_vocab_size
 from eagle_tui.tui.cli.batch_verbs import add_detach_arguments, run_detached
 from eagle_tui.tui.cli.capture_display import plain_progress, rich_progress
 from eagle_tui.tui.options import server_url
@@ -132,7 +133,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help="SGLang server URL; repeat for several (least-loaded first)")
     need.add_argument("--tokenizer", type=DirIn("tokenizer directory"), required=True,
                       help="the served model's tokenizer directory (local)")
-    need.add_argument("--model-dir", type=DirIn("model directory"),
+    need.add_argument("--model-dir", type=Checked(model_config_dir),
                       help="model directory whose config.json gives the vocabulary size "
                            "(default: the tokenizer directory, else the largest token id)")
     need.add_argument("--held-out", type=Number(0, 1, above=True), default=None, metavar="FRACTION",
@@ -172,7 +173,7 @@ def _sampling_arguments(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--seed", type=Whole(0, MAX_SEED),
                        help="sampling_seed sent with every request")
     group.add_argument("--sampling-param", action="append", default=[], metavar="KEY=JSON",
-                       type=Checked(key_json),
+                       type=Checked(sampling_param),
                        help="extra SGLang sampling_params entry, e.g. repetition_penalty=1.05")
     group.add_argument("--template-kwarg", action="append", default=[], metavar="KEY=JSON",
                        type=Checked(key_json), help="chat-template keyword, e.g. thinking=false")
@@ -376,6 +377,22 @@ def key_json(item: str) -> tuple[str, Any]:
         if raw.lstrip()[:1] in ("{", "[", '"'):
             raise ValueError(f"the value of {key} is not valid JSON ({e})") from None
         return key, raw
+
+
+def sampling_param(item: str) -> tuple[str, Any]:
+    """A ``--sampling-param KEY=JSON`` value; a key SGLang knows must have its type
+    (``temperature="x"`` would make every request a 400)."""
+    key, value = key_json(item)
+    check_extra_sampling({key: value})
+    return key, value
+
+
+def model_config_dir(text: str) -> Path:
+    """A ``--model-dir``: a directory whose ``config.json`` gives the vocabulary size (one
+    without would be ignored silently, the bound then taken from elsewhere)."""
+    path = DirIn("model directory")(text)
+    model_vocab_size(path)
+    return path
 
 
 def _boundary(item: str) -> tuple[str, int]:
