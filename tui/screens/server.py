@@ -22,6 +22,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
+from eagle_tui.core.outside import clean
 from eagle_tui.core.urls import BadURL, ServerURL
 from eagle_tui.tui.options import ServerTarget
 from eagle_tui.tui.render import literal
@@ -314,7 +315,7 @@ class ServerScreen(ViewScreen):
         seen = self._last_line.get(index)
         if seen is None:
             return replace(snapshot, last_log_line=None, last_log_age_s=None)
-        return replace(snapshot, last_log_line=seen[0],
+        return replace(snapshot, last_log_line=clean(seen[0]),
                        last_log_age_s=max(0.0, self.eagle.clock.monotonic() - seen[1]))
 
     def _snapshots(self, index: int, snapshots: list[HealthSnapshot]) -> None:

@@ -252,6 +252,7 @@ class ServerFeed:
     async def _tail_log(self, stop: threading.Event, emit: Emit, clock: Clock) -> None:
         from eagle_tui.core.serverlog.follower import LogFollower
         from eagle_tui.core.serverlog.ourpolls import OUR_POLLS
+        from eagle_tui.core.urls import redact
 
         if self.target.log_file is None:
             return
@@ -265,7 +266,10 @@ class ServerFeed:
                 self._log_active = self._log_active or any(
                     not OUR_POLLS.search(line) for line in chunk.lines)
                 if chunk.lines or chunk.notes or chunk.error != last_error or chunk.partial:
-                    emit(LogBatch(chunk.lines, chunk.partial, chunk.notes, chunk.error))
+                    # a log is another user's text: its credentials never reach the pane
+                    # (redacted here, in the feed's thread, not in the UI thread's)
+                    emit(LogBatch(tuple(redact(line) for line in chunk.lines),
+                                  redact(chunk.partial), chunk.notes, chunk.error))
                 last_error = chunk.error
                 await clock.sleep(1.0 / LOG_HZ)
         finally:
