@@ -1,11 +1,12 @@
 """Typed JSON shapes: one ``msgspec.Struct`` declares each document, and encodes and decodes it.
 
 Every JSON document that crosses a process or a file (the batch control API, registry
-records, the stored batch config, ``manifest.json``, the dashboard's ``config.toml``,
-SGLang's ``/generate`` answers) is declared once as a struct next to the code that owns it;
-``msgspec.json.Decoder(Shape)`` checks types while it parses, so a value of the wrong type
-is refused where it enters, with the path of the field (``$.progress.done``), instead of
-failing somewhere downstream.
+records, the stored batch config, ``manifest.json``, the lines of ``failures.jsonl`` and
+``rejects.jsonl``, an export's manifest, the ``--json`` outputs, the dashboard's
+``config.toml``, SGLang's ``/generate`` answers) is declared once as a struct next to the
+code that owns it; ``msgspec.json.Decoder(Shape)`` checks types while it parses, so a value
+of the wrong type is refused where it enters, with the path of the field
+(``$.progress.done``), instead of failing somewhere downstream.
 
 - ``Wire``: base of the control API's shapes (immutable, keyword-built, unknown fields
   ignored so an older reader accepts a newer writer);
