@@ -35,13 +35,20 @@ class _Part(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tru
     """Base of the manifest's parts: built by keyword, nothing unknown read."""
 
 
-class DataFile(_Part, frozen=True):
-    """The exported file: its name (beside the manifest), rows, size and sha256."""
+class FileDoc(_Part, frozen=True):
+    """A file the export read or wrote (a source shard): its name, rows, size and sha256,
+    written in name order like every key of the manifest."""
 
-    file: str
+    name: str
     rows: int
-    bytes: int
     sha256: str
+    bytes: int
+
+
+class DataFile(FileDoc, frozen=True):
+    """The exported file; its name (beside the manifest) is written as ``file``."""
+
+    name: str = msgspec.field(name="file")
 
 
 class FilterDoc(_Part, frozen=True):
@@ -74,29 +81,20 @@ class TokenizerDoc(_Part, frozen=True):
                    vocab_size=footer.tokenizer.vocab_size if footer else None)
 
 
-class ShardDoc(_Part, frozen=True):
-    """One source shard: name, rows, sha256, bytes."""
-
-    name: str
-    rows: int
-    sha256: str
-    bytes: int
-
-
 class SourceDoc(_Part, frozen=True):
     """One source batch: its directory, rows, tokenizer fingerprint and shards."""
 
     batch: str
     rows: int
     tokenizer_fingerprint: str
-    shards: list[ShardDoc]
+    shards: list[FileDoc]
 
     @classmethod
     def of(cls, batch: SourceBatch) -> SourceDoc:
         """The entry of ``batch``."""
         return cls(batch=str(batch.directory), rows=batch.rows,
                    tokenizer_fingerprint=batch.tokenizer_fingerprint,
-                   shards=[ShardDoc(name=s.name, rows=s.rows, sha256=s.sha256, bytes=s.bytes)
+                   shards=[FileDoc(name=s.name, rows=s.rows, sha256=s.sha256, bytes=s.bytes)
                            for s in batch.shards])
 
 
@@ -135,7 +133,7 @@ def build_manifest(path: Path, options: ExportOptions, batches: list[SourceBatch
     return ExportManifest(
         version=EXPORT_MANIFEST_VERSION, written_by=f"eagle-tui {_version()}",
         format=options.format, mask_start=options.effective_mask_start,
-        data=DataFile(file=path.name, rows=sink.rows, bytes=sink.file.size,
+        data=DataFile(name=path.name, rows=sink.rows, bytes=sink.file.size,
                       sha256=sink.file.hexdigest()),
         filter=FilterDoc.of(options.filter), counts=counts,
         tokenizer=TokenizerDoc.of(batches[0]),

@@ -177,7 +177,7 @@ def test_manifest_is_one_struct_written_as_sorted_json_dumps_wrote_it(
     result = export(batches, out, ExportOptions("speculators", max_length=20))
     data = (tmp_path / "train.jsonl.manifest.json").read_bytes()
     manifest = ExportManifest.decode(data)
-    assert (manifest.data.file, manifest.data.rows) == ("train.jsonl", result.counts.kept)
+    assert (manifest.data.name, manifest.data.rows) == ("train.jsonl", result.counts.kept)
     assert manifest.counts == result.counts and manifest.counts.length is not None
     assert [s.batch for s in manifest.sources] == [str(b.resolve()) for b in batches]
     assert manifest.encode() == data

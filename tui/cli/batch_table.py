@@ -22,18 +22,18 @@ class SavedProgress(Wire, frozen=True):
     ``Progress`` without what only a running worker knows (in flight, retrying, rates,
     ETA), fields in name order as they have always been printed."""
 
-    already_done: int = 0
-    done: int = 0
-    elapsed_s: float = 0.0
-    failed: int = 0
-    flagged: int = 0
-    interrupted: int = 0
-    output_tokens: int = 0
-    rejected: int = 0
-    remaining: int | None = None
-    settled: int = 0
-    total: int | None = None
-    written: int = 0
+    already_done: int
+    done: int
+    elapsed_s: float
+    failed: int
+    flagged: int
+    interrupted: int
+    output_tokens: int
+    rejected: int
+    remaining: int | None
+    settled: int
+    total: int | None
+    written: int
 
     @classmethod
     def of(cls, progress: Progress) -> SavedProgress:
