@@ -1,17 +1,20 @@
 """Typed JSON shapes: one ``msgspec.Struct`` declares each document, and encodes and decodes it.
 
 Every JSON document that crosses a process or a file (the batch control API, registry
-records, the stored batch config, ``manifest.json``, the dashboard's ``config.toml``,
-SGLang's ``/generate`` answers) is declared once as a struct next to the code that owns it;
-``msgspec.json.Decoder(Shape)`` checks types while it parses, so a value of the wrong type
-is refused where it enters, with the path of the field (``$.progress.done``), instead of
-failing somewhere downstream.
+records, the stored batch config, ``manifest.json``, the lines of ``failures.jsonl`` and
+``rejects.jsonl``, an export's manifest, the ``--json`` outputs, the dashboard's
+``config.toml``, SGLang's ``/generate`` answers) is declared once as a struct next to the
+code that owns it; ``msgspec.json.Decoder(Shape)`` checks types while it parses, so a value
+of the wrong type is refused where it enters, with the path of the field
+(``$.progress.done``), instead of failing somewhere downstream.
 
 - ``Wire``: base of the control API's shapes (immutable, keyword-built, unknown fields
   ignored so an older reader accepts a newer writer);
 - ``where_what(error)`` / ``explain(error)``: msgspec's error as ``field.path: problem``;
 - ``ENCODER``: one shared compact encoder (structs, dataclasses, enums, builtins, paths and
   ``TextValue``s); ``printable_json``: its output for a terminal (non-ASCII escaped);
+  ``json_line``: its output as a line of a JSONL file (a lone surrogate escaped), read
+  back by ``parse_json_line``;
 - ``TextValue``: base of value types a document holds as text (``--shard``'s ``"2/5"``);
   ``enc_hook``/``dec_hook`` write and read them, and paths, for any encoder or decoder
   (``decoder(Shape)`` is a JSON decoder with them).
@@ -23,6 +26,7 @@ reader has to narrow before use.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import PurePath
 from typing import Self, TypeVar
@@ -83,6 +87,29 @@ ENCODER = msgspec.json.Encoder(enc_hook=enc_hook)
 """Compact JSON of any struct, dataclass, enum, builtin, path or ``TextValue`` (thread-safe,
 reusable)."""
 
+
+
+def json_line(value: object) -> str:
+    """``value`` as one compact JSON line (no newline), for a JSONL file. Text from a
+    prompt or a server may hold a lone surrogate (a JSON ``\\udXXX`` escape decodes to
+    one): msgspec cannot write it, so that line is written escaped, as JSON allows and
+    ``json.loads`` reads back."""
+    try:
+        return ENCODER.encode(value).decode()
+    except UnicodeEncodeError:
+        return json.dumps(msgspec.to_builtins(value, enc_hook=enc_hook))
+
+
+def parse_json_line(text: str, shape: type[T]) -> T | None:
+    """The ``shape`` a JSONL line holds; None for a line torn by a crash or of another shape.
+    Read by ``json`` first: a line ``json_line`` wrote escaped may hold a lone surrogate,
+    which msgspec's parser refuses."""
+    try:
+        return msgspec.convert(json.loads(text), shape, dec_hook=dec_hook)
+    except (ValueError, RecursionError, msgspec.ValidationError):
+        return None
+
+
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 
 
@@ -134,4 +161,4 @@ class Wire(msgspec.Struct, frozen=True, kw_only=True):
 
 
 __all__ = ["ENCODER", "TextValue", "Wire", "dec_hook", "decoder", "enc_hook", "explain",
-           "printable_json", "where_what"]
+           "json_line", "parse_json_line", "printable_json", "where_what"]

@@ -19,7 +19,6 @@ Messages come from the error tree, which never carries credentials. Each line is
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,7 +29,7 @@ import msgspec
 from eagle_tui.core.errors import ConfigError
 from eagle_tui.core.fsio import UnsafeFile, create_new, open_read_own, unsafe_to_write
 from eagle_tui.core.shards.batchdir.layout import BatchDir
-from eagle_tui.core.wire import ENCODER
+from eagle_tui.core.wire import json_line, parse_json_line
 
 NOT_RETRIED_ON_RESUME = frozenset({"context_too_long"})
 """Failure kinds a resume leaves failed unless asked (``--retry-failed``)."""
@@ -79,7 +78,7 @@ class FailureLog:
 
     def write(self, failure: Failure) -> None:
         """Append ``failure`` and flush it."""
-        self._handle.write(_line(failure) + "\n")
+        self._handle.write(json_line(failure) + "\n")
         self._handle.flush()
         self.count += 1
 
@@ -113,18 +112,6 @@ def read_failures(path: Path) -> Iterator[Failure]:
         return
     with open(fd, encoding="utf-8", errors="replace") as handle:
         for text in handle:
-            try:
-                # json first: a line may escape a lone surrogate, which msgspec refuses
-                yield msgspec.convert(json.loads(text), Failure)
-            except (ValueError, RecursionError, msgspec.ValidationError):
-                continue
+            if (failure := parse_json_line(text, Failure)) is not None:
+                yield failure
 
-
-def _line(failure: Failure) -> str:
-    """One JSON line. A server's message may hold a lone surrogate (a JSON ``\\udXXX``
-    escape decodes to one): msgspec cannot write it, so that line is written escaped, as
-    JSON allows and ``read_failures`` reads it back."""
-    try:
-        return ENCODER.encode(failure).decode()
-    except UnicodeEncodeError:
-        return json.dumps(msgspec.to_builtins(failure))

@@ -1,27 +1,27 @@
 """``rejects.jsonl``: one JSON line per prompt record that could not be used.
 
-Each line is ``{"source", "line", "reason", "sample_id"}`` (sample_id null when the record
-had none we could read). Lines are flushed as written, so a crash loses none. A resumed
-batch re-reads its prompt file and meets the same bad records again; entries already in the
-file (same source and line) are not written twice.
+Each line is a ``Reject`` struct, ``{"source", "line", "reason", "sample_id"}`` (sample_id
+null when the record had none we could read). Lines are flushed as written, so a crash loses
+none. A resumed batch re-reads its prompt file and meets the same bad records again; entries
+already in the file (same source and line) are not written twice.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import IO
 
+import msgspec
+
 from eagle_tui.core.errors import ConfigError
 from eagle_tui.core.fsio import open_append, open_read_own
+from eagle_tui.core.wire import json_line, parse_json_line
 
 
-@dataclass(frozen=True, slots=True)
-class Reject:
-    """A prompt record that was not used: where it is and why."""
+class Reject(msgspec.Struct, frozen=True):
+    """A prompt record that was not used: where it is and why (a line of ``rejects.jsonl``)."""
 
     source: str
     line: int
@@ -64,7 +64,7 @@ class RejectLog:
         key = (reject.source, reject.line)
         if key in self._seen:
             return False
-        self._handle.write(json.dumps(asdict(reject), ensure_ascii=False) + "\n")
+        self._handle.write(json_line(reject) + "\n")
         self._handle.flush()
         self._seen.add(key)
         return True
@@ -96,9 +96,7 @@ def _existing_keys(path: Path) -> tuple[set[tuple[str, int]], bool]:
     text = ""
     with open(fd, encoding="utf-8", errors="replace") as handle:
         for text in handle:
-            try:
-                entry = json.loads(text)
-                keys.add((str(entry["source"]), int(entry["line"])))
-            except (ValueError, KeyError, TypeError):
-                continue  # a line torn by a crash: the record will be logged again
+            # a line torn by a crash is skipped: the record will be logged again
+            if (reject := parse_json_line(text, Reject)) is not None:
+                keys.add((reject.source, reject.line))
     return keys, bool(text) and not text.endswith("\n")

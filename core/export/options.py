@@ -88,13 +88,6 @@ class RowFilter:
             return f"finish={finish_reason}"
         return None
 
-    def to_json(self) -> dict[str, object]:
-        """JSON-ready, in a stable order (for the export manifest)."""
-        return {
-            "drop_flags": [flag for flag in FLAGS if flag in self.drop_flags],
-            "finish": None if self.finish is None else sorted(self.finish),
-        }
-
 
 @dataclass(frozen=True, slots=True)
 class ExportOptions:

@@ -10,6 +10,7 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -316,3 +317,23 @@ def test_reject_log_recovers_from_a_torn_last_line(tmp_path: Path) -> None:
         log.write(Reject("p", 2, "y"))
     last = path.read_text().splitlines()[-1]
     assert json.loads(last)["line"] == 2
+
+
+def test_rejects_are_reject_structs_read_back_whatever_wrote_them(tmp_path: Path) -> None:
+    """A line the hand-written encoder of f2cd8f4 wrote (spaced, non-ASCII raw, a lone
+    surrogate as its ``\\udXXX`` escape) still counts; new lines, a lone surrogate
+    included, read back as the same ``Reject``."""
+    path = tmp_path / "rejects.jsonl"
+    path.write_text('{"source": "p\u00e9.jsonl", "line": 1, "reason": "lone \\udc80", '
+                    '"sample_id": "\u00e9"}\n', encoding="utf-8")
+    odd = Reject("p\u00e9.jsonl", 2, "lone \udc80 surrogate \u2028", "id\udcff")
+    plain = Reject("p\u00e9.jsonl", 3, "\u00abtrop long\u00bb")
+    with RejectLog(path) as log:
+        assert log.count == 1 and not log.write(Reject("p\u00e9.jsonl", 1, "again"))
+        assert log.write(odd) and log.write(plain)
+    lines = path.read_text(encoding="utf-8").rstrip("\n").split("\n")  # U+2028 is no break
+    assert [msgspec.convert(json.loads(line), Reject) for line in lines[1:]] == [odd, plain]
+    assert lines[2] == '{"source":"p\u00e9.jsonl","line":3,"reason":"\u00abtrop long\u00bb",' \
+        '"sample_id":null}'
+    with RejectLog(path) as again:
+        assert again.count == 3

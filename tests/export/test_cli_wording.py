@@ -4,7 +4,6 @@ file name that promises another format, batches in ``status``)."""
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -14,7 +13,10 @@ from support.records import stored_config
 
 from eagle_tui.core.batches.registry import BatchRecord, Registry
 from eagle_tui.core.batchstate import BatchState
+from eagle_tui.core.capture.progress import Progress
 from eagle_tui.core.text import byte_size
+from eagle_tui.core.wire import printable_json
+from eagle_tui.tui.cli.batch_table import NoProgress
 from eagle_tui.tui.cli.main import main
 from eagle_tui.tui.cli.status import BatchLine, StatusReport, render_text
 
@@ -81,13 +83,12 @@ def test_stopping_a_done_batch_says_there_is_nothing_to_stop(
 def test_status_prints_batches_as_sentences_not_json() -> None:
     running = BatchLine(id="b1", name="night", state=BatchState.RUNNING, out_dir="/o",
                         detail=None,
-                        counts={"already_done": 10, "done": 110, "total": 400, "failed": 2,
-                                "rejected": 0, "flagged": 0, "samples_per_s": 3.1,
-                                "eta_s": 90.0})
+                        counts=Progress(already_done=10, done=110, total=400, failed=2,
+                                        samples_per_s=3.1, eta_s=90.0))
     starting = BatchLine(id="b2", name="", state=BatchState.STARTING, out_dir="/p",
-                         detail=None, counts={})
+                         detail=None, counts=NoProgress())
     text = render_text(StatusReport(servers=[], batches=[running, starting], exit_code=0))
-    assert "{" not in text and json.dumps(running.counts) not in text
+    assert "{" not in text and printable_json(running.counts) not in text
     assert text.splitlines() == [
         "batch b1 night: running  rows 120/400 · failed 2 · 3.10 samples/s · ETA 1m30s",
         "batch b2: starting  (no progress saved yet)"]

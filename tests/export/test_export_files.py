@@ -14,6 +14,7 @@ from export_helpers import make_row, read_jsonl, shard_rows, write_batch
 
 from eagle_tui.core.errors import ConfigError, ExportError, ShardError
 from eagle_tui.core.export import output
+from eagle_tui.core.export.manifest import ExportManifest
 from eagle_tui.core.export.options import ExportOptions, RowFilter
 from eagle_tui.core.export.run import export
 from eagle_tui.core.shards.manifest import Manifest
@@ -165,3 +166,20 @@ def test_batches_of_different_tokenizers_are_refused(tmp_path: Path) -> None:
     second = write_batch(tmp_path / "b", [make_row(1, "b")], fingerprint="cd" * 32)
     with pytest.raises(ExportError, match="different tokenizers"):
         export([first, second], tmp_path / "t.jsonl", ExportOptions("speculators"))
+
+
+def test_manifest_is_one_struct_written_as_sorted_json_dumps_wrote_it(
+    batches: list[Path], tmp_path: Path
+) -> None:
+    """Read back through ``ExportManifest``; the bytes are those ``json.dumps(indent=1,
+    sort_keys=True, ensure_ascii=False)`` wrote before the manifest was a struct."""
+    out = tmp_path / "train.jsonl"
+    result = export(batches, out, ExportOptions("speculators", max_length=20))
+    data = (tmp_path / "train.jsonl.manifest.json").read_bytes()
+    manifest = ExportManifest.decode(data)
+    assert (manifest.data.name, manifest.data.rows) == ("train.jsonl", result.counts.kept)
+    assert manifest.counts == result.counts and manifest.counts.length is not None
+    assert [s.batch for s in manifest.sources] == [str(b.resolve()) for b in batches]
+    assert manifest.encode() == data
+    assert data == (json.dumps(json.loads(data), indent=1, sort_keys=True,
+                               ensure_ascii=False) + "\n").encode()

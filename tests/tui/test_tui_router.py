@@ -84,16 +84,16 @@ async def test_status_lists_the_workers_true_states(tmp_path: Path,
         url, metrics = ServerURL.parse(router.url), ServerURL.parse(router.metrics_url)
         report = await collect([url], [], [metrics], trust_workers=True)
         [server] = report.servers
-        assert server["phase"] == "ready"
-        states = {w.url: w.state for w in server["router"].workers}
+        assert server.phase == "ready"
+        states = {w.url: w.state for w in server.router.workers}
         assert states == {up.url: "ready"}, "a worker still loading is not listed yet"
-        assert server["router"].metrics["smg_worker_pool_size"] == 1
+        assert server.router.metrics["smg_worker_pool_size"] == 1
         up.kill()
         up.wait_exit()
         report = await collect([url], [], trust_workers=True)
         [server] = report.servers
-        assert server["phase"] != "ready" and report.exit_code == EXIT_SERVER_UNHEALTHY
-        assert [w.state for w in server["router"].workers] == ["down"]
+        assert server.phase != "ready" and report.exit_code == EXIT_SERVER_UNHEALTHY
+        assert [w.state for w in server.router.workers] == ["down"]
         assert "0 of 1 workers can serve" in render_text(report)
     loading.close()
 

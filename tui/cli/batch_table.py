@@ -11,11 +11,43 @@ from eagle_tui.core.batches.slurmjob import SliceTask, SlurmJobView
 from eagle_tui.core.batches.survey import BatchView
 from eagle_tui.core.capture.progress import Progress
 from eagle_tui.core.text import duration, terminal_safe
-from eagle_tui.core.wire import enc_hook
+from eagle_tui.core.wire import Wire, enc_hook
 
 HEADER = ("ID", "NAME", "STATE", "ROWS", "FAILED", "SAMPLES/S", "TOK/S", "ETA", "PID")
 _UNKNOWN = Progress()
-_LIVE_ONLY = ("in_flight", "retrying", "samples_per_s", "tokens_per_s", "eta_s")
+
+
+class SavedProgress(Wire, frozen=True):
+    """A batch's counts as ``--json`` prints them while no worker answers: its saved
+    ``Progress`` without what only a running worker knows (in flight, retrying, rates,
+    ETA), fields in name order as they have always been printed."""
+
+    already_done: int
+    done: int
+    elapsed_s: float
+    failed: int
+    flagged: int
+    interrupted: int
+    output_tokens: int
+    rejected: int
+    remaining: int | None
+    settled: int
+    total: int | None
+    written: int
+
+    @classmethod
+    def of(cls, progress: Progress) -> SavedProgress:
+        """The fields of ``progress`` that outlive its worker."""
+        return cls(**{name: getattr(progress, name) for name in cls.__struct_fields__})
+
+
+class NoProgress(Wire, frozen=True):
+    """``{}``: no progress known (a worker that has not saved any yet)."""
+
+
+BatchCounts = Progress | SavedProgress | NoProgress
+"""A batch's ``counts`` in ``batches --json`` and ``status --json``: a running worker's
+whole ``Progress``, what a stopped one saved, or nothing yet."""
 
 
 def rows_done(progress: Progress | None) -> int:
@@ -24,18 +56,14 @@ def rows_done(progress: Progress | None) -> int:
     return p.already_done + p.done
 
 
-def counts_json(view: BatchView) -> dict[str, object]:
-    """``progress`` as JSON values for ``--json`` ({} when unknown). Offline counts leave out
-    what only a running worker knows (rates, in flight, ETA)."""
+def batch_counts(view: BatchView) -> BatchCounts:
+    """The batch's counts for ``--json``: all of them while its worker answers, the saved
+    ones otherwise (``SavedProgress``), ``NoProgress`` when none are known."""
     if view.progress is None:
-        return {}
+        return NoProgress()
     if view.live_status is not None:
-        live: dict[str, object] = msgspec.to_builtins(view.progress)
-        return live
-    offline: dict[str, object] = msgspec.to_builtins(view.progress, order="sorted")
-    for live_only in _LIVE_ONLY:
-        offline.pop(live_only, None)
-    return offline
+        return view.progress
+    return SavedProgress.of(view.progress)
 
 
 def record_json(view: BatchView) -> dict[str, object]:

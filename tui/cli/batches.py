@@ -28,7 +28,8 @@ from eagle_tui.core.batchstate import BatchState
 from eagle_tui.core.errors import ConfigError, WrongState
 from eagle_tui.core.wire import printable_json
 from eagle_tui.tui.cli.batch_table import (
-    counts_json,
+    BatchCounts,
+    batch_counts,
     details,
     record_json,
     slurm_json,
@@ -40,14 +41,14 @@ from eagle_tui.tui.options import slurm_job_id
 
 
 class BatchDoc(msgspec.Struct, frozen=True, kw_only=True):
-    """One batch as ``--json`` prints it: its state, its counts (``counts_json``), its
+    """One batch as ``--json`` prints it: its state, its counts (``batch_counts``), its
     registry record (``record_json``) and, while a worker answers, its ``/status``."""
 
     id: str
     name: str
     state: BatchState
     detail: str | None
-    counts: dict[str, object]
+    counts: BatchCounts
     record: dict[str, object]
     status: StatusDoc | None
 
@@ -55,7 +56,7 @@ class BatchDoc(msgspec.Struct, frozen=True, kw_only=True):
     def of(cls, view: BatchView) -> BatchDoc:
         """The document of one surveyed batch."""
         return cls(id=view.record.id, name=view.record.name, state=view.state,
-                   detail=view.detail, counts=counts_json(view), record=record_json(view),
+                   detail=view.detail, counts=batch_counts(view), record=record_json(view),
                    status=view.live_status)
 
 

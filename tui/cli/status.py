@@ -16,26 +16,28 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 from eagle_tui.core.argtypes import FileFollowed
 from eagle_tui.core.batches.registry import Registry
 from eagle_tui.core.batches.survey import BatchView, survey_all
 from eagle_tui.core.batchstate import LIVE_STATES, BatchState
+from eagle_tui.core.capture.progress import Progress
 from eagle_tui.core.errors import UntrustedState
 from eagle_tui.core.health.acceptance import read_acceptance
 from eagle_tui.core.health.assemble import WatchOptions, build_watcher
 from eagle_tui.core.health.phase import Phase
-from eagle_tui.core.health.snapshot import HealthSnapshot
+from eagle_tui.core.health.snapshot import HealthSnapshot, ServingLoad
 from eagle_tui.core.paths import state_dir
 from eagle_tui.core.sglang.router import WorkerAccess, look_at
 from eagle_tui.core.text import duration, terminal_safe
 from eagle_tui.core.urls import ServerURL
 from eagle_tui.core.wire import printable_json
-from eagle_tui.tui.cli.batch_table import counts_json
+from eagle_tui.tui.cli.batch_table import BatchCounts, NoProgress, batch_counts
 from eagle_tui.tui.options import server_url
 from eagle_tui.tui.render.accept import AcceptanceDoc, acceptance_lines
 from eagle_tui.tui.render.router import RouterDoc, router_lines
@@ -56,15 +58,38 @@ class BatchLine(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     state: BatchState
     out_dir: str
-    counts: dict[str, object]  # ``batches --json``'s counts (core.capture.progress.Progress)
+    counts: BatchCounts  # as ``batches --json`` prints them
     detail: str | None
 
 
-class StatusReport(msgspec.Struct, frozen=True, kw_only=True):
-    """The ``--json`` document. Each server entry is its URL, then the fields of the
-    watcher's ``HealthSnapshot`` as they are, and for a router its ``router`` (RouterDoc)."""
+@dataclass(frozen=True)
+class _Located:
+    url: str  # public: no user info
 
-    servers: list[dict[str, Any]]
+
+@dataclass(frozen=True)
+class ServerEntry(HealthSnapshot, _Located):
+    """One server of the report: its URL, then the fields of its watcher ``HealthSnapshot``
+    as they are (inherited: the JSON is one flat object, URL first, as it always was), then
+    a router's ``router`` and a speculating server's ``acceptance``, left out when it has
+    none."""
+
+    router: RouterDoc | UnsetType = UNSET
+    acceptance: AcceptanceDoc | UnsetType = UNSET
+
+    @classmethod
+    def of(cls, url: str, snapshot: HealthSnapshot, router: RouterDoc | None = None,
+           acceptance: AcceptanceDoc | None = None) -> ServerEntry:
+        """The entry of the server at ``url`` (its public form)."""
+        return cls(url=url, **{f.name: getattr(snapshot, f.name) for f in fields(snapshot)},
+                   router=UNSET if router is None else router,
+                   acceptance=UNSET if acceptance is None else acceptance)
+
+
+class StatusReport(msgspec.Struct, frozen=True, kw_only=True):
+    """The ``--json`` document."""
+
+    servers: list[ServerEntry]
     batches: list[BatchLine]
     exit_code: int
 
@@ -125,10 +150,9 @@ async def collect(urls: list[ServerURL], logs: list[Path],
                                      for u in servers))
     accepts = await asyncio.gather(*(acceptance_entry(u.for_requests, log_of.get(u))
                                      for u in servers))
-    server_json = [{"url": url.public, **snapshot_json(snap), **router, **accept}
-                   for url, snap, router, accept
-                   in zip(servers, snapshots, routers, accepts, strict=True)]
-    return StatusReport(servers=server_json, batches=[batch_line(view) for view in views],
+    entries = [ServerEntry.of(url.public, snap, router, accept) for url, snap, router, accept
+               in zip(servers, snapshots, routers, accepts, strict=True)]
+    return StatusReport(servers=entries, batches=[batch_line(view) for view in views],
                         exit_code=_exit_code(list(snapshots), views))
 
 
@@ -145,31 +169,31 @@ async def server_snapshot(url: ServerURL, log: Path | None,
 
 
 async def router_entry(url: ServerURL, metrics_urls: list[ServerURL],
-                       access: WorkerAccess | None = None) -> dict[str, RouterDoc]:
-    """``{"router": …}`` for a router URL (its metrics from the ``metrics_urls`` entry on the
-    same host), ``{}`` for anything else."""
+                       access: WorkerAccess | None = None) -> RouterDoc | None:
+    """The document of a router URL (its metrics from the ``metrics_urls`` entry on the
+    same host), None for anything else."""
     metrics = next((m for m in metrics_urls if m.host == url.host), None)
     view = await look_at(url.for_requests,
                          metrics_url=None if metrics is None else metrics.for_requests,
                          access=access or WorkerAccess())
     if view is None:
-        return {}
+        return None
     doc = RouterDoc.of(view)
     if access is None or not access.listed:  # the workers are not asked directly unless trusted
-        return {"router": doc}
+        return doc
     accepts = await asyncio.gather(*(read_acceptance(w.url) for w in doc.workers))
     workers = tuple(msgspec.structs.replace(w, acceptance=None if a is None else
                                             AcceptanceDoc.of(a))
                     for w, a in zip(doc.workers, accepts, strict=True))
-    return {"router": msgspec.structs.replace(doc, workers=workers)}
+    return msgspec.structs.replace(doc, workers=workers)
 
 
-async def acceptance_entry(url: str, log: Path | None) -> dict[str, AcceptanceDoc]:
-    """``{"acceptance": …}`` of a server that answers ``/server_info``: its speculative
-    config, the figure from the best source with its source and window, the 1.00 alarm
-    (docs/acceptance.md); ``{}`` when it does not answer."""
+async def acceptance_entry(url: str, log: Path | None) -> AcceptanceDoc | None:
+    """The acceptance of a server that answers ``/server_info``: its speculative config,
+    the figure from the best source with its source and window, the 1.00 alarm
+    (docs/acceptance.md); None when it does not answer."""
     live = await read_acceptance(url, log_lines=log_tail(log) if log is not None else ())
-    return {} if live is None else {"acceptance": AcceptanceDoc.of(live)}
+    return None if live is None else AcceptanceDoc.of(live)
 
 
 def log_tail(path: Path, limit: int = LOG_TAIL_BYTES) -> list[str]:
@@ -201,7 +225,7 @@ def _known_servers(urls: list[ServerURL], views: list[BatchView]) -> list[Server
 def batch_line(view: BatchView) -> BatchLine:
     """The report's entry of one batch."""
     return BatchLine(id=view.record.id, name=view.record.name, state=view.state,
-                     out_dir=view.record.out_dir, counts=counts_json(view), detail=view.detail)
+                     out_dir=view.record.out_dir, counts=batch_counts(view), detail=view.detail)
 
 
 def _exit_code(snapshots: list[HealthSnapshot], views: list[BatchView]) -> int:
@@ -216,13 +240,14 @@ def render_text(report: StatusReport) -> str:
     """A few human lines: one per server (and per worker of a router), one per batch."""
     lines = []
     for server in report.servers:
-        flags = ", ".join(f["name"] for f in server.get("flags", [])) or "no flags"
-        lines.append(f"server {server['url']}: {server['phase']} ({flags})")
-        lines.extend(load_lines(server.get("load")))
-        lines.extend(acceptance_lines(server.get("acceptance")))
-        if "router" in server:
-            lines.extend(router_lines(server["router"]))
-            for worker in server["router"].workers:
+        flags = ", ".join(server.flag_names) or "no flags"
+        lines.append(f"server {server.url}: {server.phase} ({flags})")
+        lines.extend(load_lines(server.load))
+        if server.acceptance is not UNSET:
+            lines.extend(acceptance_lines(server.acceptance))
+        if server.router is not UNSET:
+            lines.extend(router_lines(server.router))
+            for worker in server.router.workers:
                 lines.extend(acceptance_lines(worker.acceptance, f"{worker.url} "))
     lines.extend(batch_text(batch) for batch in report.batches)
     if not lines:
@@ -230,42 +255,37 @@ def render_text(report: StatusReport) -> str:
     return "\n".join(lines)
 
 
-def load_lines(load: dict[str, Any] | None) -> list[str]:
+def load_lines(load: ServingLoad | None) -> list[str]:
     """``  load: running 2 · queued 0 · 77 tok/s (log, 3s ago)`` while current, ``  load:
     idle since 14:02:11`` once expired (a log line older than a few decode-log intervals,
     or a server not serving); nothing before any figure."""
     if load is None:
         return []
-    if not load["current"]:
-        return [f"  load: {idle_text(load['idle_since'])}"]
-    parts = [f"running {load['running']}"]
-    if load["queued"] is not None:
-        parts.append(f"queued {load['queued']}")
-    if load["throughput"] is not None:
-        parts.append(f"{load['throughput']:.0f} tok/s")
-    return [f"  load: {' · '.join(parts)} ({load['source']}, {duration(load['age_s'])} ago)"]
+    if not load.current:
+        return [f"  load: {idle_text(load.idle_since)}"]
+    parts = [f"running {load.running}"]
+    if load.queued is not None:
+        parts.append(f"queued {load.queued}")
+    if load.throughput is not None:
+        parts.append(f"{load.throughput:.0f} tok/s")
+    return [f"  load: {' · '.join(parts)} ({load.source}, {duration(load.age_s)} ago)"]
 
 
 def batch_text(batch: BatchLine) -> str:
     """``batch ID NAME: running  rows 120/400 · failed 2 · 3.10 samples/s · ETA 1m30s``."""
-    counts: dict[str, Any] = dict(batch.counts)
+    counts = batch.counts
     head = f"batch {batch.id} {batch.name or ''}".rstrip() + f": {batch.state}"
-    if not counts:
+    if isinstance(counts, NoProgress):
         return f"{head}  (no progress saved yet)"
-    done = counts.get("already_done", 0) + counts.get("done", 0)
-    total = counts.get("total")
+    done, total = counts.already_done + counts.done, counts.total
     parts = [f"rows {done}/{total}" if total is not None else f"rows {done}"]
-    parts += [f"{name} {counts[name]}" for name in ("failed", "rejected", "flagged")
-              if counts.get(name)]
-    if counts.get("samples_per_s"):
-        parts.append(f"{counts['samples_per_s']:.2f} samples/s")
-    if counts.get("eta_s") is not None and batch.state == BatchState.RUNNING:
-        parts.append(f"ETA {duration(counts['eta_s'])}")
+    parts += [f"{name} {count}" for name, count in (
+        ("failed", counts.failed), ("rejected", counts.rejected), ("flagged", counts.flagged))
+        if count]
+    if isinstance(counts, Progress):  # rates and ETA: only a worker that answers knows them
+        if counts.samples_per_s:
+            parts.append(f"{counts.samples_per_s:.2f} samples/s")
+        if counts.eta_s is not None and batch.state == BatchState.RUNNING:
+            parts.append(f"ETA {duration(counts.eta_s)}")
     detail = f"  ({batch.detail})" if batch.detail else ""
     return f"{head}  {' · '.join(parts)}{detail}"
-
-
-def snapshot_json(snapshot: HealthSnapshot) -> dict[str, Any]:
-    """The fields of a server's snapshot as JSON values (its dataclasses declare them)."""
-    fields: dict[str, Any] = msgspec.to_builtins(snapshot, enc_hook=str)
-    return fields
