@@ -63,7 +63,12 @@ ServerAction = Literal["restart", "stop"]
 
 
 class ServerFeed:
-    """Watches one ``ServerTarget``; ``run`` blocks (call it from a thread worker)."""
+    """Watches one ``ServerTarget``; ``run`` blocks (call it from a thread worker).
+
+    ``run`` keeps an event loop of its own in that thread: reading the log, probing the
+    process tree and taking stacks block, so they must not run on the UI's loop, and the
+    ``/health`` poll, the side looks and a restart share that loop (``request`` hands an
+    action over to it)."""
 
     def __init__(
         self,
