@@ -9,13 +9,13 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
-import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path, PurePath
 from typing import ClassVar
 
+from textual import work
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.driver import Driver
@@ -143,11 +143,9 @@ class EagleApp(App[int]):
         self.call_after_refresh(gc.freeze)
         self.call_after_refresh(self._check_clipboard)
 
+    @work(thread=True, group="clipboard-check", exit_on_error=False)
     def _check_clipboard(self) -> None:
-        def check() -> None:
-            self.clipboard_reach = clipboard_reach()  # may ask tmux: not on the UI thread
-
-        threading.Thread(target=check, name="clipboard-check", daemon=True).start()
+        self.clipboard_reach = clipboard_reach()  # may ask tmux: not on the UI thread
 
     def on_unmount(self) -> None:
         if self.sources.slurm is not None:

@@ -36,12 +36,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
+from textual.worker import Worker
 
 from eagle_tui.core.health.settings import WatchSettings
 from eagle_tui.core.paths import state_dir
@@ -306,7 +308,8 @@ class DemoApp(EagleApp):
         super().__init__(demo_options(demo, args), sources=demo_sources(demo))
         self.demo = demo
         self.demo_args = args
-        self._stopping = False
+        self.stopping: Worker[None] | None = None
+        """The quit's worker (the keeper stops everything, then the app leaves), once asked."""
 
     def on_mount(self) -> None:
         super().on_mount()
@@ -316,6 +319,9 @@ class DemoApp(EagleApp):
         self.call_after_refresh(self._start_in_background)
 
     def _start_in_background(self) -> None:
+        # A daemon thread, not a Textual thread worker: those run in the loop's default
+        # executor, which the exit joins, and a quit during the start must not wait for the
+        # batch's launch (up to its ready timeout, 120 s).
         def start() -> None:
             try:
                 start_demo(self.demo, self, self.demo_args)
@@ -341,21 +347,21 @@ class DemoApp(EagleApp):
 
     async def action_quit(self) -> None:
         """Show "stopping …", have the keeper stop everything, then leave."""
-        if self._stopping:
+        if self.stopping is not None:
             return
-        self._stopping = True
         self.push_screen(StoppingScreen())
         if not self.is_headless:  # a real terminal may hang a write; tests have none
             _exit_watchdog()
+        self.stopping = self._stop_demo()
 
-        def stop() -> None:
-            began = time.monotonic()
-            clean = finish_demo(self.demo, keep=self.demo_args.keep)
-            log.info("demo: keeper %s after %.2f s", "done" if clean else "still working",
-                     time.monotonic() - began)
-            self._from_thread(self.exit)
-
-        threading.Thread(target=stop, name="demo-stop", daemon=True).start()
+    @work(thread=True, group="demo-stop", exit_on_error=False)
+    def _stop_demo(self) -> None:
+        """Have the keeper stop everything (blocking, up to ``QUIT_WAIT_S``), then leave."""
+        began = time.monotonic()
+        clean = finish_demo(self.demo, keep=self.demo_args.keep)
+        log.info("demo: keeper %s after %.2f s", "done" if clean else "still working",
+                 time.monotonic() - began)
+        self._from_thread(self.exit)
 
 
 def _exit_watchdog() -> None:

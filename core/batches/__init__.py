@@ -8,6 +8,8 @@
 - ``events`` / ``status`` / ``hub``: the event stream, the status document and the bounded
   event fan-out;
 - ``registry`` / ``survey``: the records under the state dir and the derived live state;
+- ``monitor``: every batch followed from one process (the dashboard's Capture and Streams
+  views): surveyed, acted on and streamed on a loop of its own;
 - ``secretenv``: the API key and raw server URLs a worker gets through its environment
   (a record keeps its ``CaptureConfig`` ``without_secrets``);
 - ``ready`` / ``runstate``: the start-up report a worker sends its launcher, and how its

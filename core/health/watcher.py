@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from eagle_tui.core.clock import Clock
@@ -27,14 +27,14 @@ from eagle_tui.core.health.settings import WatchSettings
 from eagle_tui.core.health.snapshot import Expectation, HealthSnapshot
 from eagle_tui.core.health.state import WatchState
 from eagle_tui.core.proc.evidence import TreeEvidence
-from eagle_tui.core.proc.launcher import ManagedServer, RestartResult
+from eagle_tui.core.proc.launcher import ManagedServer
 from eagle_tui.core.proc.orphans import OrphanReport, Watched
 from eagle_tui.core.proc.peers import DistInit
 from eagle_tui.core.proc.probe import ProcessProbe
 from eagle_tui.core.proc.report import GpuReport, ProbeReport
 from eagle_tui.core.proc.sampler import EvidenceSampler
 from eagle_tui.core.proc.stacks import StackDumper, StackReport, stack_targets, take_stacks
-from eagle_tui.core.proc.stop import StopTimeouts
+from eagle_tui.core.proc.stop import StopReport, StopTimeouts
 from eagle_tui.core.serverlog.follower import LogChunk, LogFollower
 
 GpuReader = Callable[[], GpuReport]
@@ -46,6 +46,16 @@ ORPHANS_EVERY_S = 5.0
 ORPHAN_FLAGS = frozenset({
     "port_conflict", "fatal:address_in_use", "fatal:port_in_use", "fatal:oom", "gpu_memory_held",
 })  # fmt: skip
+
+
+@dataclass(frozen=True)
+class RestartResult:
+    """How a restart went: the stop of the old server and, if it was safe, the new PID."""
+
+    stop: StopReport | None
+    started: bool
+    pid: int | None
+    reason: str = ""
 
 
 class Watcher:
@@ -256,11 +266,13 @@ class Watcher:
     async def restart_managed(
         self, server: ManagedServer, timeouts: StopTimeouts | None = None
     ) -> RestartResult:
-        """Restart a server eagle-tui launched, and watch the new start from its first line.
+        """Restart a server eagle-tui launched, and watch the new start from its first line
+        (the one restart path: the dashboard's ``r`` comes here through its feed).
 
         The old server is stopped safely (see ``core.proc.stop``) and its log read to the
         end before the new one starts, so the old drain is reported as a stop, not a
-        crash, and nothing of either log is lost across the rotation.
+        crash, and nothing of either log is lost across the rotation. The new one starts
+        only once the old one's port and GPUs are free.
         """
         self.state.request_stop()
         report = await server.stop(timeouts)

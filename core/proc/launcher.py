@@ -9,25 +9,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from eagle_tui.core.clock import Clock, SystemClock
 from eagle_tui.core.proc.stop import StopReport, StopTimeouts, stop_process_tree
 
 
-@dataclass(frozen=True)
-class RestartResult:
-    """How a restart went: the stop of the old server and, if it was safe, the new PID."""
-
-    stop: StopReport | None
-    started: bool
-    pid: int | None
-    reason: str = ""
-
-
 class ManagedServer:
-    """One server command that eagle-tui starts, stops and restarts.
+    """One server command that eagle-tui starts and stops (a restart is the watch's:
+    ``Watcher.restart_managed``, so the watch reads the stop as a stop and the new start as
+    its next timeline).
 
     Each start moves an earlier log to ``<log>.prev`` and writes a fresh one, so a follower
     on ``log_path`` sees a rotation and the previous run's log survives for diagnosis.
@@ -111,11 +102,3 @@ class ManagedServer:
         return await stop_process_tree(
             self._pid, port=self.port, timeouts=timeouts, clock=self._clock, reap=self.exit_code
         )
-
-    async def restart(self, timeouts: StopTimeouts | None = None) -> RestartResult:
-        """Stop the old server, and start the new one only once port and GPUs are free."""
-        report = await self.stop(timeouts)
-        if report is not None and not report.clear:
-            reason = "; ".join(report.steps[-2:]) or "the old server did not stop"
-            return RestartResult(report, started=False, pid=None, reason=reason)
-        return RestartResult(report, started=True, pid=self.start())

@@ -12,6 +12,9 @@ import pytest
 from support.processes import PORTHOLDER, kill_tree, spawn_holder
 from support.waiting import log_contains, poll_until, wait_exit
 
+from eagle_tui.core.clock import SystemClock
+from eagle_tui.core.health.state import WatchState
+from eagle_tui.core.health.watcher import Watcher
 from eagle_tui.core.proc import gpu
 from eagle_tui.core.proc.launcher import ManagedServer
 from eagle_tui.core.proc.ports import port_status
@@ -68,7 +71,8 @@ async def test_managed_server_logs_rotates_and_restarts_only_once_the_port_is_fr
     try:
         first = server.start()
         assert poll_until(log_contains(log, "READY"))
-        result = await server.restart(FAST)
+        watcher = Watcher(WatchState(has_log=False, has_process=True), clock=SystemClock())
+        result = await watcher.restart_managed(server, FAST)
         assert result.started and result.pid != first
         assert result.stop is not None and result.stop.clear
         assert (tmp_path / "server.log.prev").read_text().startswith("READY")

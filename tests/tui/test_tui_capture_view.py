@@ -18,6 +18,7 @@ from tui_fakes import FakeCapture, batch, progress, wait_for
 
 from eagle_tui.core.batches.api import StatusDoc
 from eagle_tui.core.batches.detach import launch_detached
+from eagle_tui.core.batches.monitor import delta_event, request_event
 from eagle_tui.core.batches.registry import Registry
 from eagle_tui.core.batchstate import BatchState
 from eagle_tui.core.capture.dispatch import ServerStatus
@@ -33,12 +34,7 @@ from eagle_tui.tui.render.capture import kinds_text, sort_key, sparkline
 from eagle_tui.tui.screens.batch_forms import NewBatchScreen, StopBatchScreen, stop_question
 from eagle_tui.tui.screens.capture import CaptureScreen
 from eagle_tui.tui.sources import Sources
-from eagle_tui.tui.sources.batches import (
-    DetachedCapture,
-    delta_event,
-    progress_of,
-    request_event,
-)
+from eagle_tui.tui.sources.batches import DetachedCapture, progress_of
 from eagle_tui.tui.sources.capture import BatchRequest
 from eagle_tui.tui.sources.tokenizers import TokenizerCache
 from eagle_tui.tui.widgets.batch_detail import BatchDetail

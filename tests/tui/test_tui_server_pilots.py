@@ -5,6 +5,7 @@ dashboard started with no arguments that finds the servers on this host by itsel
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -21,10 +22,13 @@ from eagle_tui.core.health.phase import Phase
 from eagle_tui.core.health.settings import WatchSettings
 from eagle_tui.core.health.snapshot import HealthSnapshot
 from eagle_tui.core.proc.discover import discover_servers
+from eagle_tui.core.proc.launcher import ManagedServer
+from eagle_tui.core.proc.stop import StopTimeouts
 from eagle_tui.core.sim.launcher import SimProcess, free_port
 from eagle_tui.core.urls import ServerURL
 from eagle_tui.tui.app import EagleApp
 from eagle_tui.tui.options import DashboardOptions, ServerTarget
+from eagle_tui.tui.screens.confirm import ConfirmScreen
 from eagle_tui.tui.sources import Sources
 from eagle_tui.tui.sources.server import Emit, ServerDiscovery, ServerFeed
 from eagle_tui.tui.widgets.server_card import ServerCard
@@ -269,3 +273,44 @@ async def test_a_stopped_rank_is_named_on_the_card_and_s_takes_the_stacks(tmp_pa
             await pilot.press("s")
             await wait_for(pilot, lambda: any(n.title == "sim: stacks" and "TP0" in n.message
                                               for n in app._notifications), LIVE_WAIT, "stacks")
+
+
+async def test_r_restarts_a_managed_server_as_one_timeline_and_it_is_ready_again(
+    tmp_path: Path,
+) -> None:
+    """The dashboard's `r` goes the one restart path (``Watcher.restart_managed``): the old
+    server's drain is a stop, not a crash, the new start is the same watch's next timeline
+    (incarnation 2, its log from the first line), and the card shows it ready again."""
+    port = free_port()
+    log = tmp_path / "server.log"
+    argv = [sys.executable, "-m", "eagle_tui.core.sim", *SIM_ARGS, "--port", str(port)]
+    server = ManagedServer(argv, log_path=log, port=port)
+    server.start()
+    target = ServerTarget(ServerURL("http", "127.0.0.1", port), name="sim", log_file=log,
+                          argv=tuple(argv))
+    feed = RecordingFeed(target, managed=server, use_history=False)
+    app = app_for(feed)
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, is_phase(app, Phase.READY), LIVE_WAIT, "first ready")
+            old_pid = server.pid
+            await pilot.press("r")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 5, "the question")
+            await pilot.press("y")
+            await wait_for(
+                pilot,
+                lambda: (s := latest(app)) is not None and s.phase == Phase.READY
+                and s.process is not None and s.process.pid not in (None, old_pid),
+                LIVE_WAIT,
+                "the restarted server ready",
+            )
+            now = latest(app)
+            assert now is not None and now.process is not None
+            assert now.process.pid == server.pid and now.incarnation == 2
+            await wait_for(pilot, lambda: any(f"restarted as PID {server.pid}" in n.message
+                                              for n in app._notifications), 5, "the toast")
+            seen = list(feed.seen)
+        assert "SIGTERM received" in (tmp_path / "server.log.prev").read_text()
+        assert Phase.CRASHED not in {s.phase for s in seen}, (old_pid, phase_story(seen))
+    finally:
+        await server.stop(StopTimeouts(term_s=10, kill_s=5, release_s=5))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual import on, work
@@ -18,6 +18,7 @@ from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.coordinate import Coordinate
 from textual.widgets import DataTable, Static
+from textual.worker import get_current_worker
 
 from eagle_tui.core.batchstate import BatchState
 from eagle_tui.core.errors import ConfigError
@@ -37,6 +38,9 @@ from eagle_tui.tui.sources.capture import BatchRequest, CaptureControl
 from eagle_tui.tui.widgets.batch_detail import BatchDetail
 from eagle_tui.tui.widgets.nav_table import NavTable, set_columns
 from eagle_tui.tui.widgets.slurm_job import SlurmJobPanel
+
+if TYPE_CHECKING:
+    from eagle_tui.tui.sources.slurm import SlurmFollower
 
 HELP = """\
 Every capture batch in the registry (detached workers: they keep running when the
@@ -119,9 +123,13 @@ class CaptureScreen(ViewScreen):
 
     def on_mount(self) -> None:
         if self.eagle.sources.slurm is not None:
-            self.eagle.sources.slurm.start()
+            self._follow_slurm(self.eagle.sources.slurm)
         self.refresh_batches()
         self.set_interval(self.eagle.options.refresh_s, self.refresh_batches)
+
+    @work(thread=True, group="slurm-follow", exit_on_error=False)
+    def _follow_slurm(self, slurm: SlurmFollower) -> None:
+        slurm.follow(get_current_worker().cancelled_event)
 
     # -- refresh -----------------------------------------------------------------------------
 

@@ -240,10 +240,14 @@ class StreamsScreen(ViewScreen):
         load = TokenizerLoad()
 
         def run() -> None:
-            load.tokenizer, load.why = cache.try_load(path)
-            load.done.set()
+            try:
+                load.tokenizer, load.why = cache.try_load(path)
+            finally:
+                load.done.set()
 
-        threading.Thread(target=run, name="streams-tokenizer", daemon=True).start()
+        # called on the streams thread: a worker is started on the UI's loop
+        self.app.call_from_thread(self.run_worker, run, thread=True, group="streams-tokenizer",
+                                  exit_on_error=False)
         return load
 
     def _use_tokenizer(self, board: StreamBoard, batch_id: str, load: TokenizerLoad) -> None:

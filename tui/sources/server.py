@@ -63,7 +63,12 @@ ServerAction = Literal["restart", "stop"]
 
 
 class ServerFeed:
-    """Watches one ``ServerTarget``; ``run`` blocks (call it from a thread worker)."""
+    """Watches one ``ServerTarget``; ``run`` blocks (call it from a thread worker).
+
+    ``run`` keeps an event loop of its own in that thread: reading the log, probing the
+    process tree and taking stacks block, so they must not run on the UI's loop, and the
+    ``/health`` poll, the side looks and a restart share that loop (``request`` hands an
+    action over to it)."""
 
     def __init__(
         self,
@@ -317,12 +322,11 @@ class ServerFeed:
                 self._watcher.state.request_stop()
             report = await self.managed.stop()
             return "; ".join(report.steps[-2:]) if report is not None else "not running"
-        result = await self.managed.restart()
+        if self._watcher is None:
+            raise RuntimeError("this server is not being watched yet")
+        result = await self._watcher.restart_managed(self.managed)
         if not result.started:
             return f"not restarted: {result.reason}"
-        await self._close_watcher()
-        clock = self._clock_factory()
-        self._watcher = self._build(clock, launched_at=clock.monotonic())
         return f"restarted as PID {result.pid}"
 
 

@@ -1,8 +1,9 @@
 """A Slurm array job followed for the Capture view (``eagle-tui --slurm-job ID --runs DIR``).
 
-``squeue`` is a process and the slice manifests sit on a shared filesystem, so a thread looks
-every ``LOOK_EVERY_S`` (``core.batches.slurmjob.follow``, then ``slurmprogress``) and keeps the
-newest result; the view reads ``latest()`` without waiting. A failed look is kept as its
+``squeue`` is a process and the slice manifests sit on a shared filesystem, so ``follow``
+looks every ``LOOK_EVERY_S`` (``core.batches.slurmjob.follow``, then ``slurmprogress``) in the
+Capture view's thread worker and keeps the newest result; the view reads ``latest()`` without
+waiting. A failed look is kept as its
 one-line reason, beside the last good result.
 """
 
@@ -33,7 +34,7 @@ class SlurmLook:
 
 
 class SlurmFollower:
-    """Follows one array job; ``start`` runs the looks in a daemon thread."""
+    """Follows one array job; ``follow`` runs the looks (blocking: in a thread worker)."""
 
     def __init__(self, job_id: str, runs: Sequence[Path], *, clock: Clock | None = None,
                  squeue: Squeue | None = None, every_s: float = LOOK_EVERY_S) -> None:
@@ -46,7 +47,6 @@ class SlurmFollower:
         self._latest = SlurmLook(None)
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
     def latest(self) -> SlurmLook:
         """What the last look found (never blocks)."""
@@ -67,16 +67,12 @@ class SlurmFollower:
             self._latest = found
         return found
 
-    def start(self) -> None:
-        """Look now and every ``every_s`` in a daemon thread (once)."""
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="slurm-follow", daemon=True)
-            self._thread.start()
+    def follow(self, cancelled: threading.Event) -> None:
+        """Look now and every ``every_s`` until ``cancelled`` is set or ``close`` is called."""
+        while not (cancelled.is_set() or self._stop.is_set()):
+            self.look()
+            cancelled.wait(self.every_s)
 
     def close(self) -> None:
+        """End ``follow`` after its current look."""
         self._stop.set()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.look()
-            self._stop.wait(self.every_s)
