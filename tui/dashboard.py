@@ -31,8 +31,8 @@ from eagle_tui.core.argtypes import (
     Whole,
     shown,
 )
-from eagle_tui.core.errors import ConfigError
-from eagle_tui.core.fsio import MIB, UnfitFile, read_small
+from eagle_tui.core.errors import ConfigError, UnfitFile
+from eagle_tui.core.fsio import MIB, read_small
 from eagle_tui.core.paths import config_dir
 from eagle_tui.core.urls import ServerURL
 from eagle_tui.core.wire import where_what
