@@ -28,7 +28,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Generic, NoReturn, TypeVar
+from typing import ClassVar, Generic, NoReturn, TypeVar
 
 from eagle_tui.core.errors import EagleError
 from eagle_tui.core.fsio import kind_of
@@ -164,74 +164,59 @@ def _existing(text: str, what: str) -> tuple[Path, int]:
 
 
 @dataclass(frozen=True)
-class FileIn:
+class _PathOfKind:
+    """A path argument that, where something is there, must be one of ``kinds`` (``st_mode``
+    file types); anything else is refused in one line saying what it is."""
+
+    what: str
+    kinds: ClassVar[tuple[int, ...]] = ()
+    must_exist: ClassVar[bool] = True
+    give: ClassVar[str] = "the"
+
+    def __call__(self, text: str) -> Path:
+        path, mode = _existing(text, self.what) if self.must_exist else _given(text, self.what)
+        if mode is not None and stat.S_IFMT(mode) not in self.kinds:
+            wanted = _KIND_WANTED.get(self.kinds[0], "") if len(self.kinds) == 1 else ""
+            raise argparse.ArgumentTypeError(
+                f"{shown(text)} is {_kind(mode)}{wanted}; give {self.give} {self.what}")
+        return path
+
+
+_KIND_WANTED = {stat.S_IFREG: ", not a regular file", stat.S_IFDIR: ", not a directory"}
+
+
+class FileIn(_PathOfKind):
     """An existing regular file to read (never a FIFO, device or directory)."""
 
-    what: str
-
-    def __call__(self, text: str) -> Path:
-        path, mode = _existing(text, self.what)
-        if not stat.S_ISREG(mode):
-            raise argparse.ArgumentTypeError(
-                f"{shown(text)} is {kind_of(mode)}, not a regular file; give the {self.what}")
-        return path
+    kinds = (stat.S_IFREG,)
 
 
-@dataclass(frozen=True)
-class DirIn:
+class DirIn(_PathOfKind):
     """An existing directory to read."""
 
-    what: str
-
-    def __call__(self, text: str) -> Path:
-        path, mode = _existing(text, self.what)
-        if not stat.S_ISDIR(mode):
-            raise argparse.ArgumentTypeError(
-                f"{shown(text)} is {_kind(mode)}, not a directory; give the {self.what}")
-        return path
+    kinds = (stat.S_IFDIR,)
 
 
-@dataclass(frozen=True)
-class PathIn:
+class PathIn(_PathOfKind):
     """An existing directory or regular file to read (a batch, ``shards/`` or one shard)."""
 
-    what: str
-
-    def __call__(self, text: str) -> Path:
-        path, mode = _existing(text, self.what)
-        if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
-            raise argparse.ArgumentTypeError(
-                f"{shown(text)} is {kind_of(mode)}; give the {self.what}")
-        return path
+    kinds = (stat.S_IFDIR, stat.S_IFREG)
 
 
-@dataclass(frozen=True)
-class DirOut:
+class DirOut(_PathOfKind):
     """A directory that is written to: it exists or will be created (never ``''``, which
     would be the current directory, nor a file or device)."""
 
-    what: str
-
-    def __call__(self, text: str) -> Path:
-        path, mode = _given(text, self.what)
-        if mode is not None and not stat.S_ISDIR(mode):
-            raise argparse.ArgumentTypeError(
-                f"{shown(text)} is {_kind(mode)}, not a directory; give the {self.what}")
-        return path
+    kinds, must_exist = (stat.S_IFDIR,), False
 
 
-@dataclass(frozen=True)
-class FileOut:
+class FileOut(_PathOfKind):
     """A file that is written (created or replaced) in a directory that exists."""
 
-    what: str
+    kinds, must_exist, give = (stat.S_IFREG,), False, "a file name for the"
 
     def __call__(self, text: str) -> Path:
-        path, mode = _given(text, self.what)
-        if mode is not None and not stat.S_ISREG(mode):
-            raise argparse.ArgumentTypeError(
-                f"{shown(text)} is {kind_of(mode)}, not a regular file; give a file name for "
-                f"the {self.what}")
+        path = super().__call__(text)
         parent = _mode(path.parent)
         if parent is None or not stat.S_ISDIR(parent):
             raise argparse.ArgumentTypeError(
@@ -240,19 +225,11 @@ class FileOut:
         return path
 
 
-@dataclass(frozen=True)
-class FileFollowed:
+class FileFollowed(_PathOfKind):
     """A log file that is read as it grows: it may not exist yet, but when it does it must be
     a regular file (a FIFO would hang the reader, a device never ends)."""
 
-    what: str
-
-    def __call__(self, text: str) -> Path:
-        path, mode = _given(text, self.what)
-        if mode is not None and not stat.S_ISREG(mode):
-            raise argparse.ArgumentTypeError(
-                f"{shown(text)} is {kind_of(mode)}, not a regular file; give the {self.what}")
-        return path
+    kinds, must_exist = (stat.S_IFREG,), False
 
 
 @dataclass(frozen=True)

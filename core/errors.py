@@ -38,6 +38,13 @@
 
 ``retryable`` answers one question: can sending the same request again help?
 
+Two more stand outside that tree, built-in errors so that what callers catch today
+(``ValueError``, ``LookupError``) still holds; ``str(e)`` is the whole one-line message:
+
+    UnfitFile (ValueError)         a small file read that is not a regular file (a FIFO, a
+                                   device, a directory, a link) or is over its size limit
+    NoServer (LookupError)         ``diagnose``: no SGLang server on this host, or several
+
 Exceptions that never leave their module (the sim's request rejections, the dispatcher's
 "no server left", a full event hub) are control flow, not errors for users, and are not
 ``EagleError``s. This module imports nothing of the project: every layer may use it.
@@ -285,3 +292,12 @@ class ControlRejected(BatchError):
 
 class WrongState(BatchError):
     """The batch is not in a state where the verb applies."""
+
+
+class UnfitFile(ValueError):
+    """A file that is not a regular file, or is larger than its limit; ``str()`` is the
+    whole message (what, where, what to do)."""
+
+
+class NoServer(LookupError):
+    """Nothing to diagnose: the text says what was looked for and what to pass."""

@@ -27,6 +27,8 @@ import stat
 from pathlib import Path
 from typing import IO
 
+from eagle_tui.core.errors import UnfitFile
+
 TMP_SUFFIX = ".tmp"
 DROP_BEHIND_BYTES = 64 << 20
 """What a large file written once passes as :class:`HashingFile`'s ``drop_behind``."""
@@ -308,11 +310,6 @@ class UnsafeFile(OSError):
 
     def __str__(self) -> str:
         return self.message
-
-
-class UnfitFile(ValueError):
-    """A file that is not a regular file, or is larger than its limit; ``str()`` is the
-    whole message (what, where, what to do)."""
 
 
 def kind_of(mode: int) -> str:

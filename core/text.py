@@ -50,6 +50,12 @@ def counted(count: int, noun: str, plural: str = "") -> str:
     return f"{count:,} {noun if count == 1 else plural or noun + 's'}"
 
 
+def known(*pieces: tuple[str, object]) -> list[str]:
+    """The ``(template, value)`` pieces whose value is known (not None), each value put in
+    its template: ``known(("queued {:g}", 3), ("{:.0f} tok/s", None))`` is ``["queued 3"]``."""
+    return [template.format(value) for template, value in pieces if value is not None]
+
+
 def counts_text(kinds: Mapping[str, int]) -> str:
     """``busy 3, timeout 1`` (largest first), or ``none``."""
     if not kinds:

@@ -52,15 +52,13 @@ def dir_problem(path: Path, *, what: str, elsewhere: str = STATE_DIR_ELSEWHERE) 
         return None  # nothing there to distrust; whoever creates it makes it private
     if not stat.S_ISDIR(info.st_mode):
         return f"{what} {path} is not a directory; move it away or set another place"
-    if info.st_uid != uid:
-        return (f"{what} {path} belongs to {_owner(info.st_uid)}, not to you "
-                f"({_owner(uid)}): that user could plant or change what eagle-tui reads "
-                f"there. Use a directory of your own: mkdir -m 700 DIR and {elsewhere}")
-    if info.st_mode & _OTHERS_WRITE:
-        return (f"{what} {path} is writable by {_who(info.st_mode)} (mode "
-                f"{stat.S_IMODE(info.st_mode):o}): another user could plant or replace what "
-                f"eagle-tui reads there. Fix: chmod 700 {_quote(real)}")
-    return _ancestor_problem(real, uid, what, path, elsewhere)
+    return _holder_problem(
+        f"{what} {path}", info, uid,
+        not_yours=": that user could plant or change what eagle-tui reads there. Use a "
+                  f"directory of your own: mkdir -m 700 DIR and {elsewhere}",
+        writable=": another user could plant or replace what eagle-tui reads there. Fix: "
+                 f"chmod 700 {_quote(real)}",
+    ) or _ancestor_problem(real, uid, what, path, elsewhere)
 
 
 def file_problem(path: Path, info: os.stat_result, *, what: str) -> str | None:
@@ -70,15 +68,23 @@ def file_problem(path: Path, info: os.stat_result, *, what: str) -> str | None:
                 f"If you did not create it: rm {_quote(path)}")
     if not stat.S_ISREG(info.st_mode):
         return f"{what} {path} is not a regular file; remove it: rm {_quote(path)}"
-    uid = os.geteuid()
+    return _holder_problem(
+        f"{what} {path}", info, os.geteuid(),
+        not_yours=", so it was not written by your eagle-tui; refusing to use it. Remove it: "
+                  f"rm {_quote(path)}",
+        writable=f"; check it is yours, then: chmod 600 {_quote(path)}",
+    )
+
+
+def _holder_problem(named: str, info: os.stat_result, uid: int, *, not_yours: str,
+                    writable: str) -> str | None:
+    """``named`` (``what path``) is another user's, or others may write it: the fact, then
+    the caller's advice (``not_yours``, ``writable``); None when neither."""
     if info.st_uid != uid:
-        return (f"{what} {path} belongs to {_owner(info.st_uid)}, not to you "
-                f"({_owner(uid)}), so it was not written by your eagle-tui; refusing to use "
-                f"it. Remove it: rm {_quote(path)}")
+        return f"{named} belongs to {_owner(info.st_uid)}, not to you ({_owner(uid)}){not_yours}"
     if info.st_mode & _OTHERS_WRITE:
-        return (f"{what} {path} is writable by {_who(info.st_mode)} (mode "
-                f"{stat.S_IMODE(info.st_mode):o}); check it is yours, then: chmod 600 "
-                f"{_quote(path)}")
+        return (f"{named} is writable by {_who(info.st_mode)} "
+                f"(mode {stat.S_IMODE(info.st_mode):o}){writable}")
     return None
 
 

@@ -16,8 +16,8 @@ import pytest
 
 from eagle_tui.core.capture.config import MAX_CONCURRENCY
 from eagle_tui.core.capture.prompts import open_prompts, prompt_file_hash
-from eagle_tui.core.errors import ConfigError
-from eagle_tui.core.fsio import UnfitFile, read_small
+from eagle_tui.core.errors import ConfigError, UnfitFile
+from eagle_tui.core.fsio import read_small
 from eagle_tui.core.serverlog.follower import LogFollower
 from eagle_tui.core.sglang.apikey import read_api_key
 from eagle_tui.core.tokenizer import bundled_tokenizer_path

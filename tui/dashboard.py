@@ -31,8 +31,8 @@ from eagle_tui.core.argtypes import (
     Whole,
     shown,
 )
-from eagle_tui.core.errors import ConfigError
-from eagle_tui.core.fsio import MIB, UnfitFile, read_small
+from eagle_tui.core.errors import ConfigError, UnfitFile
+from eagle_tui.core.fsio import MIB, read_small
 from eagle_tui.core.paths import config_dir
 from eagle_tui.core.urls import ServerURL
 from eagle_tui.core.wire import where_what
@@ -188,11 +188,11 @@ def run_dashboard(
     options: DashboardOptions, *, log_file: Path | None = None, log_level: str = "INFO"
 ) -> int:
     """Configure logging, run the app until it quits; returns its exit code."""
+    from eagle_tui.core.logsetup import log_to_file
     from eagle_tui.tui.app import EagleApp
-    from eagle_tui.tui.logsetup import configure_logging
 
     try:
-        configure_logging(log_file, log_level)
+        log_to_file(log_file, log_level)
     except OSError as exc:
         print(f"eagle-tui: cannot write the log file: {exc}", file=sys.stderr)
         return EXIT_USAGE

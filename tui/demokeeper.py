@@ -42,6 +42,7 @@ import psutil
 from eagle_tui.core.batches.registry import Registry
 from eagle_tui.core.errors import BatchError
 from eagle_tui.core.fsio import read_small
+from eagle_tui.core.logsetup import log_to_stderr
 
 log = logging.getLogger("eagle_tui.tui.demokeeper")
 
@@ -159,7 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     for signum in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
         signal.signal(signum, signal.SIG_IGN)  # only the pipe ends the keeper's wait
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s keeper: %(message)s")
+    log_to_stderr()
     run, registry, spare = args.run, Registry(args.registry), (os.getpid(), args.owner)
     sweep_stale(run.parent, registry, keep=run)  # earlier demos whose keeper was killed too
     words = sys.stdin.readline().split()

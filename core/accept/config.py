@@ -17,6 +17,7 @@ from typing import Any
 import msgspec
 
 from eagle_tui.core.accept.figures import AcceptFigure
+from eagle_tui.core.text import known
 
 NO_ALGORITHM = frozenset({"", "none", "null"})
 
@@ -40,16 +41,9 @@ class SpecConfig(msgspec.Struct, frozen=True):
         """``NGRAM, 4 draft tokens, 3 steps, topk 1`` (or ``off``)."""
         if self.algorithm is None:
             return "off"
-        parts = [self.algorithm]
-        if self.num_draft_tokens is not None:
-            parts.append(f"{self.num_draft_tokens} draft tokens")
-        if self.num_steps is not None:
-            parts.append(f"{self.num_steps} steps")
-        if self.eagle_topk is not None:
-            parts.append(f"topk {self.eagle_topk}")
-        if self.draft_model_path:
-            parts.append(f"draft {self.draft_model_path}")
-        return ", ".join(parts)
+        return ", ".join([self.algorithm, *known(
+            ("{} draft tokens", self.num_draft_tokens), ("{} steps", self.num_steps),
+            ("topk {}", self.eagle_topk), ("draft {}", self.draft_model_path or None))])
 
 
 def spec_config(server_info: Mapping[str, Any]) -> SpecConfig:

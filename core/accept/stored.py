@@ -19,15 +19,8 @@ import msgspec
 from eagle_tui.core.accept.alarms import Alarm, fell
 from eagle_tui.core.accept.config import SpecConfig
 from eagle_tui.core.accept.summary import AcceptReport, summary_problem
-from eagle_tui.core.errors import AcceptResultError
-from eagle_tui.core.fsio import (
-    MIB,
-    UnfitFile,
-    describe_os_error,
-    fsync_dir,
-    read_small,
-    write_atomic,
-)
+from eagle_tui.core.errors import AcceptResultError, UnfitFile
+from eagle_tui.core.fsio import MIB, describe_os_error, fsync_dir, read_small, write_atomic
 
 MAX_RESULTS_BYTES = 64 * MIB
 """Largest stored-results file read (a result is a few KiB: this is thousands of runs)."""

@@ -26,8 +26,8 @@ from eagle_tui.core.batches.registry import BatchRecord, Registry, new_batch_id
 from eagle_tui.core.batches.secretenv import has_secrets, worker_env
 from eagle_tui.core.batches.sockpath import control_socket_path
 from eagle_tui.core.capture.config import CaptureConfig
-from eagle_tui.core.errors import BatchLocked, UntrustedOutput, WorkerStartFailed
-from eagle_tui.core.fsio import UnfitFile, UnsafeFile, open_append, read_tail
+from eagle_tui.core.errors import BatchLocked, UnfitFile, UntrustedOutput, WorkerStartFailed
+from eagle_tui.core.fsio import UnsafeFile, open_append, read_tail
 from eagle_tui.core.sglang.client import API_KEY_ENV
 from eagle_tui.core.shards.batchdir.layout import BatchDir
 from eagle_tui.core.shards.batchdir.lock import holder_of

@@ -26,7 +26,6 @@ import contextlib
 import logging
 import os
 import signal
-import sys
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -55,6 +54,7 @@ from eagle_tui.core.batchstate import BatchState, public_state
 from eagle_tui.core.capture.engine import CaptureEngine
 from eagle_tui.core.capture.events import CaptureEvent, EventSink
 from eagle_tui.core.errors import BatchError, BatchLocked, EagleError
+from eagle_tui.core.logsetup import log_to_stderr
 from eagle_tui.core.shards.batchdir.lock import OutputLock
 from eagle_tui.core.shards.schema import ShardRow
 
@@ -70,7 +70,7 @@ START_POLL_S = 0.05
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the worker process."""
     args = _parser().parse_args(argv)
-    _setup_logging()
+    log_to_stderr()
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     ready = ReadyChannel(args.ready_fd)
     try:
@@ -252,16 +252,6 @@ def _process_start_time() -> float | None:
         return float(psutil.Process().create_time())
     except psutil.Error:  # only a guard against PID reuse; never worth failing for
         return None
-
-
-def _setup_logging() -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger()
-    root.addHandler(handler)
-    root.setLevel(logging.INFO)
-    logging.getLogger("httpx").setLevel(logging.WARNING)
-    logging.getLogger("uvicorn").setLevel(logging.WARNING)
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -17,12 +17,14 @@ sending counts as one rejected row per preset.
 from __future__ import annotations
 
 from collections import Counter, deque
+from typing import NamedTuple
 
 import msgspec
 
 from eagle_tui.core.batchstate import BatchState
 from eagle_tui.core.capture.dispatch import ServerStatus
 from eagle_tui.core.clock import Clock
+from eagle_tui.core.text import duration
 from eagle_tui.core.validate import ENDINGS_SHOWN, ending_text
 from eagle_tui.core.wire import Wire
 
@@ -56,6 +58,43 @@ class Progress(Wire, frozen=True):
     samples_per_s: float = 0.0
     tokens_per_s: float = 0.0
     eta_s: float | None = None
+
+
+class ProgressFields(NamedTuple):
+    """A ``Progress`` as people read it, in one convention for every renderer (capture's log
+    line and live panel, the dashboard's table and meter, the ``batches`` table): counts
+    with thousands separators, samples/s to a tenth, tokens/s whole, the ETA a duration."""
+
+    rows: str  # settled of total, ``1,234/5,000`` (``1,234/?`` until the prompts are counted)
+    percent: str  # settled over total, ``24%``
+    samples_per_s: str
+    tokens_per_s: str
+    eta: str
+    done: str
+    written: str
+    already_done: str
+    failed: str
+    flagged: str
+    rejected: str
+    retrying: str
+    in_flight: str
+
+
+def progress_fraction(p: Progress) -> float | None:
+    """Settled rows over the total (None until the prompts are counted)."""
+    return min(1.0, p.settled / p.total) if p.total else None
+
+
+def progress_fields(p: Progress, unknown: str = "—") -> ProgressFields:
+    """``p``'s fields as text; ``unknown`` stands for a percent or ETA not known."""
+    fraction = progress_fraction(p)
+    return ProgressFields(
+        rows=f"{p.settled:,}/{'?' if p.total is None else f'{p.total:,}'}",
+        percent=unknown if fraction is None else f"{fraction:.0%}",
+        samples_per_s=f"{p.samples_per_s:.1f}", tokens_per_s=f"{p.tokens_per_s:,.0f}",
+        eta=duration(p.eta_s, unknown), done=f"{p.done:,}", written=f"{p.written:,}",
+        already_done=f"{p.already_done:,}", failed=f"{p.failed:,}", flagged=f"{p.flagged:,}",
+        rejected=f"{p.rejected:,}", retrying=f"{p.retrying:,}", in_flight=f"{p.in_flight:,}")
 
 
 class CaptureProgress(msgspec.Struct, frozen=True, kw_only=True):

@@ -38,8 +38,8 @@ from eagle_tui.core.capture.records import (
     normalize_record,
 )
 from eagle_tui.core.capture.rejects import Reject, RejectLog
-from eagle_tui.core.errors import ConfigError
-from eagle_tui.core.fsio import UnfitFile, open_regular, read_head
+from eagle_tui.core.errors import ConfigError, UnfitFile
+from eagle_tui.core.fsio import open_regular, read_head
 from eagle_tui.core.sample_ids import MAX_ID_CHARS
 from eagle_tui.core.text import clip, utf8_safe
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from eagle_tui.core.capture.engine import CaptureSummary
 from eagle_tui.core.capture.failures import NOT_RETRIED_ON_RESUME
-from eagle_tui.core.capture.progress import CaptureProgress
+from eagle_tui.core.capture.progress import CaptureProgress, progress_fields
 from eagle_tui.core.shards.batchdir.layout import BatchDir
 from eagle_tui.core.text import counts_text, duration
 from eagle_tui.core.validate import ENDINGS_SHOWN
@@ -12,15 +12,14 @@ from eagle_tui.core.validate import ENDINGS_SHOWN
 
 def progress_line(snapshot: CaptureProgress) -> str:
     """One log line: counts, load, rates and ETA."""
-    p = snapshot.counts
-    total = "?" if p.total is None else str(p.total)
+    f = progress_fields(snapshot.counts)
     servers = " ".join(f"{s.url}={s.state}:{s.in_flight}" for s in snapshot.servers)
     return (
-        f"[{snapshot.state}] {p.settled}/{total} rows: {p.done} done ({p.written} saved), "
-        f"{p.already_done} done before, {p.failed} failed, {p.flagged} flagged, "
-        f"{p.rejected} rejected | {p.in_flight} in flight, {p.retrying} retrying | "
-        f"{p.samples_per_s:.1f} samples/s, {p.tokens_per_s:,.0f} tok/s | "
-        f"ETA {duration(p.eta_s, '—')} | errors: {counts_text(snapshot.errors)} | {servers}"
+        f"[{snapshot.state}] {f.rows} rows: {f.done} done ({f.written} saved), "
+        f"{f.already_done} done before, {f.failed} failed, {f.flagged} flagged, "
+        f"{f.rejected} rejected | {f.in_flight} in flight, {f.retrying} retrying | "
+        f"{f.samples_per_s} samples/s, {f.tokens_per_s} tok/s | "
+        f"ETA {f.eta} | errors: {counts_text(snapshot.errors)} | {servers}"
         + (f" | {snapshot.ended_early} turns not generated (conversations ended early)"
            if snapshot.ended_early else "")
     )
@@ -29,16 +28,16 @@ def progress_line(snapshot: CaptureProgress) -> str:
 def summary_text(summary: CaptureSummary) -> str:
     """The end-of-run report: outcome, counts, errors by kind, where things are."""
     snapshot, p = summary.progress, summary.progress.counts
-    batch = BatchDir(summary.out_dir)
+    f, batch = progress_fields(p), BatchDir(summary.out_dir)
     lines = [
         f"capture {summary.state} after {duration(p.elapsed_s)}"
         + (f": {summary.reason}" if summary.reason else ""),
-        f"  rows saved this run   {p.written}  ({p.output_tokens:,} output tokens, "
-        f"{p.samples_per_s:.1f} samples/s at the end)",
-        f"  done in earlier runs  {p.already_done}",
-        f"  failed permanently    {p.failed}  ({counts_text(snapshot.failures)})",
-        f"  prompts rejected      {p.rejected}",
-        f"  flagged rows          {p.flagged}  ({counts_text(snapshot.flags)})",
+        f"  rows saved this run   {f.written}  ({p.output_tokens:,} output tokens, "
+        f"{f.samples_per_s} samples/s at the end)",
+        f"  done in earlier runs  {f.already_done}",
+        f"  failed permanently    {f.failed}  ({counts_text(snapshot.failures)})",
+        f"  prompts rejected      {f.rejected}",
+        f"  flagged rows          {f.flagged}  ({counts_text(snapshot.flags)})",
         f"  left for a resume     {_left(snapshot)}",
         *_not_generated(snapshot),
         f"  attempt errors        {counts_text(snapshot.errors)}",

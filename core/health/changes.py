@@ -7,14 +7,14 @@ prints a screenful, not a scroll.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from eagle_tui.core.health.evidence import start_not_seen
 from eagle_tui.core.health.phase import STARTUP_PHASES, Phase
 from eagle_tui.core.health.poller import HealthOutcome
-from eagle_tui.core.health.snapshot import HealthSnapshot
+from eagle_tui.core.health.snapshot import HealthSnapshot, StartupProgress
 from eagle_tui.core.text import clip, duration
 
 
@@ -82,15 +82,22 @@ def phase_detail(s: HealthSnapshot) -> str:
     return ""
 
 
+def _new_step(before: HealthSnapshot | None, after: HealthSnapshot,
+              percent: Callable[[StartupProgress], int | None], step: int) -> bool:
+    """Whether ``percent`` of ``after``'s progress reached a new multiple of ``step`` (a
+    change worth a line; every percent would flood the list)."""
+    now = _bucket(percent(after.progress), step)
+    was = _bucket(percent(before.progress), step) if before is not None else None
+    return now is not None and now != was
+
+
 def _bucket(percent: int | None, step: int) -> int | None:
     return None if percent is None else percent // step
 
 
 def _shard_progress(before: HealthSnapshot | None, after: HealthSnapshot) -> list[Change]:
-    old = before.progress if before is not None else None
     new = after.progress
-    step = _bucket(new.shards_percent, 10)
-    if step is None or (old is not None and _bucket(old.shards_percent, 10) == step):
+    if not _new_step(before, after, lambda p: p.shards_percent, 10):
         return []
     text = f"loading shards {new.shards_done}/{new.shards_total} ({new.shards_percent}%)"
     data = {"shards_done": new.shards_done, "shards_total": new.shards_total}
@@ -98,10 +105,8 @@ def _shard_progress(before: HealthSnapshot | None, after: HealthSnapshot) -> lis
 
 
 def _graph_progress(before: HealthSnapshot | None, after: HealthSnapshot) -> list[Change]:
-    old = before.progress if before is not None else None
     new = after.progress
-    step = _bucket(new.graph_percent, 25)
-    if step is None or (old is not None and _bucket(old.graph_percent, 25) == step):
+    if not _new_step(before, after, lambda p: p.graph_percent, 25):
         return []
     bs = f" (bs={new.graph_batch_size})" if new.graph_batch_size is not None else ""
     text = f"capturing graphs {new.graph_percent}%{bs}"

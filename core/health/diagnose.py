@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from eagle_tui.core.clock import Clock, SystemClock
-from eagle_tui.core.fsio import UnfitFile, read_tail
+from eagle_tui.core.errors import NoServer, UnfitFile
+from eagle_tui.core.fsio import read_tail
 from eagle_tui.core.health.assemble import WatchOptions, build_watcher, is_local
 from eagle_tui.core.health.cause import read_cause
 from eagle_tui.core.health.settings import WatchSettings
@@ -46,10 +47,6 @@ from eagle_tui.core.urls import REDACTED, ServerURL, is_secret_name
 
 LAST_LINES = 20
 _TAIL_BYTES = 64 * 1024
-
-
-class NoServer(LookupError):
-    """Nothing to diagnose: the text says what was looked for and what to pass."""
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,8 @@ from pathlib import Path
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from eagle_tui.core.fsio import MIB, UnfitFile, read_small, write_atomic
+from eagle_tui.core.errors import UnfitFile
+from eagle_tui.core.fsio import MIB, read_small, write_atomic
 from eagle_tui.core.health import timings
 from eagle_tui.core.health.phase import STARTUP_PHASES, Phase
 from eagle_tui.core.health.settings import WatchSettings

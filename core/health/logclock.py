@@ -1,15 +1,12 @@
 """Date log lines by their own timestamps, so times are true when a watch attaches late.
 
 A line's stamp is on the *log's* clock, which may differ from ours (a container in UTC,
-a remote node, a replay): ``offset`` is our wall time minus the log's. It is learned:
-
-- from a live line, as the smallest ``arrival - stamp`` seen (a line cannot arrive before
-  it was written, and most arrive within a poll);
-- on the first read of an existing file, from its modification time: the newest stamp was
-  written no later than that. When the two are close (or the stamp trails by less than ten
-  minutes of unstamped output such as progress bars) the clocks are taken to agree; a gap
-  within 14 h and near a whole number of quarter-hours is a time zone; anything else is a
-  skew to trust (a log copied from elsewhere, a replay).
+a remote node, a replay): ``offset`` is our wall time minus the log's. It is learned on
+the first read of an existing file, from its modification time: the newest stamp was
+written no later than that. When the two are close (or the stamp trails by less than ten
+minutes of unstamped output such as progress bars) the clocks are taken to agree; a gap
+within 14 h and near a whole number of quarter-hours is a time zone; anything else is a
+skew to trust (a log copied from elsewhere, a replay).
 
 Stamps without a date (``[14:39:07 TP3]``) or a year (vLLM's ``08-14 20:27:09``) take the
 day nearest the reference time that is not in its future.
@@ -72,12 +69,6 @@ class LogClock:
     def to_wall(self, log_epoch: float) -> float:
         """A log-clock time on our wall clock."""
         return log_epoch + (self.offset or 0.0)
-
-    def learn_live(self, log_epoch: float, arrived: float) -> None:
-        """A stamped line read as it was written: it arrived no earlier than its stamp."""
-        candidate = arrived - log_epoch
-        if self.offset is None or candidate < self.offset:
-            self.offset, self.how = candidate, "live lines"
 
     def learn_backlog(self, newest_epoch: float, mtime: float) -> None:
         """The first read of a file: its newest stamp was written by ``mtime``."""

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from eagle_tui.core.fsio import UnfitFile, open_regular
+from eagle_tui.core.errors import UnfitFile
+from eagle_tui.core.fsio import open_regular
 
 _TERMINATORS = re.compile(rb"[\r\n]")
 _FINGERPRINT_BYTES = 64

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eagle_tui.core.errors import ConfigError
-from eagle_tui.core.fsio import KIB, UnfitFile, describe_os_error, read_small
+from eagle_tui.core.errors import ConfigError, UnfitFile
+from eagle_tui.core.fsio import KIB, describe_os_error, read_small
 
 MAX_KEY_FILE_BYTES = 64 * KIB
 

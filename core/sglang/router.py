@@ -382,12 +382,6 @@ class RouterProbe:
         return WorkerFacts(worker.url, model.model_path or worker.model_path, info.version,
                            worker.can_serve)
 
-    def worker_client(self, url: str) -> SGLangClient | None:
-        """The direct client of one worker (made on first use, closed by ``aclose``); None
-        when it may not be contacted."""
-        checked = self.allowed(url)
-        return None if checked is None else self._worker(checked)
-
     async def aclose(self) -> None:
         """Close the worker clients (the router's client belongs to the caller)."""
         clients, self._workers = list(self._workers.values()), {}

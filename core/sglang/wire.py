@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -77,6 +77,8 @@ class StreamChunk(msgspec.Struct, frozen=True):
     error: Any = msgspec.UNSET
 
 
+T = TypeVar("T")
+
 _BODY = msgspec.json.Decoder(GenerateBody | list[GenerateBody])
 _CHUNK = msgspec.json.Decoder(StreamChunk)
 _META = msgspec.json.Decoder(MetaInfo)
@@ -86,14 +88,7 @@ _ANY = msgspec.json.Decoder()
 def decode_generate(body: bytes, *, url: str, latency_s: float) -> GenerateResult:
     """A non-streaming ``/generate`` answer as a GenerateResult (ProtocolError if it is not
     one). A server given a one-item batch answers with a one-item list; that is accepted."""
-    try:
-        decoded = _BODY.decode(body)
-    except msgspec.ValidationError as e:
-        raise protocol_error(e, url=url) from None
-    except msgspec.DecodeError:
-        raise _not_json(body, url) from None
-    except RecursionError:
-        raise _nested_too_deep(url) from None
+    decoded = _decode(_BODY, body, url=url)
     if isinstance(decoded, list):
         if len(decoded) != 1:
             raise ProtocolError(f"expected one response object, got a list of {len(decoded)}",
@@ -106,25 +101,12 @@ def decode_generate(body: bytes, *, url: str, latency_s: float) -> GenerateResul
 
 def decode_chunk(payload: bytes | str, *, url: str) -> StreamChunk:
     """One stream chunk (ProtocolError if it is not JSON or a field has the wrong type)."""
-    try:
-        return _CHUNK.decode(payload)
-    except RecursionError:
-        raise _nested_too_deep(url) from None
-    except msgspec.ValidationError as e:
-        raise protocol_error(e, url=url, what="stream chunk") from None
-    except msgspec.DecodeError:
-        data = payload.encode() if isinstance(payload, str) else payload
-        raise _not_json(data, url) from None
+    return _decode(_CHUNK, payload, url=url, what="stream chunk")
 
 
 def decode_meta(raw: msgspec.Raw, *, url: str) -> MetaInfo:
     """The typed view of a raw ``meta_info``."""
-    try:
-        return _META.decode(raw)
-    except RecursionError:
-        raise _nested_too_deep(url) from None
-    except msgspec.ValidationError as e:
-        raise protocol_error(e, url=url, root="meta_info") from None
+    return _decode(_META, raw, url=url, root="meta_info")
 
 
 def make_result(
@@ -172,12 +154,22 @@ def _not_json(body: bytes, url: str) -> ProtocolError:
 
 def parse_json(body: bytes | msgspec.Raw, *, url: str) -> Any:
     """Decode a JSON body, or raise ProtocolError quoting the start of what came instead."""
+    return _decode(_ANY, body, url=url)
+
+
+def _decode(decoder: msgspec.json.Decoder[T], payload: bytes | str | msgspec.Raw, *, url: str,
+            what: str = "response", root: str = "") -> T:
+    """``decoder``'s value of ``payload``; ProtocolError when it is not JSON, is nested too
+    deeply, or does not fit (naming the field: ``what``, ``root``, see ``protocol_error``)."""
     try:
-        return _ANY.decode(body)
+        return decoder.decode(payload)
     except RecursionError:  # hostile nesting: not a bug of ours (msgspec stops, then raises)
         raise _nested_too_deep(url) from None
+    except msgspec.ValidationError as e:
+        raise protocol_error(e, url=url, what=what, root=root) from None
     except msgspec.DecodeError:
-        raise _not_json(bytes(body), url) from None
+        data = payload.encode() if isinstance(payload, str) else bytes(payload)
+        raise _not_json(data, url) from None
 
 
 def _nested_too_deep(url: str) -> ProtocolError:

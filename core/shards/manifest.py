@@ -26,8 +26,8 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from eagle_tui.core.batchstate import BatchState
-from eagle_tui.core.errors import ConfigError
-from eagle_tui.core.fsio import MIB, UnfitFile, fsync_dir, read_small, write_atomic
+from eagle_tui.core.errors import ConfigError, UnfitFile
+from eagle_tui.core.fsio import MIB, fsync_dir, read_small, write_atomic
 from eagle_tui.core.sample_ids import parse_slice
 from eagle_tui.core.sampling import SamplingIdentity
 from eagle_tui.core.shards.batchdir.layout import BatchDir

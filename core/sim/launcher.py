@@ -175,23 +175,19 @@ class SimProcess:
         Raises TimeoutError, or SimExited when the process ends first.
         """
         deadline = time.monotonic() + timeout
-        while True:
-            found = self._search(pattern, since)
-            if found is not None:
-                return found
+        while (found := self._search(pattern, since)) is None:
             self._check_waitable(pattern, deadline, timeout)
             time.sleep(_POLL)
+        return found
 
     async def wait_for_line_async(self, pattern: str | re.Pattern[str], timeout: float = 30.0,
                                   *, since: int = 0) -> re.Match[str]:
         """``wait_for_line`` without blocking the event loop."""
         deadline = time.monotonic() + timeout
-        while True:
-            found = self._search(pattern, since)
-            if found is not None:
-                return found
+        while (found := self._search(pattern, since)) is None:
             self._check_waitable(pattern, deadline, timeout)
             await asyncio.sleep(_POLL)
+        return found
 
     def mark(self) -> int:
         """The current end of the log, for ``since=`` in a later wait."""

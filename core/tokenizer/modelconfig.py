@@ -7,8 +7,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from eagle_tui.core.errors import ConfigError
-from eagle_tui.core.fsio import MIB, UnfitFile, read_small
+from eagle_tui.core.errors import ConfigError, UnfitFile
+from eagle_tui.core.fsio import MIB, read_small
 
 MAX_MODEL_CONFIG_BYTES = 16 * MIB
 """Largest ``config.json`` read (real ones are a few KiB)."""

@@ -7,6 +7,7 @@ import random
 from typing import Any
 
 import pytest
+from support.clock import FakeClock
 
 from eagle_tui.core import errors
 from eagle_tui.core.capture.config import CaptureConfig, Redactor, RetryPolicy
@@ -20,7 +21,6 @@ from eagle_tui.core.capture.dispatch import (
 from eagle_tui.core.capture.healthloop import HealthMonitor
 from eagle_tui.core.capture.retry import ServerAction, classify
 from eagle_tui.core.capture.rids import RidAllocator
-from eagle_tui.core.clock import FakeClock
 from eagle_tui.core.sglang.types import FinishReason, GenerateResult, HealthResult
 from eagle_tui.core.urls import public_url
 

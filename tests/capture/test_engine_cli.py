@@ -109,7 +109,7 @@ def snapshot(**overrides: object) -> CaptureProgress:
 
 def test_progress_line_has_the_numbers_an_operator_needs() -> None:
     line = progress_line(snapshot())
-    for part in ("505/1000 rows", "400 done (300 saved)", "3 failed", "20 flagged",
+    for part in ("505/1,000 rows", "400 done (300 saved)", "3 failed", "20 flagged",
                  "2 rejected", "64 in flight", "12.5 samples/s", "4,000 tok/s", "ETA 6m35s",
                  "busy 4, timeout 1", "http://a:1=ready:32"):
         assert part in line

@@ -4,10 +4,11 @@ batch stops (``ETA 37s [stopping]`` after Ctrl-C) or is paused, and after a resu
 
 from __future__ import annotations
 
+from support.clock import FakeClock
+
 from eagle_tui.core.batchstate import BatchState
 from eagle_tui.core.capture.progress import ProgressTracker
 from eagle_tui.core.capture.report import progress_line
-from eagle_tui.core.clock import FakeClock
 from eagle_tui.tui.cli.capture_display import panel
 
 

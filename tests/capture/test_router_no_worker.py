@@ -82,11 +82,11 @@ def test_capture_backs_off_a_router_with_no_worker(tmp_path: Path, spy: Spy) -> 
 
 
 async def test_a_relapsing_server_is_held_then_on_probation_until_a_success() -> None:
+    from support.clock import FakeClock
     from test_dispatch import StubClient, pool_of
 
     from eagle_tui.core.capture.dispatch import ServerState
     from eagle_tui.core.capture.healthloop import HealthMonitor
-    from eagle_tui.core.clock import FakeClock
 
     clock = FakeClock()
     pool = pool_of(4, clock=clock, start_paused=True)

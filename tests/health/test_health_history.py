@@ -8,9 +8,9 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from support.clock import FakeClock
 
 from eagle_tui.core import paths
-from eagle_tui.core.clock import FakeClock
 from eagle_tui.core.health.history import (
     HISTORY_FILE,
     StartupHistory,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 
 import httpx
+from support.clock import FakeClock
 
-from eagle_tui.core.clock import FakeClock
 from eagle_tui.core.errors import ProtocolError, ServerBusy, ServerTimeout, ServerUnreachable
 from eagle_tui.core.health.poller import HealthOutcome, HealthPoller
 from eagle_tui.core.sglang.client import SGLangClient

@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.clock import FakeClock
 
-from eagle_tui.core.clock import Clock, FakeClock, SystemClock
+from eagle_tui.core.clock import Clock, SystemClock
 from eagle_tui.core.health.assemble import WatchOptions, build_watcher
 from eagle_tui.core.health.phase import Phase
 from eagle_tui.core.health.settings import WatchSettings

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import health_fakes as f
 import pytest
+from support.clock import FakeClock
 
-from eagle_tui.core.clock import FakeClock
 from eagle_tui.core.health.changes import changes
 from eagle_tui.core.health.phase import Phase
 from eagle_tui.core.health.poller import HealthPoller

@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eagle_tui.core.clock import FakeClock
 from eagle_tui.core.health.snapshot import HealthSnapshot
 from eagle_tui.core.health.watcher import Watcher
+from support.clock import FakeClock
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "serverlogs"
 FAKESERVER = Path(__file__).with_name("fakeserver.py")

@@ -7,8 +7,8 @@ import argparse
 from pathlib import Path
 
 import pytest
+from support.clock import FakeClock
 
-from eagle_tui.core.clock import FakeClock
 from eagle_tui.core.errors import ConfigError
 from eagle_tui.core.urls import ServerURL
 from eagle_tui.tui.dashboard import TuiConfig, add_arguments, options_from, server_targets

@@ -19,6 +19,7 @@ from types import ModuleType
 
 import pytest
 from rich.console import Console
+from support.clock import FakeClock
 from support.waiting import pilot_wait
 from test_tui_capture_view import prompts_file
 from textual.pilot import Pilot
@@ -30,7 +31,6 @@ from tui_shards import make_row, synthetic_rows, write_shards
 from eagle_tui.core import kimi
 from eagle_tui.core.batchstate import BatchState
 from eagle_tui.core.capture.events import RequestEvent
-from eagle_tui.core.clock import FakeClock
 from eagle_tui.core.health.snapshot import Flag
 from eagle_tui.core.proc.discover import ServerProcess
 from eagle_tui.core.sglang.types import ModelInfo

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from support.clock import FakeClock
 from support.waiting import pilot_wait
 from textual.notifications import Notification
 from tui_fakes import FakeCapture, FakeServerFeed, health, ready_health, wait_for
 
-from eagle_tui.core.clock import FakeClock
 from eagle_tui.core.health.phase import Phase
 from eagle_tui.core.health.snapshot import Flag
 from eagle_tui.core.proc.report import GpuDevice, GpuProcess, GpuReport

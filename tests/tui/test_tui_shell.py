@@ -14,6 +14,7 @@ from textual.css.stylesheet import Stylesheet
 from tui_fakes import FakeCapture, batch
 
 from eagle_tui.core.errors import ConfigError
+from eagle_tui.core.logsetup import log_to_file
 from eagle_tui.core.urls import ServerURL
 from eagle_tui.tui.app import EagleApp
 from eagle_tui.tui.dashboard import (
@@ -23,7 +24,6 @@ from eagle_tui.tui.dashboard import (
     read_config,
     server_targets,
 )
-from eagle_tui.tui.logsetup import configure_logging
 from eagle_tui.tui.options import DashboardOptions
 from eagle_tui.tui.screens.help import HelpScreen
 from eagle_tui.tui.sources import Sources
@@ -151,7 +151,7 @@ def test_bad_theme_files_are_skipped_with_a_reason(tmp_path: Path) -> None:
 
 
 def test_logging_goes_to_a_file_and_httpx_is_quiet(tmp_path: Path) -> None:
-    path = configure_logging(tmp_path / "logs" / "tui.log", "DEBUG")
+    path = log_to_file(tmp_path / "logs" / "tui.log", "DEBUG")
     logging.getLogger("tui.test").info("hello file")
     for handler in logging.getLogger().handlers:
         handler.flush()

@@ -9,8 +9,8 @@ import msgspec
 from eagle_tui.core.batches.api import StatusDoc
 from eagle_tui.core.batches.slurmjob import SliceTask, SlurmJobView
 from eagle_tui.core.batches.survey import BatchView
-from eagle_tui.core.capture.progress import Progress
-from eagle_tui.core.text import duration, terminal_safe
+from eagle_tui.core.capture.progress import Progress, progress_fields
+from eagle_tui.core.text import terminal_safe
 from eagle_tui.core.wire import Wire, enc_hook
 
 HEADER = ("ID", "NAME", "STATE", "ROWS", "FAILED", "SAMPLES/S", "TOK/S", "ETA", "PID")
@@ -77,12 +77,13 @@ def record_json(view: BatchView) -> dict[str, object]:
 def table_row(view: BatchView) -> tuple[str, ...]:
     """One line of the ``batches`` table (rates and ETA only while a worker answers)."""
     p, r = view.progress or _UNKNOWN, view.record
+    f = progress_fields(p, unknown="-")
     rows = f"{rows_done(p)}/{p.total}" if p.total is not None else str(rows_done(p))
     live = view.live_status is not None
-    return (r.id, r.name, view.state, rows, str(p.failed),
-            f"{p.samples_per_s:.2f}" if live else "-",
-            f"{p.tokens_per_s:.0f}" if live else "-",
-            duration(p.eta_s, unknown="-") if view.live else "-",
+    return (r.id, r.name, view.state, rows, f.failed,
+            f.samples_per_s if live else "-",
+            f.tokens_per_s if live else "-",
+            f.eta if view.live else "-",
             str(r.pid) if view.live and r.pid else "-")
 
 
@@ -105,17 +106,18 @@ def details(view: BatchView) -> str:
               f"created   {_when(r.created_at)}   runs {r.runs}"]
     if r.ended_at:
         lines.append(f"ended     {_when(r.ended_at)}")
+    f = progress_fields(p)
     lines.append(f"rows      {rows_done(p)}" + (f" of {p.total}" if p.total is not None else "")
-                 + f"   failed {p.failed}   rejected {p.rejected}   flagged {p.flagged}")
+                 + f"   failed {f.failed}   rejected {f.rejected}   flagged {f.flagged}")
     if view.live_status is not None:
         lines += _live_lines(view.live_status)
     return "\n".join(terminal_safe(line) for line in lines)
 
 
 def _live_lines(status: StatusDoc) -> list[str]:
-    p = status.progress
-    lines = [f"rate      {p.samples_per_s:.2f} samples/s   {p.tokens_per_s:.0f} tokens/s   "
-             f"in flight {p.in_flight}   eta {duration(p.eta_s)}"]
+    f = progress_fields(status.progress, unknown="?")
+    lines = [f"rate      {f.samples_per_s} samples/s   {f.tokens_per_s} tokens/s   "
+             f"in flight {f.in_flight}   eta {f.eta}"]
     for server in status.servers:
         lines.append(f"server    {server.url}  {server.state}  "
                      f"{server.in_flight}/{server.limit} in flight  {server.reason}")

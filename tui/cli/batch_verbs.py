@@ -37,9 +37,10 @@ EXIT_HELP = (f"exit status: {EXIT_OK} done; {EXIT_USAGE} no such batch or a bad 
 
 
 def add_batch_argument(parser: argparse.ArgumentParser) -> None:
-    """The positional BATCH argument."""
+    """The positional BATCH argument, and the exit statuses at the end of ``--help``."""
     parser.add_argument("batch", metavar="BATCH",
                         help="batch id (or a unique part of it), name, or output directory")
+    parser.epilog = EXIT_HELP
 
 
 async def find_view(ref: str, registry: Registry | None = None) -> BatchView:
@@ -67,6 +68,15 @@ def run_verb(action: Callable[[], Coroutine[Any, Any, int]], *, err: Any = None)
         return exit_code_for(e)
     except KeyboardInterrupt:
         return 130
+
+
+async def live_view(ref: str, verb: str) -> BatchView:
+    """The batch ``ref`` names, whose worker runs; WrongState (saying what to do) when none
+    does, so ``verb`` cannot be sent."""
+    view = await find_view(ref)
+    if not view.live:
+        raise not_running(view, verb)
+    return view
 
 
 def not_running(view: BatchView, verb: str) -> WrongState:

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import logging
 import os
@@ -46,7 +45,7 @@ import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from msgspec import UNSET, UnsetType
 
@@ -78,7 +77,8 @@ from eagle_tui.core.capture.scheduler_env import (
     slice_from_environment,
 )
 from eagle_tui.core.errors import ConfigError, EagleError
-from eagle_tui.core.fsio import describe_os_error, open_append
+from eagle_tui.core.fsio import describe_os_error
+from eagle_tui.core.logsetup import log_to_batch, remove_handlers
 from eagle_tui.core.sampling import SamplingPreset, check_extra_sampling
 from eagle_tui.core.sglang import API_KEY_ENV
 from eagle_tui.core.sglang.apikey import read_api_key
@@ -253,7 +253,7 @@ def run(args: argparse.Namespace) -> int:
         return run_detached(config, name=args.name)
     try:
         lock = OutputLock(config.out_dir).acquire()
-        handlers = _configure_logging(config.out_dir)
+        handlers = log_to_batch(BatchDir(config.out_dir).capture_log)
     except EagleError as e:  # a detached worker or another capture writes there already
         return _say(e, EXIT_START_FAILED)
     except OSError as e:
@@ -263,9 +263,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             return _run_in_foreground(config, args)
         finally:
-            for handler in handlers:
-                logging.getLogger().removeHandler(handler)
-                handler.close()
+            remove_handlers(handlers)
 
 
 def _run_in_foreground(config: CaptureConfig, args: argparse.Namespace) -> int:
@@ -416,81 +414,6 @@ def _api_key(path: Path | None) -> str | None:
     if path is None:
         return os.environ.get(API_KEY_ENV) or None
     return read_api_key(path)
-
-
-def _configure_logging(out_dir: Path) -> list[logging.Handler]:
-    """Warnings to stderr; everything from INFO to ``<out>/capture.log``; the handlers."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    root = logging.getLogger()
-    root.setLevel(logging.INFO)
-    to_file = _LogFile(BatchDir(out_dir).capture_log)
-    to_file.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    to_stderr = _StderrHandler()
-    to_stderr.setLevel(logging.WARNING)
-    to_stderr.setFormatter(_SafeFormatter("%(levelname)s: %(message)s"))
-    root.addHandler(to_file)
-    root.addHandler(to_stderr)
-    for name in ("httpx", "httpcore"):
-        logging.getLogger(name).setLevel(logging.WARNING)
-    return [to_file, to_stderr]
-
-
-class _SafeFormatter(logging.Formatter):
-    """Log lines for a terminal: one line each, server text in them cannot drive it
-    (``terminal_safe``), tracebacks only in capture.log."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        if record.exc_info or record.exc_text or record.stack_info:
-            record = logging.makeLogRecord({**record.__dict__, "exc_info": None,
-                                            "exc_text": None, "stack_info": None})
-            record.msg = f"{record.getMessage()} (traceback in capture.log)"
-            record.args = None
-        return terminal_safe(super().format(record))
-
-
-class _LogFile(logging.StreamHandler[TextIO]):
-    """``capture.log``, which must never break the capture: surrogates are escaped, and a
-    write error (disk full) is reported once, in one line, after which the file is left.
-    Opened for appending without following a link (``open_append``): UnsafeFile (an
-    OSError) for a link, FIFO or another user's file at its name."""
-
-    def __init__(self, path: Path) -> None:
-        stream = os.fdopen(open_append(path, "capture log"), "a", encoding="utf-8",
-                           errors="backslashreplace")
-        super().__init__(stream)
-        self.baseFilename = str(path)
-        self._broken = False
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if not self._broken:
-            super().emit(record)
-
-    def handleError(self, record: logging.LogRecord) -> None:
-        if self._broken:
-            return
-        self._broken = True
-        error = sys.exc_info()[1]
-        print(f"eagle-tui capture: cannot write {self.baseFilename} "
-              f"({describe_os_error(error) if error else 'error'}); log lines from now on "
-              "go to stderr only (warnings and errors)", file=sys.stderr)
-
-    def close(self) -> None:
-        # flushing what a full disk refused; ValueError: closed already
-        with contextlib.suppress(OSError, ValueError):
-            self.flush()
-            self.stream.close()
-        super().close()
-
-
-class _StderrHandler(logging.StreamHandler[TextIO]):
-    """Writes to whatever ``sys.stderr`` is at the time, so a live panel that redirects
-    stderr shows log lines above itself instead of being torn by them."""
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if getattr(record, "file_only", False):
-            return
-        self.stream = sys.stderr
-        super().emit(record)
 
 
 async def _capture(config: CaptureConfig, args: argparse.Namespace) -> _Ended:

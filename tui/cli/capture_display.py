@@ -10,9 +10,9 @@ import asyncio
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from eagle_tui.core.capture.progress import CaptureProgress
+from eagle_tui.core.capture.progress import CaptureProgress, progress_fields
 from eagle_tui.core.capture.report import progress_line
-from eagle_tui.core.text import counts_text, duration, terminal_safe
+from eagle_tui.core.text import counts_text, terminal_safe
 from eagle_tui.tui.render.capture import server_label
 from eagle_tui.tui.render.literal_rich import Literal
 
@@ -48,21 +48,19 @@ def panel(snapshot: CaptureProgress) -> Any:
     from rich.table import Table
     from rich.text import Text
 
-    p = snapshot.counts
+    p, f = snapshot.counts, progress_fields(snapshot.counts)
     total = p.total or 0
     bar = ProgressBar(total=max(total, 1), completed=min(p.settled, max(total, 1)), width=50)
-    head = Text(f" {p.settled}/{p.total if p.total is not None else '?'} rows  "
-                f"ETA {duration(p.eta_s, '—')}  [{snapshot.state}]")
+    head = Text(f" {f.rows} rows  ETA {f.eta}  [{snapshot.state}]")
     counts = Table.grid(padding=(0, 2))
     for _ in range(6):
         counts.add_column(justify="right")
-    counts.add_row("done", str(p.done), "failed", str(p.failed), "in flight", str(p.in_flight))
-    counts.add_row("saved", str(p.written), "flagged", str(p.flagged), "retrying",
-                   str(p.retrying))
-    counts.add_row("earlier", str(p.already_done), "rejected", str(p.rejected), "samples/s",
-                   f"{p.samples_per_s:.1f}")
+    counts.add_row("done", f.done, "failed", f.failed, "in flight", f.in_flight)
+    counts.add_row("saved", f.written, "flagged", f.flagged, "retrying", f.retrying)
+    counts.add_row("earlier", f.already_done, "rejected", f.rejected, "samples/s",
+                   f.samples_per_s)
     ended = ("not generated", str(snapshot.ended_early)) if snapshot.ended_early else ("", "")
-    counts.add_row(*ended, "", "", "tokens/s", f"{p.tokens_per_s:,.0f}")
+    counts.add_row(*ended, "", "", "tokens/s", f.tokens_per_s)
     labels = [server_label(s.url) for s in snapshot.servers]
     servers = Table(box=None, pad_edge=False)
     # The server cell never shrinks (its port tells servers apart); reasons go below it,

@@ -46,10 +46,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Paint the dashboard, start the demo behind it, clean up however it ends."""
+    from eagle_tui.core.logsetup import log_to_file
     from eagle_tui.tui.demo import DemoApp, finish_demo, prepare_demo
-    from eagle_tui.tui.logsetup import configure_logging
 
-    configure_logging(None, args.log_level)
+    log_to_file(None, args.log_level)
     demo = prepare_demo(args)
     try:
         app = DemoApp(demo, args)

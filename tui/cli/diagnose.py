@@ -18,7 +18,8 @@ import json
 import sys
 
 from eagle_tui.core.argtypes import FileIn, Whole
-from eagle_tui.core.health.diagnose import Bundle, NoServer, Target, collect, resolve
+from eagle_tui.core.errors import NoServer
+from eagle_tui.core.health.diagnose import Bundle, Target, collect, resolve
 from eagle_tui.tui.options import server_url
 
 EXIT_OK = 0

@@ -10,20 +10,12 @@ import argparse
 
 from eagle_tui.core.batches.control_client import BatchClient
 from eagle_tui.core.text import terminal_safe
-from eagle_tui.tui.cli.batch_verbs import (
-    EXIT_HELP,
-    EXIT_OK,
-    add_batch_argument,
-    find_view,
-    not_running,
-    run_verb,
-)
+from eagle_tui.tui.cli.batch_verbs import EXIT_OK, add_batch_argument, live_view, run_verb
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``pause`` verb's arguments."""
     add_batch_argument(parser)
-    parser.epilog = EXIT_HELP
 
 
 def run(args: argparse.Namespace) -> int:
@@ -32,9 +24,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _pause(ref: str) -> int:
-    view = await find_view(ref)
-    if not view.live:
-        raise not_running(view, "pause")
+    view = await live_view(ref, "pause")
     async with BatchClient(view.record.socket) as client:
         answer = await client.pause()
         in_flight = (await client.status()).progress.in_flight

@@ -28,7 +28,6 @@ from eagle_tui.core.sglang.apikey import read_api_key
 from eagle_tui.core.sglang.client import API_KEY_ENV
 from eagle_tui.core.text import terminal_safe
 from eagle_tui.tui.cli.batch_verbs import (
-    EXIT_HELP,
     EXIT_OK,
     EXIT_USAGE,
     add_batch_argument,
@@ -42,7 +41,6 @@ from eagle_tui.tui.options import server_url
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``resume`` verb's arguments."""
     add_batch_argument(parser)
-    parser.epilog = EXIT_HELP
     parser.add_argument("--server", action="append", default=None, type=server_url, metavar="URL",
                         help="send to this server instead of the recorded ones (repeatable)")
     parser.add_argument("--api-key-file", type=FileIn("API key file"), default=None,

@@ -17,20 +17,12 @@ from eagle_tui.core.batches.control_client import BatchClient
 from eagle_tui.core.batchstate import BatchState
 from eagle_tui.core.text import terminal_safe
 from eagle_tui.tui.cli.batch_table import rows_done
-from eagle_tui.tui.cli.batch_verbs import (
-    EXIT_HELP,
-    EXIT_OK,
-    add_batch_argument,
-    find_view,
-    not_running,
-    run_verb,
-)
+from eagle_tui.tui.cli.batch_verbs import EXIT_OK, add_batch_argument, live_view, run_verb
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``stop`` verb's arguments."""
     add_batch_argument(parser)
-    parser.epilog = EXIT_HELP
     parser.add_argument("--grace", type=seconds(zero=True), default=None, metavar="S",
                         help="seconds in-flight requests may take to finish before abort")
     parser.add_argument("--abort", action="store_true",
@@ -55,9 +47,7 @@ def ended_line(batch_id: str, end: End) -> str:
 
 
 async def _stop(ref: str, grace_s: float | None, abort: bool, wait: bool) -> int:
-    view = await find_view(ref)
-    if not view.live:
-        raise not_running(view, "stop")
+    view = await live_view(ref, "stop")
     batch_id = view.record.id
     async with BatchClient(view.record.socket) as client:
         events = client.events(reconnect_s=0)

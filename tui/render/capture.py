@@ -8,7 +8,12 @@ from collections.abc import Mapping, Sequence
 from rich.cells import cell_len
 
 from eagle_tui.core.batchstate import BatchState
-from eagle_tui.core.capture.progress import CaptureProgress, Progress
+from eagle_tui.core.capture.progress import (
+    CaptureProgress,
+    Progress,
+    progress_fields,
+    progress_fraction,
+)
 from eagle_tui.core.text import duration
 from eagle_tui.tui.render.batch import BatchSnapshot
 from eagle_tui.tui.render.meter import MeterValue
@@ -25,23 +30,15 @@ COLUMNS_BY_USE = (
 CELL_PADDING = 2
 
 
-def progress_fraction(snapshot: CaptureProgress | None) -> float | None:
-    """Settled rows over the total (None until the prompts are counted)."""
-    if snapshot is None or not snapshot.counts.total:
-        return None
-    return min(1.0, snapshot.counts.settled / snapshot.counts.total)
-
-
 def progress_meter(snapshot: BatchSnapshot) -> MeterValue:
     """``1,234/5,000 (24%) · ETA 3m12s`` (or why there is no ETA)."""
-    fraction = progress_fraction(snapshot.progress)
     if snapshot.progress is None:
         return MeterValue(None, snapshot.state)
-    p = snapshot.progress.counts
-    total = f"{p.total:,}" if p.total is not None else "?"
-    label = f"{p.settled:,}/{total}"
+    fraction = progress_fraction(snapshot.progress.counts)
+    f = progress_fields(snapshot.progress.counts)
+    label = f.rows
     if fraction is not None:
-        label += f" ({fraction:.0%})"
+        label += f" ({f.percent})"
     eta = eta_text(snapshot)
     if eta != "—":
         label += f" · ETA {eta}"
@@ -68,33 +65,19 @@ def no_eta_reason(snapshot: BatchSnapshot) -> str:
 def eta_text(snapshot: BatchSnapshot) -> str:
     """``3m12s`` while the batch is progressing, ``—`` otherwise (paused, stopping, no
     server up, nothing finishing)."""
-    p = snapshot.progress.counts if snapshot.progress is not None else None
-    if p is None or p.eta_s is None or no_eta_reason(snapshot):
+    if snapshot.progress is None or no_eta_reason(snapshot):
         return "—"
-    return duration(p.eta_s)
+    return progress_fields(snapshot.progress.counts).eta
 
 
 def table_cells(snapshot: BatchSnapshot) -> tuple[str, ...]:
     """id, name, state, %, done/total, samples/s, tokens/s, ETA, failed, flagged."""
-    fraction = progress_fraction(snapshot.progress)
-    percent = f"{fraction:.0%}" if fraction is not None else "—"
     name = snapshot.name or "—"
     if snapshot.progress is None:
-        return (snapshot.batch_id, name, snapshot.state, percent, "—", "—", "—", "—", "—", "—")
-    p = snapshot.progress.counts
-    total = f"{p.total:,}" if p.total is not None else "?"
-    return (
-        snapshot.batch_id,
-        name,
-        snapshot.state,
-        percent,
-        f"{p.settled:,}/{total}",
-        f"{p.samples_per_s:.1f}",
-        f"{p.tokens_per_s:,.0f}",
-        eta_text(snapshot),
-        f"{p.failed:,}",
-        f"{p.flagged:,}",
-    )
+        return (snapshot.batch_id, name, snapshot.state, "—", "—", "—", "—", "—", "—", "—")
+    f = progress_fields(snapshot.progress.counts)
+    return (snapshot.batch_id, name, snapshot.state, f.percent, f.rows, f.samples_per_s,
+            f.tokens_per_s, eta_text(snapshot), f.failed, f.flagged)
 
 
 def content_widths(rows: Sequence[Sequence[str]]) -> tuple[int, ...]:
@@ -121,17 +104,12 @@ def counts_text(p: Progress, *, stored_tokens: int | None = None, live: bool = T
     """``done 1,234 · written 1,200 · failed 3 · flagged 40 · …``; the output tokens of
     this run and its time while a worker runs, else those the shards hold (``stored_tokens``,
     every run), else the last run's, said so."""
-    parts = [
-        f"done {p.done:,}",
-        f"written {p.written:,}",
-        f"in flight {p.in_flight}",
-        f"failed {p.failed:,}",
-        f"flagged {p.flagged:,}",
-        f"rejected {p.rejected:,}",
-        f"retrying {p.retrying}",
-    ]
+    f = progress_fields(p)
+    parts = [f"done {f.done}", f"written {f.written}", f"in flight {f.in_flight}",
+             f"failed {f.failed}", f"flagged {f.flagged}", f"rejected {f.rejected}",
+             f"retrying {f.retrying}"]
     if p.already_done:
-        parts.append(f"done before {p.already_done:,}")
+        parts.append(f"done before {f.already_done}")
     if stored_tokens is not None:
         parts.append(f"{stored_tokens:,} output tokens stored")
     else:

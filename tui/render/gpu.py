@@ -51,10 +51,3 @@ def gpu_lines(report: GpuReport | None, process: ProcessReport | None) -> list[s
     ours = server_pids(process)
     return [gpu_line(device, ours) for device in report.devices]
 
-
-def foreign_holders(report: GpuReport | None, process: ProcessReport | None) -> int:
-    """How many GPUs hold memory of processes that are not the server."""
-    if report is None or not report.available:
-        return 0
-    ours = server_pids(process)
-    return sum(1 for d in report.devices if any(p.pid not in ours for p in d.processes))

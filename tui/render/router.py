@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from eagle_tui.core.text import known
 from eagle_tui.tui.render.accept import AcceptanceDoc
 
 if TYPE_CHECKING:  # the router module pulls in httpx: the dashboard paints without it
@@ -99,13 +100,8 @@ def contacted_line(router: RouterDoc) -> str:
 
 
 def _load(worker: WorkerDoc) -> str:
-    parts = []
-    if worker.load is not None:
-        parts.append(f"load {worker.load}")
-    if worker.running is not None:
-        parts.append(f"running {worker.running:g}")
-    if worker.queued is not None:
-        parts.append(f"queued {worker.queued:g}")
+    parts = known(("load {}", worker.load), ("running {:g}", worker.running),
+                  ("queued {:g}", worker.queued))
     if worker.state not in ("ready", "unchecked") and worker.detail:
         parts.append(worker.detail[:80])
     return " · ".join(parts)

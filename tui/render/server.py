@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
 from eagle_tui.core.health.phase import Phase, in_phase
-from eagle_tui.core.text import clip, counted, duration
+from eagle_tui.core.text import clip, counted, duration, known
 from eagle_tui.tui.render.meter import MeterValue, window_scale
 
 if TYPE_CHECKING:
@@ -161,13 +161,9 @@ def load_text(s: HealthSnapshot) -> str:
         return ""
     if not load.current:
         return idle_text(load.idle_since)
-    parts = [f"running {load.running}"]
-    if load.queued is not None:
-        parts.append(f"queued {load.queued}")
-    if load.throughput is not None:
-        parts.append(f"{load.throughput:.0f} tok/s")
-    if load.token_usage is not None:
-        parts.append(f"KV {load.token_usage:.0%}")
+    parts = [f"running {load.running}", *known(
+        ("queued {}", load.queued), ("{:.0f} tok/s", load.throughput),
+        ("KV {:.0%}", load.token_usage))]
     return " · ".join(parts) + f" ({load.source}, {duration(load.age_s)} ago)"
 
 

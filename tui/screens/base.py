@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, ClassVar, cast
 from textual import on
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.containers import ScrollableContainer
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer, Input
@@ -21,6 +22,30 @@ from eagle_tui.tui.widgets.view_tabs import ViewTab, ViewTabs
 
 if TYPE_CHECKING:
     from eagle_tui.tui.app import EagleApp
+
+def scroll_keys(screen: str, *, top: str = "g", bottom: str = "G") -> list[BindingType]:
+    """j/k scroll a few lines, ``top``/``bottom`` go to either end (``scroll``/``edge``
+    actions, see :func:`scroll_lines` and :func:`scroll_edge`); ids ``<screen>.down``…"""
+    return [
+        Binding("j", "scroll(1)", "Down", show=False, id=f"{screen}.down"),
+        Binding("k", "scroll(-1)", "Up", show=False, id=f"{screen}.up"),
+        Binding(top, "edge(0)", "Top", show=False, id=f"{screen}.top"),
+        Binding(bottom, "edge(1)", "Bottom", show=False, id=f"{screen}.bottom"),
+    ]
+
+
+def scroll_lines(body: ScrollableContainer, step: int) -> None:
+    """Three lines a step (negative: up), at once."""
+    body.scroll_relative(y=step * 3, animate=False)
+
+
+def scroll_edge(body: ScrollableContainer, end: int) -> None:
+    """The top (``end`` 0) or the bottom, at once."""
+    if end:
+        body.scroll_end(animate=False)
+    else:
+        body.scroll_home(animate=False)
+
 
 FIELD_KEYS: list[BindingType] = [
     # Priority: handled when the key arrives, before later keys of a burst are handed to a

@@ -23,6 +23,7 @@ from eagle_tui.tui.render import literal
 from eagle_tui.tui.render.accept import stored_acceptance_text
 from eagle_tui.tui.render.sample_export import decoded_text, export_path, sample_json
 from eagle_tui.tui.render.tokens import TokenDocument
+from eagle_tui.tui.screens.base import scroll_edge, scroll_keys, scroll_lines
 from eagle_tui.tui.widgets.flags import FlagBadges
 from eagle_tui.tui.widgets.token_view import TokenLegend, TokenView
 
@@ -65,10 +66,7 @@ class SampleScreen(Screen[None]):
         Binding("c", "copy_id", "Copy id", id="sample.copy"),
         Binding("y", "copy_text", "Copy text", id="sample.copy_text"),
         Binding("e", "export", "Export JSON", id="sample.export"),
-        Binding("j", "scroll(1)", "Down", show=False, id="sample.down"),
-        Binding("k", "scroll(-1)", "Up", show=False, id="sample.up"),
-        Binding("g", "edge(0)", "Top", show=False, id="sample.top"),
-        Binding("G", "edge(1)", "Bottom", show=False, id="sample.bottom"),
+        *scroll_keys("sample"),
     ]
     HELP = (
         "`t` decoded text or raw ids, `p` show or hide the prompt, `c` copy the sample id, "
@@ -136,14 +134,10 @@ class SampleScreen(Screen[None]):
                                   markup=False)
 
     def action_scroll(self, step: int) -> None:
-        self.query_one("#sample-body", VerticalScroll).scroll_relative(y=step * 3, animate=False)
+        scroll_lines(self.query_one("#sample-body", VerticalScroll), step)
 
     def action_edge(self, end: int) -> None:
-        body = self.query_one("#sample-body", VerticalScroll)
-        if end:
-            body.scroll_end(animate=False)
-        else:
-            body.scroll_home(animate=False)
+        scroll_edge(self.query_one("#sample-body", VerticalScroll), end)
 
 
 def copy_with_feedback(

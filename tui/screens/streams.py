@@ -26,7 +26,7 @@ from textual.worker import get_current_worker
 
 from eagle_tui.tui.render import literal
 from eagle_tui.tui.render.batch import BatchSnapshot
-from eagle_tui.tui.screens.base import ViewScreen
+from eagle_tui.tui.screens.base import ViewScreen, scroll_edge, scroll_keys, scroll_lines
 from eagle_tui.tui.sources.capture import CaptureControl
 from eagle_tui.tui.sources.documents import KIMI_BOUNDARIES
 from eagle_tui.tui.sources.streams import KEEP_STREAMS, StreamBoard, StreamView
@@ -109,10 +109,7 @@ class StreamsScreen(ViewScreen):
         Binding("w", "watch_more", "Watch 8 more", id="streams.watch"),
         Binding("a", "toggle_auto", "Keep 8 live", id="streams.auto"),
         Binding("i", "inspect", "Inspect", id="streams.inspect"),
-        Binding("j", "scroll(1)", "Down", show=False, id="streams.down"),
-        Binding("k", "scroll(-1)", "Up", show=False, id="streams.up"),
-        Binding("g,home", "edge(0)", "Top", show=False, id="streams.top"),
-        Binding("G,end", "edge(1)", "Bottom", show=False, id="streams.bottom"),
+        *scroll_keys("streams", top="g,home", bottom="G,end"),
     ]
 
     def __init__(self) -> None:
@@ -330,15 +327,10 @@ class StreamsScreen(ViewScreen):
         return self.query_one("#streams-grid", VerticalScroll)
 
     def action_scroll(self, step: int) -> None:
-        grid = self.query_one("#streams-grid", VerticalScroll)
-        grid.scroll_relative(y=step * 3, animate=False)
+        scroll_lines(self.query_one("#streams-grid", VerticalScroll), step)
 
     def action_edge(self, end: int) -> None:
-        grid = self.query_one("#streams-grid", VerticalScroll)
-        if end:
-            grid.scroll_end(animate=False)
-        else:
-            grid.scroll_home(animate=False)
+        scroll_edge(self.query_one("#streams-grid", VerticalScroll), end)
 
     def action_toggle_mode(self) -> None:
         self.mode = "ids" if self.mode == "text" else "text"

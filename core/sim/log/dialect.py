@@ -77,6 +77,14 @@ class RuntimeCrash:
     after: tuple[str, ...]
 
 
+def limits_text(capacity: Capacity, chunked: int, max_prefill: int) -> str:
+    """The scheduler's limits as every version prints them (``max_total_num_tokens=…``)."""
+    return (f"max_total_num_tokens={capacity.max_total_num_tokens}, "
+            f"chunked_prefill_size={chunked}, max_prefill_tokens={max_prefill}, "
+            f"max_running_requests={capacity.max_running_requests}, "
+            f"context_len={capacity.context_len}")
+
+
 class LogDialect(ABC):
     """One SGLang version's log lines (messages after the ``[time TPn]`` prefix)."""
 

@@ -23,6 +23,7 @@ from eagle_tui.core.sim.log.dialect import (
     PrefillStats,
     RuntimeCrash,
     accept_text,
+    limits_text,
 )
 from eagle_tui.core.sim.log.dialect_05 import SIGQUIT_FROM_CHILD
 from eagle_tui.core.sim.log.progress import tqdm_bar
@@ -85,10 +86,7 @@ class Sglang04(LogDialect):
     def scheduler_limits(self, capacity: Capacity, chunked: int, max_prefill: int,
                          avail: float) -> str:
         """No memory figure at the end."""
-        return (f"max_total_num_tokens={capacity.max_total_num_tokens}, "
-                f"chunked_prefill_size={chunked}, max_prefill_tokens={max_prefill}, "
-                f"max_running_requests={capacity.max_running_requests}, "
-                f"context_len={capacity.context_len}")
+        return limits_text(capacity, chunked, max_prefill)
 
     def engine_timings(self, seconds: Mapping[str, float]) -> str | None:
         """0.4 printed no timing summary."""

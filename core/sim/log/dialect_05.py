@@ -17,6 +17,7 @@ from eagle_tui.core.sim.log.dialect import (
     PrefillStats,
     RuntimeCrash,
     accept_text,
+    limits_text,
 )
 from eagle_tui.core.sim.log.progress import tqdm_bar
 from eagle_tui.core.sim.model.capacity import Capacity
@@ -86,10 +87,8 @@ class Sglang05(LogDialect):
     def scheduler_limits(self, capacity: Capacity, chunked: int, max_prefill: int,
                          avail: float) -> str:
         """With the memory left on the GPU."""
-        return (f"max_total_num_tokens={capacity.max_total_num_tokens}, "
-                f"chunked_prefill_size={chunked}, max_prefill_tokens={max_prefill}, "
-                f"max_running_requests={capacity.max_running_requests}, "
-                f"context_len={capacity.context_len}, available_gpu_mem={avail:.2f} GB")
+        return (f"{limits_text(capacity, chunked, max_prefill)}, "
+                f"available_gpu_mem={avail:.2f} GB")
 
     def engine_timings(self, seconds: Mapping[str, float]) -> str | None:
         """One summary line of the phases."""
