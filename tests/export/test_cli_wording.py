@@ -90,5 +90,5 @@ def test_status_prints_batches_as_sentences_not_json() -> None:
     text = render_text(StatusReport(servers=[], batches=[running, starting], exit_code=0))
     assert "{" not in text and printable_json(running.counts) not in text
     assert text.splitlines() == [
-        "batch b1 night: running  rows 120/400 · failed 2 · 3.10 samples/s · ETA 1m30s",
+        "batch b1 night: running  rows 120/400 · failed 2 · 3.1 samples/s · ETA 1m30s",
         "batch b2: starting  (no progress saved yet)"]

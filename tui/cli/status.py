@@ -26,7 +26,7 @@ from eagle_tui.core.argtypes import FileFollowed
 from eagle_tui.core.batches.registry import Registry
 from eagle_tui.core.batches.survey import BatchView, survey_all
 from eagle_tui.core.batchstate import LIVE_STATES, BatchState
-from eagle_tui.core.capture.progress import Progress
+from eagle_tui.core.capture.progress import Progress, progress_fields
 from eagle_tui.core.errors import UntrustedState
 from eagle_tui.core.health.acceptance import read_acceptance
 from eagle_tui.core.health.assemble import WatchOptions, build_watcher
@@ -272,7 +272,7 @@ def load_lines(load: ServingLoad | None) -> list[str]:
 
 
 def batch_text(batch: BatchLine) -> str:
-    """``batch ID NAME: running  rows 120/400 · failed 2 · 3.10 samples/s · ETA 1m30s``."""
+    """``batch ID NAME: running  rows 120/400 · failed 2 · 3.1 samples/s · ETA 1m30s``."""
     counts = batch.counts
     head = f"batch {batch.id} {batch.name or ''}".rstrip() + f": {batch.state}"
     if isinstance(counts, NoProgress):
@@ -283,9 +283,10 @@ def batch_text(batch: BatchLine) -> str:
         ("failed", counts.failed), ("rejected", counts.rejected), ("flagged", counts.flagged))
         if count]
     if isinstance(counts, Progress):  # rates and ETA: only a worker that answers knows them
+        shown = progress_fields(counts)
         if counts.samples_per_s:
-            parts.append(f"{counts.samples_per_s:.2f} samples/s")
+            parts.append(f"{shown.samples_per_s} samples/s")
         if counts.eta_s is not None and batch.state == BatchState.RUNNING:
-            parts.append(f"ETA {duration(counts.eta_s)}")
+            parts.append(f"ETA {shown.eta}")
     detail = f"  ({batch.detail})" if batch.detail else ""
     return f"{head}  {' · '.join(parts)}{detail}"
