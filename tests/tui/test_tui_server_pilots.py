@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from support.processes import Holder
 from support.replay import FakeServerProcess, load_corpus, write_at_once
-from tui_fakes import FakeCapture, wait_for
+from tui_fakes import FakeCapture, NotifySpy, wait_for
 
 from eagle_tui.core.health.history import StartupHistory
 from eagle_tui.core.health.phase import Phase
@@ -253,6 +253,7 @@ async def test_a_stopped_rank_is_named_on_the_card_and_s_takes_the_stacks(tmp_pa
         feed = ServerFeed(target, settings=WatchSettings(poll_interval_s=0.2, health_timeout_s=1.0,
                                                          stopped_after_s=1.0), use_history=False)
         app = app_for(feed)
+        toasts = NotifySpy(app)
         async with app.run_test(size=(140, 50)) as pilot:
             def flagged() -> bool:
                 snapshot = latest(app)
@@ -265,7 +266,7 @@ async def test_a_stopped_rank_is_named_on_the_card_and_s_takes_the_stacks(tmp_pa
             evidence = str(card(app).query_one(".card-evidence").render())
             assert "TP0 (PID" in evidence and "stopped for" in evidence
             assert "stacks: TP0 in" in evidence
-            app.clear_notifications()
+            toasts.clear()
             await pilot.press("s")
             await wait_for(pilot, lambda: any(n.title == "sim: stacks" and "TP0" in n.message
-                                              for n in app._notifications), LIVE_WAIT, "stacks")
+                                              for n in toasts), LIVE_WAIT, "stacks")
