@@ -27,12 +27,10 @@ from support.sources import parsed_file
 
 PACKAGES = {"core": ROOT / "core", "tui": ROOT / "tui"}
 
+# In any docstring: a module run by ``python -m``, a dotted name, a file path.
 RUN_MODULE = re.compile(r"python3? -m ([\w.]+)")
 DOTTED = re.compile(r"(?<![\w./-])(?:eagle_tui\.)?(?:core|tui)(?:\.[A-Za-z_]\w*)+")
 PATH = re.compile(r"(?<![\w./-])(?:core|tui)/[\w/.-]*?\.py\b")
-MAP_ITEM = re.compile(r"^\s*- (.*?):(?:\s|$)")
-TICKED = re.compile(r"``([^`]+)``")
-RELATIVE = re.compile(r"^([a-z_]\w*)\.([A-Za-z_]\w*)$")
 DEFINITIONS = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
 FILE_SUFFIXES = {"json", "jsonl", "py", "md", "log", "txt", "toml", "parquet", "lock", "gz"}
 
@@ -97,6 +95,12 @@ def dotted_problem(name: str) -> str | None:
             return None
         return f"{'.'.join(parts[:cut])} has no module or name {rest[0]!r}"
     return "no such package"
+
+
+# In a package's map: an item, the names ticked in it, a ``module.Name`` reference.
+MAP_ITEM = re.compile(r"^\s*- (.*?):(?:\s|$)")
+TICKED = re.compile(r"``([^`]+)``")
+RELATIVE = re.compile(r"^([a-z_]\w*)\.([A-Za-z_]\w*)$")
 
 
 def package_map_problems(path: Path, text: str) -> Iterator[str]:

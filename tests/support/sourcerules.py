@@ -54,12 +54,12 @@ def _keep_all(name: str) -> bool:
 class Rule:
     """A rule the source keeps, and a sample that breaks it on ``sample_lines``."""
 
-    name: str
-    advice: str
-    folders: tuple[str, ...]
+    name: str  # the test id
+    advice: str  # printed above the places that break the rule
+    folders: tuple[str, ...]  # relative to the root
     find: Finder
-    sample: str
-    sample_lines: tuple[int, ...]
+    sample: str  # a source that breaks the rule ...
+    sample_lines: tuple[int, ...]  # ... on these lines (once per finding)
     keep: Callable[[str], bool] = _keep_all  # by the file's name relative to the root
     sample_name: str = "sample.py"
     pattern: str = "*.py"  # "*.py" for one folder level, "**/*.py" for the whole tree
