@@ -1,10 +1,10 @@
 """Project rules that a reviewer would otherwise have to remember.
 
-- no module imports ``core``, ``tui`` or ``themes`` by a bare top-level name;
 - the few process entry points import without ``textual`` (core works without a screen) or
   ``transformers`` (heavy; only code that really loads a tokenizer imports it, lazily): a
   static check cannot see that, since a function-level import is still an import edge.
 
+Rules read from the source (bare imports among them) are ``tests/test_source_rules.py``.
 ``ruff check .``, ``mypy`` (strict over ``core`` and ``tui``) and ``lint-imports`` (the
 dependency directions of pyproject.toml's ``[tool.importlinter]``, explained in
 docs/architecture.md) are steps of the README's test command and ``.ci/run`` of their own,
@@ -13,7 +13,6 @@ before pytest: run inside the suite they were its slowest tests.
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -45,7 +44,6 @@ for name in sys.argv[1:]:
     if heavy:
         raise SystemExit(f"{name} imports {', '.join(heavy)}")
 """
-BARE_IMPORT = re.compile(r"""(^\s*|["'])(from|import)\s+(core|tui|themes)\b""", re.MULTILINE)
 
 
 @pytest.mark.parametrize("module", ENTRY_POINTS)
@@ -53,17 +51,6 @@ def test_entry_point_imports_light(module: str) -> None:
     done = subprocess.run([sys.executable, "-c", WITHOUT_TEXTUAL_OR_TRANSFORMERS, module],
                           capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 0, done.stderr + done.stdout
-
-
-def test_no_bare_top_level_imports() -> None:
-    offenders = [
-        f"{path.relative_to(ROOT)}:{source[:match.start()].count(chr(10)) + 1}"
-        for folder in ("core", "tui", "tests", "scripts")
-        for path in (ROOT / folder).rglob("*.py")
-        for source in [path.read_text(encoding="utf-8")]
-        for match in BARE_IMPORT.finditer(source)
-    ]
-    assert not offenders, f"import through eagle_tui.*: {offenders}"
 
 
 def test_ci_runs_exactly_the_readme_test_command() -> None:

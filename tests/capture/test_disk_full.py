@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.crashresume import assert_only_valid_shards
 from support.diskfull import DiskBudget, inject_full_disk
-from test_e2e_support import assert_only_valid_shards, run_cli
+from test_e2e_support import run_cli
 from test_engine_fakes import FakeSGLang, bundled_tokenizer, capture, make_config, write_prompts
 
 from eagle_tui.core import fsio

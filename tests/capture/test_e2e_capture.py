@@ -8,18 +8,16 @@ import json
 import random
 import re
 import signal
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+from support.crashresume import assert_only_valid_shards, kill_at_random_moments
 from support.waiting import exited, log_contains, wait_until
 from test_e2e_support import (
-    assert_only_valid_shards,
     check_prompt_ids,
     good_records,
-    rows_stored,
     run_cli,
     start_cli,
     write_mixed_prompts,
@@ -106,23 +104,9 @@ def test_sigkill_at_random_moments_then_resume(tmp_path: Path,
     out = tmp_path / "out"
     args = cli_args(prompts, out, sims, "--shard-rows", "40")
     env = {"EAGLE_TUI_API_KEY": SECRET}
-    rng = random.Random(2024)
-    # The moments are progress points, not wall-clock times, so a fast machine cannot finish
-    # the batch before it is killed; the extra sleep lands the kill anywhere inside a shard.
-    targets = sorted(rng.sample(range(1, 1000), 5))
-    stored_before = 0
-    for attempt, target in enumerate(targets):
-        process = start_cli(*args, *(["--resume"] if attempt else []), env=env,
-                            log=tmp_path / f"run{attempt}.log")
-        wait_until(rows_stored(out, target), 120, f"{target} rows stored",
-                   unless=exited(process, "the capture (before it could be killed)"))
-        time.sleep(rng.uniform(0.0, 0.08))  # the random moment of the crash
-        process.kill()
-        process.wait(timeout=30)
-        counts = assert_only_valid_shards(out)
-        assert set(counts.values()) <= {1}, "a sample stored twice after a crash"
-        assert len(counts) >= stored_before
-        stored_before = len(counts)
+    kill_at_random_moments(
+        lambda resume, log: start_cli(*args, *(["--resume"] if resume else []), env=env, log=log),
+        out, tmp_path, random.Random(2024), rows_below=1000)
     final = run_cli(*args, "--resume", env=env)
     assert final.returncode == 1, final.stderr[-3000:]
     counts = assert_only_valid_shards(out)

@@ -1,5 +1,5 @@
 """Helpers of the end-to-end capture tests (no tests here): mixed prompt files, running the
-CLI as a separate process, and checking a batch directory for exactly-once output."""
+CLI as a separate process, and checking the rows against their prompts."""
 
 from __future__ import annotations
 
@@ -8,14 +8,10 @@ import os
 import random
 import subprocess
 import sys
-from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from eagle_tui.core.capture.prompts import PromptRecord, open_prompts
-from eagle_tui.core.shards.batchdir.scan import scan_completed
-from eagle_tui.core.shards.manifest import Manifest
 from eagle_tui.core.tokenizer import LoadedTokenizer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -112,29 +108,6 @@ def cli_env(extra: dict[str, str] | None) -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     env.update(extra or {})
     return env
-
-
-def rows_stored(out: Path, rows: int) -> Callable[[], bool]:
-    """A condition: the manifest in ``out`` counts at least ``rows`` done rows."""
-    def stored() -> bool:
-        manifest = Manifest.load_optional(out)
-        return manifest is not None and manifest.counts.done >= rows
-
-    return stored
-
-
-def assert_only_valid_shards(out_dir: Path) -> Counter[str]:
-    """Every listed shard is intact and ``shards/`` holds nothing else (temp files of an
-    interrupted run aside); returns how often each sample id is stored."""
-    scan = scan_completed(out_dir)
-    assert not [f for f in scan.ignored if f.listed], scan.ignored
-    import pyarrow.parquet as pq
-
-    counts: Counter[str] = Counter()
-    for info in scan.trusted:
-        table = pq.read_table(out_dir / "shards" / info.name, columns=["sample_id"])
-        counts.update(str(v) for v in table.column("sample_id").to_pylist())
-    return counts
 
 
 def check_prompt_ids(rows: list[dict[str, Any]], records: dict[str, PromptRecord],

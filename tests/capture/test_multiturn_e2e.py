@@ -9,7 +9,6 @@ import io
 import json
 import random
 import re
-import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,8 +22,8 @@ from support.conversations import (
     turn_starts,
     write_conversations,
 )
-from support.waiting import exited, wait_until
-from test_e2e_support import assert_only_valid_shards, rows_stored, run_cli, start_cli
+from support.crashresume import assert_only_valid_shards, kill_at_random_moments
+from test_e2e_support import run_cli, start_cli
 from test_engine_fakes import rows_of
 
 from eagle_tui.core.capture.config import CaptureConfig
@@ -206,20 +205,9 @@ def test_sigkill_at_random_moments_then_resume_every_turn_once(
     clean = run_cli(*args(tmp_path / "clean"))
     assert clean.returncode == 0, clean.stderr[-3000:]
     out = tmp_path / "out"
-    rng = random.Random(14)
-    stored_before = 0
-    for attempt, target in enumerate(sorted(rng.sample(range(1, 300), 5))):
-        process = start_cli(*args(out), *(["--resume"] if attempt else []),
-                            log=tmp_path / f"run{attempt}.log")
-        wait_until(rows_stored(out, target), 120, f"{target} rows stored",
-                   unless=exited(process, "the capture (before it could be killed)"))
-        time.sleep(rng.uniform(0.0, 0.08))  # the random moment of the crash
-        process.kill()
-        process.wait(timeout=30)
-        counts = assert_only_valid_shards(out)
-        assert set(counts.values()) <= {1}, "a turn stored twice after a crash"
-        assert len(counts) >= stored_before
-        stored_before = len(counts)
+    kill_at_random_moments(
+        lambda resume, log: start_cli(*args(out), *(["--resume"] if resume else []), log=log),
+        out, tmp_path, random.Random(14), rows_below=300)
     final = run_cli(*args(out), "--resume")
     assert final.returncode == 0, final.stderr[-3000:]
     counts = assert_only_valid_shards(out)

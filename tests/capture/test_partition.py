@@ -11,7 +11,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from test_e2e_support import assert_only_valid_shards
+from support.crashresume import assert_only_valid_shards
 from test_engine_fakes import bundled_tokenizer, make_config, write_prompts
 
 from eagle_tui.core.capture.engine import CaptureEngine

@@ -14,9 +14,9 @@ from typing import Any
 
 import httpx
 import pytest
+from support.crashresume import assert_only_valid_shards
 from support.router import RouterProcess, router_installed
 from support.waiting import async_wait_until
-from test_e2e_support import assert_only_valid_shards
 from test_engine_fakes import bundled_tokenizer, rows_of, write_prompts
 from test_engine_fakes import make_config as fast_config
 

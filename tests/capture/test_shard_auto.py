@@ -16,9 +16,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from support.crashresume import assert_only_valid_shards, rows_stored
 from support.slurm import recorded
 from support.waiting import exited, wait_until
-from test_e2e_support import ROOT, assert_only_valid_shards, rows_stored
+from test_e2e_support import ROOT
 from test_engine_fakes import write_prompts
 from test_scheduler_env import runs_of
 

@@ -26,9 +26,10 @@ from typing import Any
 
 import pytest
 import yaml
+from support.crashresume import assert_only_valid_shards, rows_stored
 from support.router import RouterProcess, router_installed
 from support.waiting import wait_until
-from test_e2e_support import ROOT, assert_only_valid_shards, rows_stored
+from test_e2e_support import ROOT
 from test_engine_fakes import write_prompts
 from test_scheduler_env import RealSlurm
 from test_shard_auto import scheduler_free

@@ -246,7 +246,6 @@ async def replay(
     poll_s: float = 1.0,
     stall_wait_s: float = 1800.0,
     crash_quiet_s: float = 30.0,
-    stop_at_ready: bool = False,
 ) -> Replay:
     """Write ``log`` at its own pace and tick the watcher every ``poll_s`` (fake) seconds.
 
@@ -254,7 +253,6 @@ async def replay(
     last line: a ready log gets five more seconds; a stalled one is watched until a stall
     flag (or ``stall_wait_s``); a crashed one ``crash_quiet_s`` with the process alive, then
     the process exits as the log says and the watch goes on for ten seconds.
-    ``stop_at_ready`` leaves out what a ready log says after its ready line.
     """
     path = workdir / f"{log.name}.log"
     path.write_bytes(b"")
@@ -265,10 +263,6 @@ async def replay(
     start = clock.monotonic()
     try:
         times = line_times(log.lines)
-        if stop_at_ready and log.outcome == "ready":
-            end = next(i for i, t in enumerate(log.lines) if "ready to roll" in t) + 1
-            log = CorpusLog(log.name, log.path, log.meta, log.lines[:end], log.kinds)
-            times = times[:end]
         await _write_paced(log, times, path, clock, watcher, server, port, poll_s, result, start)
         result.last_line_at = times[-1] if times else 0.0
         await _after_last_line(log, clock, watcher, server, poll_s, result, start,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from textual.widgets import DataTable, Input, Select, Static
-from tui_fakes import FakeCapture, batch, wait_for
+from tui_fakes import FakeCapture, NotifySpy, batch, wait_for
 from tui_shards import make_row, metadata, synthetic_rows, write_shards
 
 from eagle_tui.core import kimi
@@ -136,10 +136,11 @@ async def test_copy_id_from_the_table(tmp_path: Path) -> None:
 
 async def test_a_bad_path_is_reported_and_the_app_stays_up(tmp_path: Path) -> None:
     app = inspect_app(tmp_path / "missing")
+    toasts = NotifySpy(app)
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_for(
             pilot,
-            lambda: any("cannot open" in n.message for n in app._notifications),
+            lambda: any("cannot open" in n.message for n in toasts),
             what="error toast",
         )
         assert app.is_running
@@ -210,6 +211,7 @@ async def test_a_running_batch_is_spot_checked_before_its_first_shard(
         sources=Sources(capture=control, tokenizers=TokenizerCache(), shard_dirs=(str(out),)),
     )
     monkeypatch.chdir(tmp_path)
+    toasts = NotifySpy(app)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = screen_of(app)
         await wait_for(pilot, lambda: screen.page is not None, what="recent rows")
@@ -228,9 +230,9 @@ async def test_a_running_batch_is_spot_checked_before_its_first_shard(
         assert data["output_ids"] == list(sample.view.row.output_ids)
         assert data["decoded"]["output"]
         app.clipboard_reach = ClipboardReach("no", "tmux drops it")  # as checked in tmux
-        app.clear_notifications()
+        toasts.clear()
         await pilot.press("c")
-        toast = next(iter(app._notifications))
+        toast = next(iter(toasts))
         assert toast.title == "Not copied: the sample id" and "tmux drops it" in toast.message
 
 
@@ -396,12 +398,13 @@ def test_the_path_box_takes_one_path_or_several(tmp_path: Path) -> None:
 async def test_a_tokenizer_other_than_the_recorded_one_is_said(tmp_path: Path) -> None:
     """As `eagle-tui inspect` warns on stderr: these footers record fingerprint "test"."""
     app = inspect_app(write_shards(tmp_path / "batch", synthetic_rows(3)))
+    toasts = NotifySpy(app)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = screen_of(app)
         await wait_for(pilot, lambda: screen.page is not None, what="first page")
         await pilot.press("enter")
         await wait_for(pilot, lambda: any("differs from the one the shards were captured with"
-                                          in n.message for n in app._notifications),
+                                          in n.message for n in toasts),
                        60.0, "the warning")
 
 

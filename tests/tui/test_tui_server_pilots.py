@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from support.processes import Holder
 from support.replay import FakeServerProcess, load_corpus, write_at_once
-from tui_fakes import FakeCapture, wait_for
+from tui_fakes import FakeCapture, NotifySpy, wait_for
 
 from eagle_tui.core.health.history import StartupHistory
 from eagle_tui.core.health.phase import Phase
@@ -257,6 +257,7 @@ async def test_a_stopped_rank_is_named_on_the_card_and_s_takes_the_stacks(tmp_pa
         feed = ServerFeed(target, settings=WatchSettings(poll_interval_s=0.2, health_timeout_s=1.0,
                                                          stopped_after_s=1.0), use_history=False)
         app = app_for(feed)
+        toasts = NotifySpy(app)
         async with app.run_test(size=(140, 50)) as pilot:
             def flagged() -> bool:
                 snapshot = latest(app)
@@ -269,10 +270,10 @@ async def test_a_stopped_rank_is_named_on_the_card_and_s_takes_the_stacks(tmp_pa
             evidence = str(card(app).query_one(".card-evidence").render())
             assert "TP0 (PID" in evidence and "stopped for" in evidence
             assert "stacks: TP0 in" in evidence
-            app.clear_notifications()
+            toasts.clear()
             await pilot.press("s")
             await wait_for(pilot, lambda: any(n.title == "sim: stacks" and "TP0" in n.message
-                                              for n in app._notifications), LIVE_WAIT, "stacks")
+                                              for n in toasts), LIVE_WAIT, "stacks")
 
 
 async def test_r_restarts_a_managed_server_as_one_timeline_and_it_is_ready_again(
@@ -290,6 +291,7 @@ async def test_r_restarts_a_managed_server_as_one_timeline_and_it_is_ready_again
                           argv=tuple(argv))
     feed = RecordingFeed(target, managed=server, use_history=False)
     app = app_for(feed)
+    toasts = NotifySpy(app)
     try:
         async with app.run_test(size=(120, 40)) as pilot:
             await wait_for(pilot, is_phase(app, Phase.READY), LIVE_WAIT, "first ready")
@@ -308,7 +310,7 @@ async def test_r_restarts_a_managed_server_as_one_timeline_and_it_is_ready_again
             assert now is not None and now.process is not None
             assert now.process.pid == server.pid and now.incarnation == 2
             await wait_for(pilot, lambda: any(f"restarted as PID {server.pid}" in n.message
-                                              for n in app._notifications), 5, "the toast")
+                                              for n in toasts), 5, "the toast")
             seen = list(feed.seen)
         assert "SIGTERM received" in (tmp_path / "server.log.prev").read_text()
         assert Phase.CRASHED not in {s.phase for s in seen}, (old_pid, phase_story(seen))

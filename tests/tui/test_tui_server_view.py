@@ -6,8 +6,15 @@ from collections.abc import Callable
 
 from support.clock import FakeClock
 from support.waiting import pilot_wait
-from textual.notifications import Notification
-from tui_fakes import FakeCapture, FakeServerFeed, health, ready_health, wait_for
+from tui_fakes import (
+    FakeCapture,
+    FakeServerFeed,
+    NotifySpy,
+    Toast,
+    health,
+    ready_health,
+    wait_for,
+)
 
 from eagle_tui.core.health.phase import Phase
 from eagle_tui.core.health.snapshot import Flag
@@ -48,13 +55,13 @@ def shown(app: EagleApp, seq: int) -> Callable[[], bool]:
     return check
 
 
-def toasts_after_the_hold(app: EagleApp, clock: FakeClock) -> list[Notification]:
+def toasts_after_the_hold(app: EagleApp, clock: FakeClock, spy: NotifySpy) -> list[Toast]:
     """The toasts once every incident's hold has passed (the view's periodic check, run now)."""
     clock.advance(HOLD_S)
     screen = app.screen
     assert isinstance(screen, ServerScreen)
     screen._toast_incidents()
-    return list(app._notifications)
+    return list(spy)
 
 
 def card_text(app: EagleApp, index: int = 0) -> str:
@@ -86,20 +93,21 @@ async def test_new_flag_toasts_once_with_literal_evidence() -> None:
     feed = FakeServerFeed(TARGET, [health()])
     clock = FakeClock()
     app = app_with(feed, clock=clock)
+    spy = NotifySpy(app)
     async with app.run_test(size=(120, 40)) as pilot:
         await feed_ready(pilot, feed)
         feed.push(health(flags=[SLOW], seq=2))
         await wait_for(pilot, shown(app, 2), what="the flagged snapshot")
-        assert not app._notifications  # held a moment: a crash's flags come over two ticks
-        toasts_after_the_hold(app, clock)
+        assert not spy  # held a moment: a crash's flags come over two ticks
+        toasts_after_the_hold(app, clock, spy)
         await wait_for(
             pilot,
-            lambda: any("slow_startup" in (n.title or "") for n in app._notifications),
+            lambda: any("slow_startup" in (n.title or "") for n in spy),
             what="toast",
         )
         feed.push(health(flags=[SLOW], seq=3))
         await wait_for(pilot, shown(app, 3), what="the same flag again")
-        toasts = [n for n in toasts_after_the_hold(app, clock)
+        toasts = [n for n in toasts_after_the_hold(app, clock, spy)
                   if "slow_startup" in (n.title or "")]
         assert len(toasts) == 1 and "[bold]" in toasts[0].message
         assert "[bold] (3 earlier starts)" in card_text(app)
@@ -113,6 +121,7 @@ async def test_one_toast_per_crash_naming_the_first_fatal_line() -> None:
     rank = Flag("rank_exited", "TP3 exited")
     clock = FakeClock()
     app = app_with(feed, clock=clock)
+    spy = NotifySpy(app)
     async with app.run_test(size=(120, 40)) as pilot:
         await feed_ready(pilot, feed)
         feed.push(health(Phase.CRASHED, flags=[exited, rank], seq=2))
@@ -120,12 +129,12 @@ async def test_one_toast_per_crash_naming_the_first_fatal_line() -> None:
         clock.advance(0.3)  # the fatal line lands a tick later
         feed.push(health(Phase.CRASHED, flags=[oom, exited, rank], seq=3))
         await wait_for(pilot, shown(app, 3), what="the fatal line")
-        assert not app._notifications
-        toasts_after_the_hold(app, clock)
-        await wait_for(pilot, lambda: bool(app._notifications), what="a toast")
+        assert not spy
+        toasts_after_the_hold(app, clock, spy)
+        await wait_for(pilot, lambda: bool(spy), what="a toast")
         feed.push(health(Phase.CRASHED, flags=[oom, exited, rank, SLOW], seq=4))
         await wait_for(pilot, shown(app, 4), what="a milder flag later")
-        toasts = toasts_after_the_hold(app, clock)
+        toasts = toasts_after_the_hold(app, clock, spy)
         assert len(toasts) == 1
         assert toasts[0].title == "kimi-0: fatal:oom (+2 more on the card)"
         assert "CUDA out of memory" in toasts[0].message
@@ -219,6 +228,7 @@ async def test_several_servers_select_whose_log_is_shown() -> None:
 async def test_managed_restart_asks_first_and_readonly_hides_it() -> None:
     feed = FakeServerFeed(TARGET, [health()], managed=True)
     app = app_with(feed)
+    spy = NotifySpy(app)
     async with app.run_test(size=(100, 30)) as pilot:
         await feed_ready(pilot, feed)
         await pilot.press("r")
@@ -231,7 +241,7 @@ async def test_managed_restart_asks_first_and_readonly_hides_it() -> None:
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="asked again")
         await pilot.press("y")
         await wait_for(pilot, lambda: feed.requests == ["restart"], what="restart request")
-        await wait_for(pilot, lambda: any("restart done" in n.message for n in app._notifications))
+        await wait_for(pilot, lambda: any("restart done" in n.message for n in spy))
     unmanaged = FakeServerFeed(TARGET, [health()])
     app = app_with(unmanaged)
     async with app.run_test(size=(100, 30)):

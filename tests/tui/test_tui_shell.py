@@ -11,7 +11,7 @@ from rich.color import Color as RichColor
 from rich.color import ColorSystem
 from textual.app import SystemCommand
 from textual.css.stylesheet import Stylesheet
-from tui_fakes import FakeCapture, batch
+from tui_fakes import FakeCapture, NotifySpy, batch
 
 from eagle_tui.core.errors import ConfigError
 from eagle_tui.core.logsetup import log_to_file
@@ -123,10 +123,11 @@ async def test_themes_load_and_switch_at_run_time() -> None:
 
 async def test_unknown_theme_falls_back_and_says_so() -> None:
     app = quiet_app(theme="no-such-theme")
+    toasts = NotifySpy(app)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         assert app.theme == "eagle-dark"
-        assert any("no-such-theme" in n.message for n in app._notifications)
+        assert any("no-such-theme" in n.message for n in toasts)
 
 
 def test_shipped_themes_keep_surfaces_apart_in_256_colours() -> None:

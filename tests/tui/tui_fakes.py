@@ -1,14 +1,14 @@
 """Fakes for the TUI's sources: a server feed that replays snapshots, a capture control
-that records calls, snapshot builders; ``wait_for(pilot, condition)`` is
+that records calls, snapshot builders, a spy on the app's toasts; ``wait_for(pilot, condition)`` is
 ``support.waiting.pilot_wait``, here too because every view test imports its fakes from here."""
 
 from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,6 +35,9 @@ from eagle_tui.tui.sources.capture import BatchRequest
 from eagle_tui.tui.sources.server import Emit, ServerAction
 
 if TYPE_CHECKING:
+    from textual.app import App
+    from textual.notifications import SeverityLevel
+
     from eagle_tui.tui.sources.server import FeedItem
 
 def health(
@@ -210,3 +213,39 @@ class FakeCapture:
 
     def close(self) -> None:
         self.calls.append(("close",))
+
+
+@dataclass(frozen=True)
+class Toast:
+    """One ``notify`` call as the app received it."""
+
+    message: str
+    title: str
+    severity: str
+
+
+class NotifySpy:
+    """Every toast the app is asked to show, recorded at ``App.notify`` (public API; every
+    ``Widget.notify`` and ``Screen.notify`` goes through it) instead of read from Textual's
+    private store of live toasts. Attach before ``run_test`` so a toast at mount is seen."""
+
+    def __init__(self, app: App[object]) -> None:
+        self.toasts: list[Toast] = []
+        shown = app.notify
+
+        def notify(message: str, *, title: str = "", severity: SeverityLevel = "information",
+                   timeout: float | None = None, markup: bool = True) -> None:
+            self.toasts.append(Toast(message, title, severity))
+            shown(message, title=title, severity=severity, timeout=timeout, markup=markup)
+
+        app.notify = notify  # type: ignore[method-assign]
+
+    def __iter__(self) -> Iterator[Toast]:
+        return iter(list(self.toasts))
+
+    def __bool__(self) -> bool:
+        return bool(self.toasts)
+
+    def clear(self) -> None:
+        """Forget the toasts so far (the test's ``app.clear_notifications()`` for the spy)."""
+        self.toasts.clear()

@@ -9,7 +9,7 @@ controls, DEL, bidi overrides and lone surrogates pass through to the terminal.
 
 So the dashboard builds every piece of text it shows through these constructors, which pass
 the strings through ``core.text.terminal_safe`` (newlines and tabs keep their meaning), the
-way toolong converts each line once where it is parsed. ``tests/tui/test_tui_literal.py``
+way toolong converts each line once where it is parsed. ``tests/test_source_rules.py``
 fails when a module of the dashboard builds ``Text``/``Content`` or a toast from a string
 any other way. The verbs print Rich renderables through ``literal_rich.Literal`` (no
 Textual), which makes the text of every segment safe as it is written.

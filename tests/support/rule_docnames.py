@@ -1,9 +1,10 @@
-"""Docstrings, package maps and ``prog`` strings name only modules that exist.
+"""The docstring-names rule of ``tests/test_source_rules.py``: docstrings, package maps and
+``prog`` strings name only modules that exist.
 
 Modules move (``core.batches.worker`` printed ``prog="python -m core.batches.worker"`` long
 after the path stopped working; package maps listed modules that had moved to ``tui/cli``).
-This reads every docstring and every ``prog=`` string of ``core``, ``tui``, ``scripts`` and
-``tests`` and checks each name in them:
+Each docstring and ``prog=`` string of ``core``, ``tui``, ``scripts`` and ``tests`` is read and
+each name in it checked:
 
 - a dotted name (``eagle_tui.core.x.y``, ``core.x.y``, ``tui.x``) resolves to a module, or to
   a name defined at the top of the longest module it starts with; after ``python -m`` it is
@@ -21,29 +22,17 @@ from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
-import pytest
+from support.sourcerules import ROOT, Source
 from support.sources import parsed_file
 
-SELF = Path(__file__).resolve()
-ROOT = SELF.parents[1]
-SCANNED = ("core", "tui", "scripts", "tests")
 PACKAGES = {"core": ROOT / "core", "tui": ROOT / "tui"}
 
+# In any docstring: a module run by ``python -m``, a dotted name, a file path.
 RUN_MODULE = re.compile(r"python3? -m ([\w.]+)")
 DOTTED = re.compile(r"(?<![\w./-])(?:eagle_tui\.)?(?:core|tui)(?:\.[A-Za-z_]\w*)+")
 PATH = re.compile(r"(?<![\w./-])(?:core|tui)/[\w/.-]*?\.py\b")
-MAP_ITEM = re.compile(r"^\s*- (.*?):(?:\s|$)")
-TICKED = re.compile(r"``([^`]+)``")
-RELATIVE = re.compile(r"^([a-z_]\w*)\.([A-Za-z_]\w*)$")
 DEFINITIONS = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
 FILE_SUFFIXES = {"json", "jsonl", "py", "md", "log", "txt", "toml", "parquet", "lock", "gz"}
-
-
-def python_files() -> Iterator[Path]:
-    for top in SCANNED:
-        for path in sorted((ROOT / top).rglob("*.py")):
-            if ".venv" not in path.parts and "fixtures" not in path.parts and path != SELF:
-                yield path
 
 
 def texts(path: Path) -> Iterator[tuple[int, str]]:
@@ -108,6 +97,12 @@ def dotted_problem(name: str) -> str | None:
     return "no such package"
 
 
+# In a package's map: an item, the names ticked in it, a ``module.Name`` reference.
+MAP_ITEM = re.compile(r"^\s*- (.*?):(?:\s|$)")
+TICKED = re.compile(r"``([^`]+)``")
+RELATIVE = re.compile(r"^([a-z_]\w*)\.([A-Za-z_]\w*)$")
+
+
 def package_map_problems(path: Path, text: str) -> Iterator[str]:
     """Modules a package's docstring lists (or names as ``module.Name``) that it lacks."""
     package = path.parent
@@ -134,47 +129,20 @@ def package_map_problems(path: Path, text: str) -> Iterator[str]:
                     yield f"{name!r}: {problem}"
 
 
-def problems_in(path: Path) -> Iterator[str]:
+def problems_in(source: Source) -> Iterator[tuple[int, str]]:
+    """(line, problem) of each name in the docstrings and ``prog=`` strings of ``source``."""
+    path = source.path
     for line, text in texts(path):
-        where = f"{path.relative_to(ROOT)}:{line}"
         for match in DOTTED.finditer(text):
             problem = dotted_problem(match.group())
             if problem is not None:
-                yield f"{where}: {match.group()!r}: {problem}"
+                yield line, f"{match.group()!r}: {problem}"
         for match in RUN_MODULE.finditer(text):
             if match.group(1).startswith(("core.", "tui.")):
-                yield (f"{where}: {match.group()!r}: the import name is "
-                       f"eagle_tui.{match.group(1)} (a bare core/tui is not importable)")
+                yield line, (f"{match.group()!r}: the import name is "
+                             f"eagle_tui.{match.group(1)} (a bare core/tui is not importable)")
         for match in PATH.finditer(text):
             if not (ROOT / match.group()).is_file():
-                yield f"{where}: {match.group()!r} is not a file of the repository"
+                yield line, f"{match.group()!r} is not a file of the repository"
         if path.name == "__init__.py":
-            yield from (f"{where}: {p}" for p in package_map_problems(path, text))
-
-
-def test_docstrings_and_progs_name_modules_that_exist() -> None:
-    found = [problem for path in python_files() for problem in problems_in(path)]
-    assert not found, "\n".join(found)
-
-
-@pytest.mark.parametrize(("name", "resolves"), [
-    ("eagle_tui.core.urls", True),
-    ("core.urls.ServerURL", True),
-    ("core.health.state.WatchState.update", True),
-    ("tui.cli.main", True),
-    ("core.batches.worker", True),
-    ("core.health.cli", False),
-    ("core.urls.NoSuchThing", False),
-    ("tui.nowhere", False),
-])
-def test_the_check_tells_names_that_exist_from_names_that_do_not(name: str,
-                                                                 resolves: bool) -> None:
-    assert (dotted_problem(name) is None) is resolves
-
-
-def test_a_package_map_naming_a_missing_module_fails() -> None:
-    text = ("Map:\n\n- ``engine`` / ``lock``: the engine; a lock that moved\n"
-            "- ``cli_*``: verbs that moved\n\n``engine.CaptureEngine`` runs, ``engine.Gone`` not")
-    found = list(package_map_problems(ROOT / "core" / "capture" / "__init__.py", text))
-    assert len(found) == 3 and "'lock'" in found[0] and "'cli_*'" in found[1]
-    assert "'Gone'" in found[2]
+            yield from ((line, problem) for problem in package_map_problems(path, text))

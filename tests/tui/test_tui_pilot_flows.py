@@ -79,6 +79,15 @@ def capture_app(control: FakeCapture, **options: object) -> EagleApp:
     )
 
 
+async def open_form(app: EagleApp, pilot: Pilot[None]) -> NewBatchScreen:
+    """``n`` in the Capture view: the New-batch form."""
+    await pilot.press("n")
+    await pilot_wait(pilot, lambda: isinstance(app.screen, NewBatchScreen), what="form")
+    form = app.screen
+    assert isinstance(form, NewBatchScreen)
+    return form
+
+
 # -- item 2: a burst of keys in a text field ------------------------------------------------
 
 
@@ -100,10 +109,7 @@ async def test_a_burst_of_editing_keys_in_the_form_keeps_its_order(
 ) -> None:
     app = capture_app(FakeCapture())
     async with app.run_test(size=(100, 40)) as pilot:
-        await pilot.press("n")
-        await pilot_wait(pilot, lambda: isinstance(app.screen, NewBatchScreen), what="form")
-        form = app.screen
-        assert isinstance(form, NewBatchScreen)
+        form = await open_form(app, pilot)
         field = form.query_one("#form-max_new_tokens", Input)
         field.focus()
         await pilot_wait(pilot, lambda: app.focused is field, what="the field focused")
@@ -117,10 +123,7 @@ async def test_a_burst_across_fields_edits_each_field_in_place() -> None:
     # before the field has handled it.
     app = capture_app(FakeCapture(), servers=())
     async with app.run_test(size=(100, 40)) as pilot:
-        await pilot.press("n")
-        await pilot_wait(pilot, lambda: isinstance(app.screen, NewBatchScreen), what="form")
-        form = app.screen
-        assert isinstance(form, NewBatchScreen)
+        form = await open_form(app, pilot)
         form.query_one("#form-servers", Input).value = "http://old:1"
         burst(app, [*"p.jsonl", "tab", *"out", "tab", "ctrl+u", *"http://new:2", "tab"])
         wanted = {"prompts": "p.jsonl", "out_dir": "out", "servers": "http://new:2",
@@ -138,10 +141,7 @@ async def test_a_burst_across_fields_edits_each_field_in_place() -> None:
 async def test_esc_in_the_form_leaves_the_field_and_ctrl_g_cancels(tmp_path: Path) -> None:
     app = capture_app(FakeCapture())
     async with app.run_test(size=(100, 40)) as pilot:
-        await pilot.press("n")
-        await pilot_wait(pilot, lambda: isinstance(app.screen, NewBatchScreen), what="form")
-        form = app.screen
-        assert isinstance(form, NewBatchScreen)
+        form = await open_form(app, pilot)
         await pilot.press(*"p.jsonl", "tab", *"out")
         await pilot.press("escape")
         await pilot_wait(pilot, lambda: not isinstance(app.focused, Input), what="left")
@@ -166,15 +166,21 @@ def inspect_app(directory: Path, control: FakeCapture | None = None) -> EagleApp
     )
 
 
+async def first_page(app: EagleApp, pilot: Pilot[None]) -> InspectScreen:
+    """The Inspect view once its first page is read."""
+    screen = app.screen
+    assert isinstance(screen, InspectScreen)
+    await pilot_wait(pilot, lambda: screen.page is not None, what="the first page")
+    return screen
+
+
 async def test_inspect_search_finds_a_row_on_another_page(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     directory = write_shards(tmp_path / "batch", synthetic_rows(350))
     app = inspect_app(directory)
     async with app.run_test(size=(120, 40)) as pilot:
-        screen = app.screen
-        assert isinstance(screen, InspectScreen)
-        await pilot_wait(pilot, lambda: screen.page is not None, what="first page")
+        screen = await first_page(app, pilot)
         table = screen.query_one("#inspect-table", DataTable)
 
         def highlighted() -> str | None:
@@ -215,14 +221,10 @@ async def test_copy_and_export_keep_boundary_tokens_as_inspect_prints_them(
     monkeypatch.chdir(tmp_path)
     app = inspect_app(directory)
     async with app.run_test(size=(120, 40)) as pilot:
-        screen = app.screen
-        assert isinstance(screen, InspectScreen)
-        await pilot_wait(pilot, lambda: screen.page is not None, what="the page")
+        await first_page(app, pilot)
         await pilot.press("enter")
         await pilot_wait(pilot, lambda: isinstance(app.screen, SampleScreen), what="sample")
-        sample = app.screen
-        assert isinstance(sample, SampleScreen)
-        await pilot_wait(pilot, lambda: sample.tokens.document.decoded, 60, "decoded")
+        await pilot_wait(pilot, lambda: app.screen.tokens.document.decoded, 60, "decoded")
         await pilot.press("y")
         await pilot_wait(pilot, lambda: bool(app.clipboard), what="the copy")
         assert app.clipboard.startswith("because") and all(m in app.clipboard for m in markers)
@@ -257,6 +259,17 @@ def test_a_finished_batch_has_a_note_not_an_error_and_flags_from_its_shards(
 # -- item 17: starting and opening follow the selection --------------------------------------
 
 
+async def inspect_shows(pilot: Pilot[None], app: EagleApp, rows: int, what: str
+                        ) -> InspectScreen:
+    """Wait for the Inspect view and its first page of ``rows`` rows."""
+    await pilot_wait(pilot, lambda: isinstance(app.screen, InspectScreen), what="Inspect")
+    inspect = app.screen
+    assert isinstance(inspect, InspectScreen)
+    await pilot_wait(pilot, lambda: inspect.page is not None and len(inspect.page.rows) == rows,
+                     what=what)
+    return inspect
+
+
 async def test_a_started_batch_is_selected_and_i_opens_the_selection_in_inspect(
     tmp_path: Path,
 ) -> None:
@@ -268,9 +281,7 @@ async def test_a_started_batch_is_selected_and_i_opens_the_selection_in_inspect(
         screen = app.screen
         assert isinstance(screen, CaptureScreen)
         await pilot_wait(pilot, lambda: screen.selected() is not None, what="a batch")
-        await pilot.press("n")
-        await pilot_wait(pilot, lambda: isinstance(app.screen, NewBatchScreen), what="form")
-        form = app.screen
+        form = await open_form(app, pilot)
         form.query_one("#form-prompts", Input).value = str(prompts_file(tmp_path / "p.jsonl", 3))
         form.query_one("#form-out_dir", Input).value = str(tmp_path / "third")
         form.query_one("#form-servers", Input).value = "http://127.0.0.1:9"
@@ -286,12 +297,8 @@ async def test_a_started_batch_is_selected_and_i_opens_the_selection_in_inspect(
         await pilot.press("k")
         await pilot_wait(pilot, lambda: selected() == "b2-second", what="the second batch")
         await pilot.press("i")
-        await pilot_wait(pilot, lambda: isinstance(app.screen, InspectScreen), what="Inspect")
-        inspect = app.screen
-        assert isinstance(inspect, InspectScreen)
+        inspect = await inspect_shows(pilot, app, 30, "the selected batch's rows")
         assert inspect.query_one("#inspect-path", Input).value == str(shards)
-        await pilot_wait(pilot, lambda: inspect.page is not None and len(inspect.page.rows) == 30,
-                         what="the selected batch's rows")
 
 
 async def test_inspect_with_no_path_opens_the_batch_selected_in_capture(tmp_path: Path) -> None:
@@ -302,11 +309,7 @@ async def test_inspect_with_no_path_opens_the_batch_selected_in_capture(tmp_path
         assert isinstance(screen, CaptureScreen)
         await pilot_wait(pilot, lambda: screen.selected() is not None, what="the batch")
         await pilot.press("4")
-        await pilot_wait(pilot, lambda: isinstance(app.screen, InspectScreen), what="Inspect")
-        inspect = app.screen
-        assert isinstance(inspect, InspectScreen)
-        await pilot_wait(pilot, lambda: inspect.page is not None and len(inspect.page.rows) == 12,
-                         what="the batch selected in Capture")
+        await inspect_shows(pilot, app, 12, "the batch selected in Capture")
     await asyncio.sleep(0)
 
 
@@ -430,14 +433,6 @@ async def test_streams_follows_the_running_batch_after_a_restart(readonly: bool)
 
 
 # -- the New-batch form: tokenizer from the server, name, rows per shard --------------------
-
-
-async def open_form(app: EagleApp, pilot: Pilot[None]) -> NewBatchScreen:
-    await pilot.press("n")
-    await pilot_wait(pilot, lambda: isinstance(app.screen, NewBatchScreen), what="form")
-    form = app.screen
-    assert isinstance(form, NewBatchScreen)
-    return form
 
 
 @pytest.mark.slow
