@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from eagle_tui.core.errors import BadURL, ConfigError
 from eagle_tui.core.tokenizer import bundled_tokenizer_path
-from eagle_tui.core.urls import BadURL, ServerURL, public_url, url_error
+from eagle_tui.core.urls import ServerURL, shown, url_error
+from eagle_tui.core.wire import ENCODER, decoder
 from eagle_tui.tui.cli.main import main
 
 SECRET = "sekrit-7f3"
@@ -84,10 +86,14 @@ def test_user_info_is_refused_together_with_a_key() -> None:
     assert "pw" not in str(refused.value)
 
 
-def test_public_url_of_a_checked_string() -> None:
-    assert public_url(f"http://user:{SECRET}@host:30000/?api_key={SECRET}#x") == (
-        "http://host:30000")
-    assert public_url("http://h:99999") == "(an unparsable URL)"  # never echoed
+def test_a_document_holds_the_public_text_of_a_url() -> None:
+    url = ServerURL.parse(f"http://user:{SECRET}@host:30000/v1/")
+    assert ENCODER.encode([url]) == b'["http://host:30000/v1"]'
+    assert SECRET not in repr(url) and url.for_requests == f"http://user:{SECRET}@host:30000/v1"
+    back = decoder(list[ServerURL]).decode(b'["http://host:30000/v1"]')
+    assert back == [url] and back[0].userinfo == "" and url.without_userinfo.userinfo == ""
+    assert isinstance(BadURL("x"), ConfigError)  # one tree (core.errors)
+    assert shown("http://h:99999") == "(an unparsable URL)"  # never echoed
 
 
 @pytest.mark.parametrize("option", URL_OPTIONS)
