@@ -73,7 +73,6 @@ async def child_bare(args: argparse.Namespace) -> dict[str, Any]:
 
     from eagle_tui.core.capture.prompts import PromptRecord, open_prompts
     from eagle_tui.core.tokenizer import bundled_tokenizer_path, load_tokenizer
-    from eagle_tui.core.urls import ServerURL
 
     tokenizer = load_tokenizer(bundled_tokenizer_path())
     prompts = [tokenizer.render(r.messages, r.tools) for r in open_prompts(Path(args.prompts))
