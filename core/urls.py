@@ -68,6 +68,9 @@ class ServerURL(TextValue):
     def __repr__(self) -> str:
         return f"ServerURL({self.public!r})"
 
+    def __reduce__(self) -> tuple[type[ServerURL], tuple[str, str, int | None, str, str]]:
+        return ServerURL, (*self._key, self.userinfo)  # copy and pickle past __setattr__
+
     @property
     def _key(self) -> tuple[str, str, int | None, str]:
         return (self.scheme, self.host, self.port, self.path)

@@ -4,6 +4,7 @@ traceback, and never the query string or the user info it may carry."""
 
 from __future__ import annotations
 
+import copy
 import subprocess
 import sys
 from pathlib import Path
@@ -94,6 +95,7 @@ def test_a_document_holds_the_public_text_of_a_url() -> None:
     assert back == [url] and back[0].userinfo == "" and url.without_userinfo.userinfo == ""
     assert isinstance(BadURL("x"), ConfigError)  # one tree (core.errors)
     assert shown("http://h:99999") == "(an unparsable URL)"  # never echoed
+    assert copy.deepcopy(url).for_requests == url.for_requests  # a value like any other
 
 
 @pytest.mark.parametrize("option", URL_OPTIONS)
