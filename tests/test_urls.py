@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from eagle_tui.core.tokenizer import bundled_tokenizer_path
 from eagle_tui.core.urls import ServerURL, shown, url_error
 from eagle_tui.core.wire import ENCODER, decoder
 from eagle_tui.tui.cli.main import main
+from eagle_tui.tui.sources.capture import BatchRequest
 
 SECRET = "sekrit-7f3"
 
@@ -96,6 +98,16 @@ def test_a_document_holds_the_public_text_of_a_url() -> None:
     assert isinstance(BadURL("x"), ConfigError)  # one tree (core.errors)
     assert shown("http://h:99999") == "(an unparsable URL)"  # never echoed
     assert copy.deepcopy(url).for_requests == url.for_requests  # a value like any other
+
+
+def test_the_new_batch_form_refuses_a_bad_url_naming_it(tmp_path: Path) -> None:
+    request = BatchRequest(tmp_path / "p.jsonl", tmp_path / "out",
+                           ("http://h:1", f"http://u:{SECRET}@h:2/?key={SECRET}"), tmp_path)
+    with pytest.raises(ConfigError, match="--server 'http://h:2/': has a query string") as bad:
+        request.to_config()
+    assert SECRET not in str(bad.value)
+    config = replace(request, servers=("http://h:1/",)).to_config()
+    assert config.servers == (ServerURL.parse("http://h:1"),)
 
 
 @pytest.mark.parametrize("option", URL_OPTIONS)
