@@ -1,11 +1,12 @@
 """A capture through SGLang's router: requests go through it, health, abort and provenance
 come from its workers (``core.sglang.router`` has what was measured).
 
-``RoutedClient`` is the pool's client for a router URL. To dispatch it looks like one
-server whose request limit is ``--concurrency`` per worker the router listed at the start;
-its health check answers 200 only while a worker can serve (the router's own ``/health``
-is 200 with every worker dead); an abort goes to the workers directly (the router has no
-``/abort_request``; the drainer also cuts the connections, which the router passes on).
+``RoutedClient`` is a router URL's side in the pool, beside the router's own client (which
+sends the requests). To dispatch it is one server whose request limit is ``--concurrency``
+per worker the router listed at the start; its health check answers 200 only while a worker
+can serve (the router's own ``/health`` is 200 with every worker dead); an abort goes to the
+workers directly (the router has no ``/abort_request``; the drainer also cuts the
+connections, which the router passes on).
 """
 
 from __future__ import annotations
