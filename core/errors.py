@@ -2,6 +2,7 @@
 
     EagleError                     base; ``str(e)`` says what, where, and what to do
     ├── ConfigError                bad user input: a file, a flag, a config field
+    │   ├── BadURL                 a URL that cannot be a server's base URL (says why, not the URL)
     │   └── UntrustedOutput        a batch directory not ours, or writable by others
     ├── TokenizerError             a tokenizer or chat template that cannot be loaded or used
     ├── ShardError                 a shard or shard directory that cannot be read as one
@@ -70,6 +71,11 @@ class EagleError(Exception):
 
 class ConfigError(EagleError):
     """User input (file, flag, config field) that cannot be used as given."""
+
+
+class BadURL(ConfigError):
+    """A URL that cannot be a server base URL (``core.urls``); ``str()`` says why, never the
+    URL itself (it may hold a credential): the caller names the option and the URL shown."""
 
 
 class UntrustedOutput(ConfigError):

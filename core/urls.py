@@ -11,41 +11,69 @@ have a scheme (http or https), a host, a port and a path prefix (a reverse proxy
 
 User info given without an API key is a credential (httpx sends it as Basic auth): the
 value keeps it for the HTTP client only (``for_requests``). Every form meant for people or
-files (``public``, ``shown``, ``label``, ``str()``, ``repr()``) leaves it out, and no form
-ever holds a query string; messages never repeat either (both may hold a secret).
+files (``public``, ``shown``, ``label``, ``str()``, ``repr()``, the JSON of a document that
+holds one) leaves it out, and no form ever holds a query string; messages never repeat
+either (both may hold a secret). A stored config holds the public form; the user info
+reaches a detached worker through its environment only (``core.batches.secretenv``).
 
-A base module: it imports nothing of the project; callers raise the error that fits them
-(``BadURL`` is a ``ValueError`` whose text is the problem, without the URL).
+Just above the base modules: it raises ``core.errors.BadURL`` (whose text is the problem,
+without the URL) and is a ``core.wire.TextValue`` (a document holds it as its public text).
 """
 
 from __future__ import annotations
 
-import functools
 import re
-from dataclasses import dataclass, field
 from urllib.parse import SplitResult, urlsplit
+
+from eagle_tui.core.errors import BadURL
+from eagle_tui.core.wire import TextValue
 
 SCHEMES = ("http", "https")
 EXAMPLE = "http://host:30000"
+USERINFO_AND_KEY = ("carries user:password@ as well as an API key; the user info would replace "
+                    "the Bearer key with Basic auth. Drop one of them")
 
 
-class BadURL(ValueError):
-    """A URL that cannot be a server base URL; ``str()`` says why (never the URL itself)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ServerURL:
+class ServerURL(TextValue):
     """A checked server base URL (see the module doc). Build it with ``parse``.
 
     ``port`` is None when the URL names none; ``path`` is the prefix without a trailing
-    slash; ``userinfo`` is excluded from ``repr`` and comparison and shown nowhere.
+    slash; ``userinfo`` is left out of ``repr``, comparison and JSON, and shown nowhere.
+    Immutable. A plain class, not a dataclass: msgspec would write a dataclass's fields (the
+    user info among them) where a document must hold the public text.
     """
 
+    __slots__ = ("host", "path", "port", "scheme", "userinfo")
     scheme: str
     host: str
-    port: int | None = None
-    path: str = ""
-    userinfo: str = field(default="", repr=False, compare=False)
+    port: int | None
+    path: str
+    userinfo: str
+
+    def __init__(self, scheme: str, host: str, port: int | None = None, path: str = "",
+                 userinfo: str = "") -> None:
+        for name, value in (("scheme", scheme), ("host", host), ("port", port),
+                            ("path", path), ("userinfo", userinfo)):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"a ServerURL is immutable (tried to set {name})")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ServerURL) and self._key == other._key
+
+    def __hash__(self) -> int:
+        return hash(self._key)
+
+    def __repr__(self) -> str:
+        return f"ServerURL({self.public!r})"
+
+    def __reduce__(self) -> tuple[type[ServerURL], tuple[str, str, int | None, str, str]]:
+        return ServerURL, (*self._key, self.userinfo)  # copy and pickle past __setattr__
+
+    @property
+    def _key(self) -> tuple[str, str, int | None, str]:
+        return (self.scheme, self.host, self.port, self.path)
 
     @classmethod
     def parse(cls, text: str, *, has_key: bool = False) -> ServerURL:
@@ -70,8 +98,12 @@ class ServerURL:
         as Basic auth). Never print it or write it anywhere."""
         if not self.userinfo:
             return self.public
-        scheme, rest = self.public.split("://", 1)
-        return f"{scheme}://{self.userinfo}@{rest}"
+        return f"{self.scheme}://{self.userinfo}@{self.label}"
+
+    @property
+    def without_userinfo(self) -> ServerURL:
+        """This URL as a record keeps it: the same address, no credential."""
+        return ServerURL(*self._key) if self.userinfo else self
 
     @property
     def shown(self) -> str:
@@ -130,20 +162,8 @@ def server_url_problem(url: str, *, has_key: bool = False) -> str | None:
     if "#" in url:
         return "has a fragment ('#…'); give the base URL only, e.g. " + EXAMPLE
     if has_key and "@" in parts.netloc:
-        return ("carries user:password@ as well as an API key; the user info would replace "
-                "the Bearer key with Basic auth. Drop one of them")
+        return USERINFO_AND_KEY
     return None
-
-
-@functools.lru_cache(maxsize=1024)
-def public_url(url: str) -> str:
-    """``url`` without user info, query or fragment (and no trailing slash): safe to write
-    into files and logs. For strings that were checked on the way in (a config's servers,
-    a client's base URL, an endpoint under it); one that does not split is replaced by a
-    placeholder rather than echoed. Remembered: the capture asks it for every stored row,
-    of the same few servers."""
-    parts = _split(url)
-    return "(an unparsable URL)" if parts is None else parts.public
 
 
 def shown(url: str) -> str:

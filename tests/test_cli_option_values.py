@@ -188,8 +188,10 @@ def test_sampling_values_that_are_plain_text_or_json_still_pass(work: Path) -> N
 def test_the_capture_config_refuses_what_the_parser_refuses(tmp_path: Path) -> None:
     """The detached worker builds its config from stored JSON, not from the parser."""
     from eagle_tui.core.capture.config import CaptureConfig
+    from eagle_tui.core.urls import ServerURL
 
-    base = {"prompts": tmp_path / "p", "out_dir": tmp_path / "o", "servers": ("http://a:1",),
+    base = {"prompts": tmp_path / "p", "out_dir": tmp_path / "o",
+            "servers": (ServerURL.parse("http://a:1"),),
             "tokenizer": tmp_path}
     with pytest.raises(ConfigError, match="above 4096"):
         CaptureConfig(**base, concurrency=MAX_CONCURRENCY + 1)  # type: ignore[arg-type]

@@ -14,6 +14,7 @@ from eagle_tui.core.batches.registry import BatchRecord, Registry
 from eagle_tui.core.batchstate import BatchState
 from eagle_tui.core.capture.config import CaptureConfig
 from eagle_tui.core.sim.launcher import SimProcess, free_port
+from eagle_tui.core.urls import ServerURL
 
 pytestmark = pytest.mark.slow
 
@@ -56,7 +57,8 @@ def test_a_finished_demo_s_leftovers_are_ignored(tmp_path: Path) -> None:
     record = BatchRecord(
         id="20260101-000000-dead", name="batch", out_dir=str(out_dir),
         socket=str(out_dir / "control.sock"), log=str(out_dir / "worker.log"),
-        config=CaptureConfig(prompts=Path("p.jsonl"), out_dir=out_dir, servers=(url,),
+        config=CaptureConfig(prompts=Path("p.jsonl"), out_dir=out_dir,
+                             servers=(ServerURL.parse(url),),
                              tokenizer=Path("tok")),
         created_at=time.time(), final_state=BatchState.STOPPED)
     Registry(state / "batches").save(record)

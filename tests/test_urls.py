@@ -4,15 +4,20 @@ traceback, and never the query string or the user info it may carry."""
 
 from __future__ import annotations
 
+import copy
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from eagle_tui.core.errors import BadURL, ConfigError
 from eagle_tui.core.tokenizer import bundled_tokenizer_path
-from eagle_tui.core.urls import BadURL, ServerURL, public_url, url_error
+from eagle_tui.core.urls import ServerURL, shown, url_error
+from eagle_tui.core.wire import ENCODER, decoder
 from eagle_tui.tui.cli.main import main
+from eagle_tui.tui.sources.capture import BatchRequest
 
 SECRET = "sekrit-7f3"
 
@@ -84,10 +89,25 @@ def test_user_info_is_refused_together_with_a_key() -> None:
     assert "pw" not in str(refused.value)
 
 
-def test_public_url_of_a_checked_string() -> None:
-    assert public_url(f"http://user:{SECRET}@host:30000/?api_key={SECRET}#x") == (
-        "http://host:30000")
-    assert public_url("http://h:99999") == "(an unparsable URL)"  # never echoed
+def test_a_document_holds_the_public_text_of_a_url() -> None:
+    url = ServerURL.parse(f"http://user:{SECRET}@host:30000/v1/")
+    assert ENCODER.encode([url]) == b'["http://host:30000/v1"]'
+    assert SECRET not in repr(url) and url.for_requests == f"http://user:{SECRET}@host:30000/v1"
+    back = decoder(list[ServerURL]).decode(b'["http://host:30000/v1"]')
+    assert back == [url] and back[0].userinfo == "" and url.without_userinfo.userinfo == ""
+    assert isinstance(BadURL("x"), ConfigError)  # one tree (core.errors)
+    assert shown("http://h:99999") == "(an unparsable URL)"  # never echoed
+    assert copy.deepcopy(url).for_requests == url.for_requests  # a value like any other
+
+
+def test_the_new_batch_form_refuses_a_bad_url_naming_it(tmp_path: Path) -> None:
+    request = BatchRequest(tmp_path / "p.jsonl", tmp_path / "out",
+                           ("http://h:1", f"http://u:{SECRET}@h:2/?key={SECRET}"), tmp_path)
+    with pytest.raises(ConfigError, match="--server 'http://h:2/': has a query string") as bad:
+        request.to_config()
+    assert SECRET not in str(bad.value)
+    config = replace(request, servers=("http://h:1/",)).to_config()
+    assert config.servers == (ServerURL.parse("http://h:1"),)
 
 
 @pytest.mark.parametrize("option", URL_OPTIONS)

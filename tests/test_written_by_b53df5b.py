@@ -63,8 +63,8 @@ def test_records_and_their_configs_read(tmp_path: Path) -> None:
                               SamplingPreset("b", top_k=5))
     assert (config.extra_sampling, config.boundary_overrides) == (
         {"repetition_penalty": 1.05, "stop": ["</s>"]}, {"think": 163606})
-    assert (config.servers, config.api_key) == (
-        ("http://gpu-1:30000", "https://gpu-2:30443/v1"), "k")
+    assert ([url.public for url in config.servers], config.api_key) == (
+        ["http://gpu-1:30000", "https://gpu-2:30443/v1"], "k")
     assert config.retry_failed is msgspec.UNSET  # never stored
     assert str(plain.config.prompts) == "/data/prompts.jsonl" and plain.config.partition is (
         msgspec.UNSET)

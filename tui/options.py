@@ -11,7 +11,8 @@ import argparse
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from eagle_tui.core.urls import BadURL, ServerURL, argument_error
+from eagle_tui.core.errors import BadURL
+from eagle_tui.core.urls import ServerURL, argument_error
 
 VIEWS: tuple[str, ...] = ("server", "capture", "streams", "inspect", "fleet")
 VIEW_TITLES: dict[str, str] = {

@@ -32,6 +32,7 @@ from eagle_tui.core.sglang.client import API_KEY_ENV
 from eagle_tui.core.shards.batchdir.layout import BatchDir
 from eagle_tui.core.shards.batchdir.lock import holder_of
 from eagle_tui.core.shards.batchdir.owned import claim_batch_dir
+from eagle_tui.core.urls import ServerURL
 from eagle_tui.core.wire import explain
 
 READY_TIMEOUT_S = 120.0
@@ -70,7 +71,7 @@ def launch_detached(config: CaptureConfig, *, name: str | None = None,
 
 
 def relaunch(record: BatchRecord, registry: Registry, *,
-             servers: tuple[str, ...] | None = None, api_key: str | None = None,
+             servers: tuple[ServerURL, ...] | None = None, api_key: str | None = None,
              retry_failed: bool = False,
              ready_timeout_s: float = READY_TIMEOUT_S) -> Launched:
     """Start a new worker for a batch whose worker ended (interrupted, stopped, failed).

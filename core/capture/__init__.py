@@ -15,9 +15,8 @@ drive it. Map of the package:
   ``scheduler_env``: the slice ``--shard auto`` takes from a scheduler's environment;
 - ``render``: prompt records to prompt ids off the event loop, into a bounded job queue;
 - ``conversation`` / ``turns``: multi-turn planning and driving (``--turns all``);
-- ``servers``: clients, the pool and what the servers say they serve;
-  ``clientgroup``: several small connection pools per server; ``dispatch``: the pool,
-  least-loaded first; ``routed``: a capture through SGLang's router; ``healthloop``:
+- ``servers``: clients, the pool and what the servers say they serve; ``dispatch``: the
+  pool, least-loaded first; ``routed``: a capture through SGLang's router; ``healthloop``:
   pausing failing servers and re-admitting healed ones;
 - ``sender``: one job sent until it succeeds, fails for good or the batch stops;
   ``retry``: what a failure means; ``rids``: request ids that can be aborted;

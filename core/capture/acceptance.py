@@ -44,7 +44,7 @@ from eagle_tui.core.capture.prompts import PromptRecord, open_prompts
 from eagle_tui.core.capture.replay import ReplayRun, ReplaySettings, check_reachable, replay
 from eagle_tui.core.errors import ConfigError, EagleError
 from eagle_tui.core.shards.manifest import Manifest
-from eagle_tui.core.urls import public_url
+from eagle_tui.core.urls import ServerURL
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ class AcceptSettings:
     to it (``store``), a label (of B's result with ``against``, else of A's)."""
 
     replay: ReplaySettings
-    against: str | None = None
+    against: ServerURL | None = None
     results: Path | None = None
     label: str = ""
     batch: Path | None = None
@@ -159,7 +159,7 @@ async def measure(settings: AcceptSettings) -> AcceptOutcome:
     return outcome
 
 
-def _believable(run: ReplayRun, server: str) -> ReplayRun:
+def _believable(run: ReplayRun, server: ServerURL) -> ReplayRun:
     """``run``, unless an answer came with acceptance counts no server produces: then the
     server (or what stands between it and us) lies, none of its figures is measured and
     nothing is stored (EagleError naming the first such answer)."""
@@ -168,20 +168,20 @@ def _believable(run: ReplayRun, server: str) -> ReplayRun:
         return run
     more = f" (and {len(lies) - 1} more)" if len(lies) > 1 else ""
     raise EagleError(
-        f"{public_url(server)}: prompt {lies[0].sample_id}{more}: {lies[0].reason}; nothing "
+        f"{server}: prompt {lies[0].sample_id}{more}: {lies[0].reason}; nothing "
         "was measured or stored. Is it SGLang's own /generate, with nothing between that "
         "rewrites answers?")
 
 
-def _side(run: ReplayRun, server: str) -> SideResult:
+def _side(run: ReplayRun, server: ServerURL) -> SideResult:
     config = spec_config(run.server_info)
     summary: AcceptReport = report(run.requests)
     answered = summary.overall
     alarms = [a for a in [_stuck(answered, config),
-                          not_speculating(public_url(server), config, answered.n,
+                          not_speculating(server.public, config, answered.n,
                                           answered.verify_steps)] if a is not None]
     return SideResult(
-        server=public_url(server), target=_target(run.server_info), spec=config,
+        server=server.public, target=_target(run.server_info), spec=config,
         overall=summary.overall, categories=summary.categories,
         failures=[Failure(f.sample_id, f.reason) for f in run.failures],
         alarms=alarms, elapsed_s=run.elapsed_s)

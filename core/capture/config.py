@@ -9,11 +9,12 @@ data (the manifest's ``BatchConfig`` holds it with the prompt and tokenizer hash
 refuses when it changes); everything else (servers, concurrency, timeouts) may change
 between a run and its resume.
 
-Secrets are never written: ``without_secrets`` (what every record holds) drops the API key
-and makes server URLs public (``public_url``); unset fields are left out of the JSON, which
-is how the key and ``--retry-failed`` (each run's own choice) stay out. A worker gets the
-real ones through its environment (``core.batches.secretenv``); ``with_secrets`` puts them
-back. ``repr`` shows server URLs without credentials and never the API key.
+Secrets are never written: a ``ServerURL`` is written as its public text (no user info),
+and ``without_secrets`` (what every record holds) drops the API key and the URLs' user info;
+unset fields are left out of the JSON, which is how the key and ``--retry-failed`` (each
+run's own choice) stay out. A worker gets the real ones through its environment
+(``core.batches.secretenv``); ``with_secrets`` puts them back. ``repr`` never shows the API
+key (nor, being ``ServerURL``s, the URLs' user info).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from eagle_tui.core.capture.conversation import DivergencePolicy, HistoryMode, M
 from eagle_tui.core.capture.partition import Partition
 from eagle_tui.core.errors import ConfigError
 from eagle_tui.core.sampling import SamplingIdentity, SamplingPreset, check_extra_sampling
-from eagle_tui.core.urls import public_url, url_error
+from eagle_tui.core.urls import USERINFO_AND_KEY, ServerURL
 from eagle_tui.core.wire import ENCODER, decoder, explain
 
 MAX_CONCURRENCY = 4096
@@ -80,12 +81,12 @@ class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True):
 class CaptureConfig(msgspec.Struct, frozen=True, kw_only=True):
     """Everything one capture batch needs. Validated on construction (ConfigError).
 
-    ``repr`` shows server URLs without credentials and never the API key.
+    ``repr`` never shows the API key (nor the URLs' user info).
     """
 
     prompts: Path
     out_dir: Path
-    servers: tuple[str, ...]
+    servers: tuple[ServerURL, ...]
     tokenizer: Path
     model_dir: Path | None = None
     trust_remote_code: bool = False
@@ -152,10 +153,10 @@ class CaptureConfig(msgspec.Struct, frozen=True, kw_only=True):
         if not self.servers:
             raise ConfigError("no server given; pass --server URL (repeat it for several)")
         for url in self.servers:
-            if (problem := url_error(url, has_key=bool(self.api_key))) is not None:
-                raise ConfigError(problem)
+            if url.userinfo and self.api_key:
+                raise ConfigError(f"--server {url.shown}: {USERINFO_AND_KEY}")
         if len(set(self.servers)) != len(self.servers):
-            raise ConfigError(f"a server is listed twice in {list(self.servers)}")
+            raise ConfigError(f"a server is listed twice in {[u.public for u in self.servers]}")
 
     def _check_presets(self) -> None:
         names = [p.name for p in self.presets]
@@ -189,27 +190,22 @@ class CaptureConfig(msgspec.Struct, frozen=True, kw_only=True):
         return "end" if isinstance(self.turns, UnsetType) else self.turns.on_divergence
 
     def without_secrets(self) -> CaptureConfig:
-        """What a record keeps: server URLs public, no API key, no ``--retry-failed``."""
+        """What a record keeps: server URLs without user info, no API key, no
+        ``--retry-failed``."""
         return msgspec.structs.replace(
-            self, servers=tuple(public_url(url) for url in self.servers), api_key=UNSET,
+            self, servers=tuple(url.without_userinfo for url in self.servers), api_key=UNSET,
             retry_failed=UNSET)
 
     def with_secrets(self, *, api_key: str | None = None,
-                     servers: tuple[str, ...] | None = None) -> CaptureConfig:
+                     servers: tuple[ServerURL, ...] | None = None) -> CaptureConfig:
         """This config with what a record does not keep: the API key, and the server URLs
         as given (with their credentials) when ``servers`` is set."""
         return msgspec.structs.replace(self, api_key=api_key or UNSET,
                                        servers=servers or self.servers)
 
     def __repr__(self) -> str:
-        shown = []
-        for name in self.__struct_fields__:
-            value = getattr(self, name)
-            if name == "api_key":
-                continue
-            if name == "servers":
-                value = tuple(public_url(url) for url in value)
-            shown.append(f"{name}={value!r}")
+        shown = (f"{name}={getattr(self, name)!r}" for name in self.__struct_fields__
+                 if name != "api_key")
         return f"CaptureConfig({', '.join(shown)})"
 
     @property
@@ -227,7 +223,8 @@ def config_to_json(config: CaptureConfig) -> bytes:
 
 
 def config_from_json(
-    data: bytes | str, *, api_key: str | None = None, servers: tuple[str, ...] | None = None,
+    data: bytes | str, *, api_key: str | None = None,
+    servers: tuple[ServerURL, ...] | None = None,
     resume: bool | None = None,
 ) -> CaptureConfig:
     """A ``CaptureConfig`` from stored JSON; ``servers``/``api_key`` restore what was kept
@@ -250,22 +247,13 @@ def sampling_identity(config: CaptureConfig) -> SamplingIdentity:
 
 
 class Redactor:
-    """Scrubs credentials out of text before it is written anywhere.
-
-    Error messages quote the URL they failed on; a URL given with user info or a query
-    would carry a secret into ``failures.jsonl`` or a log. The API key itself is replaced
-    too, wherever it might appear.
-    """
+    """Masks the API key in text before it is written anywhere (a server may echo it back in
+    an error). Server URLs need no scrubbing: every message names a ``ServerURL``'s public
+    form, and the user info reaches the HTTP client only."""
 
     def __init__(self, config: CaptureConfig) -> None:
-        self._pairs = [(url.rstrip("/"), public_url(url)) for url in config.servers]
-        self._pairs = [(raw, clean) for raw, clean in self._pairs if raw != clean]
         self._key = config.api_key or None
 
     def clean(self, text: str) -> str:
-        """``text`` with every raw server URL made public and the API key masked."""
-        for raw, clean in self._pairs:
-            text = text.replace(raw, clean)
-        if self._key:
-            text = text.replace(self._key, "***")
-        return text
+        """``text`` with the API key masked."""
+        return text.replace(self._key, "***") if self._key else text

@@ -19,21 +19,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
 
 from eagle_tui.core.clock import Clock
-from eagle_tui.core.sglang.types import (
-    GenerateRequest,
-    GenerateResult,
-    HealthResult,
-    ModelInfo,
-    ServerInfo,
-    TokenDelta,
-)
-from eagle_tui.core.urls import public_url
+from eagle_tui.core.sglang import SGLangClient
+from eagle_tui.core.sglang.types import HealthResult
 
 log = logging.getLogger(__name__)
 
@@ -41,34 +34,16 @@ FIRST_CHECK = "waiting for the first health check"
 """Why a server of a pool started paused is not sent to yet (not an outage)."""
 
 
-class ServerClient(Protocol):
-    """The slice of ``SGLangClient`` that dispatch uses (tests may pass a fake)."""
-
-    base_url: str
-
-    async def generate(
-        self, request: GenerateRequest, *, timeout: float | None = None
-    ) -> GenerateResult: ...
-
-    async def generate_streaming(
-        self,
-        request: GenerateRequest,
-        on_delta: Callable[[TokenDelta], None] | None = None,
-        *,
-        timeout: float | None = None,
-    ) -> GenerateResult: ...
+class Checks(Protocol):
+    """What answers a server's health checks and takes its aborts: its client, or for
+    SGLang's router the ``RoutedClient`` that asks the router's workers
+    (``core.capture.routed``)."""
 
     async def health(self, *, generate: bool = False, timeout: float | None = None) -> (
         HealthResult
     ): ...
 
     async def abort(self, rid: str) -> None: ...
-
-    async def model_info(self) -> ModelInfo: ...
-
-    async def server_info(self) -> ServerInfo: ...
-
-    async def aclose(self) -> None: ...
 
 
 class ServerState(Enum):
@@ -114,9 +89,11 @@ class ServerStatus:
 class Server:
     """One server of the pool and its live counters (mutated on the event loop only)."""
 
-    def __init__(self, client: ServerClient, limit: int) -> None:
-        self.client = client
-        self.url = public_url(client.base_url)  # for logs, rows and snapshots
+    def __init__(self, client: SGLangClient, limit: int, router: Checks | None = None) -> None:
+        self.client = client  # sends the requests; asked for model and server info
+        self.checks: Checks = router or client
+        self.is_router = router is not None
+        self.url = client.base_url  # the public form: for logs, rows and snapshots
         self.limit = limit
         self.state = ServerState.READY
         self.reason = ""
@@ -138,11 +115,6 @@ class Server:
         self.aborted: set[str] = set()
         """Rids a stop aborted here (``/abort_request``): their aborted answers are the
         user's doing, not the server failing."""
-
-    @property
-    def is_router(self) -> bool:
-        """True when the client fronts SGLang's router (``core.capture.routed``)."""
-        return getattr(self.client, "is_router", False) is True
 
     @property
     def has_room(self) -> bool:

@@ -94,7 +94,7 @@ class Drainer:
             if server.in_flight:
                 rids = self._rids_to_abort(server)
                 server.aborted.update(rids)  # their aborted answers are ours, not failures
-                calls += [server.client.abort(rid) for rid in rids]
+                calls += [server.checks.abort(rid) for rid in rids]
         outcomes = await asyncio.gather(*calls, return_exceptions=True)
         failed = [outcome for outcome in outcomes if isinstance(outcome, Exception)]
         if failed:  # one line, not one per rid: a dead server fails them all alike

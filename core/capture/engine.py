@@ -33,7 +33,7 @@ from eagle_tui.core.batchstate import BatchState
 from eagle_tui.core.capture.batch import PreparedBatch, prepare_batch
 from eagle_tui.core.capture.config import CaptureConfig, Redactor
 from eagle_tui.core.capture.control import RunControl
-from eagle_tui.core.capture.dispatch import ServerClient, ServerPool
+from eagle_tui.core.capture.dispatch import ServerPool
 from eagle_tui.core.capture.drain import Drainer
 from eagle_tui.core.capture.events import EventSink
 from eagle_tui.core.capture.failures import FailureLog
@@ -51,7 +51,7 @@ from eagle_tui.core.capture.routed import (
 from eagle_tui.core.capture.rows import RowBuilder
 from eagle_tui.core.capture.scheduler_env import SchedulerSlice
 from eagle_tui.core.capture.sender import Sender, sampling_params
-from eagle_tui.core.capture.servers import open_pool, shard_metadata
+from eagle_tui.core.capture.servers import ClientFactory, open_pool, shard_metadata
 from eagle_tui.core.capture.settle import Settler, draft_tokens_of
 from eagle_tui.core.capture.sink import ShardSink
 from eagle_tui.core.capture.turns import (
@@ -71,14 +71,12 @@ from eagle_tui.core.shards.schema import ShardRow
 from eagle_tui.core.shards.writer import ShardWriter
 from eagle_tui.core.tokenizer import LoadedTokenizer
 from eagle_tui.core.tokenizer.kimi_parse import AnswerTokens
-from eagle_tui.core.urls import public_url
 
 log = logging.getLogger(__name__)
 
 WATCHDOG_TICK_S = 1.0
 WATCHDOG_MIN_TICK_S = 0.01
 
-ClientFactory = Callable[[str], ServerClient]
 
 
 @dataclass(frozen=True)
@@ -417,7 +415,7 @@ class CaptureEngine:
         manifest.counts.failed = parts.failures.count
         manifest.counts.rejected = parts.rejects.count
         manifest.extra.state = self._final_state()
-        manifest.extra.servers = [public_url(u) for u in self.config.servers]
+        manifest.extra.servers = [u.public for u in self.config.servers]
         manifest.extra.presets = [p.name for p in self.config.presets]
         manifest.extra.routers = self._routers
         manifest.extra.turns_not_generated = dict(self.tracker.ended_reasons)

@@ -96,7 +96,7 @@ class HealthMonitor:
 
     async def _check(self, server: Server) -> tuple[bool, str]:
         try:
-            result = await server.client.health(timeout=self._timeout_s)
+            result = await server.checks.health(timeout=self._timeout_s)
         except SGLangError as e:
             return False, e.message
         return result.healthy, f"/health answered {result.status}"

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,19 +27,19 @@ from eagle_tui.core.accept.requests import IMPOSSIBLE, request_acceptance
 from eagle_tui.core.accept.summary import ReplayedRequest
 from eagle_tui.core.capture.config import CaptureConfig, RetryPolicy
 from eagle_tui.core.capture.control import RunControl
-from eagle_tui.core.capture.dispatch import ServerClient, ServerPool
+from eagle_tui.core.capture.dispatch import ServerPool
 from eagle_tui.core.capture.healthloop import HealthMonitor
 from eagle_tui.core.capture.progress import ProgressTracker
 from eagle_tui.core.capture.prompts import PromptRecord, Reject, open_prompts
 from eagle_tui.core.capture.render import Job, Renderer
 from eagle_tui.core.capture.sender import Sender, sampling_params
-from eagle_tui.core.capture.servers import open_pool
+from eagle_tui.core.capture.servers import ClientFactory, open_pool
 from eagle_tui.core.clock import Clock, SystemClock
 from eagle_tui.core.errors import ConfigError
 from eagle_tui.core.sampling import SamplingPreset
 from eagle_tui.core.sglang import ClientTimeouts, SGLangClient
 from eagle_tui.core.tokenizer import LoadedTokenizer, load_tokenizer
-from eagle_tui.core.urls import public_url
+from eagle_tui.core.urls import ServerURL
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ class ReplaySettings:
 
     prompts: Path
     tokenizer: Path
-    server: str
+    server: ServerURL
     max_new_tokens: int = 512
     temperature: float = 0.0
     concurrency: int = 16
@@ -129,7 +129,7 @@ async def replay(
     *,
     tokenizer: LoadedTokenizer | None = None,
     clock: Clock | None = None,
-    client_factory: Callable[[str], ServerClient] | None = None,
+    client_factory: ClientFactory | None = None,
 ) -> ReplayRun:
     """Send every selected prompt once (with the capture's retries) and collect the answers."""
     clock = clock or SystemClock()
@@ -160,14 +160,14 @@ async def replay(
     return ReplayRun(requests, failures, info, clock.monotonic() - started)
 
 
-async def check_reachable(url: str, api_key: str | None = None) -> None:
+async def check_reachable(url: ServerURL, api_key: str | None = None) -> None:
     """ConfigError unless ``url`` answers ``/server_info`` (a replay would otherwise wait for
     a server that is not there)."""
     async with SGLangClient(url, api_key=api_key, timeouts=REACH_TIMEOUTS) as client:
         try:
             await client.server_info()
         except Exception as error:
-            raise ConfigError(f"{public_url(url)} does not answer /server_info ({error}); start "
+            raise ConfigError(f"{url} does not answer /server_info ({error}); start "
                               "the server or check the URL") from error
 
 

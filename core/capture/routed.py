@@ -1,73 +1,49 @@
 """A capture through SGLang's router: requests go through it, health, abort and provenance
 come from its workers (``core.sglang.router`` has what was measured).
 
-``RoutedClient`` is the pool's client for a router URL. To dispatch it looks like one
-server whose request limit is ``--concurrency`` per worker the router listed at the start;
-its health check answers 200 only while a worker can serve (the router's own ``/health``
-is 200 with every worker dead); an abort goes to the workers directly (the router has no
-``/abort_request``; the drainer also cuts the connections, which the router passes on).
+``RoutedClient`` is a router URL's side in the pool, beside the router's own client (which
+sends the requests). To dispatch it is one server whose request limit is ``--concurrency``
+per worker the router listed at the start; its health check answers 200 only while a worker
+can serve (the router's own ``/health`` is 200 with every worker dead); an abort goes to the
+workers directly (the router has no ``/abort_request``; the drainer also cuts the
+connections, which the router passes on).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import msgspec
 
 from eagle_tui.core.capture.config import CaptureConfig
-from eagle_tui.core.capture.dispatch import ServerClient, ServerPool
+from eagle_tui.core.capture.dispatch import ServerPool
 from eagle_tui.core.capture.sender import sampling_params
 from eagle_tui.core.errors import ConfigError
+from eagle_tui.core.sglang import SGLangClient
 from eagle_tui.core.sglang.router import (
     RouterProbe,
     RouterView,
     WorkerFacts,
     dropped_sampling_keys,
 )
-from eagle_tui.core.sglang.types import (
-    GenerateRequest,
-    GenerateResult,
-    HealthResult,
-    ModelInfo,
-    SamplingParams,
-    ServerInfo,
-    TokenDelta,
-)
+from eagle_tui.core.sglang.types import HealthResult, SamplingParams
 from eagle_tui.core.shards.manifest import RouterRecord, WorkerRecord
-from eagle_tui.core.urls import public_url
 
 log = logging.getLogger(__name__)
 
 
 class RoutedClient:
-    """The ``ServerClient`` of a router: ``inner`` sends the requests, ``probe`` watches the
-    workers. ``view`` is the newest look at them (None before the first)."""
+    """A router's side of its server in the pool: ``client`` (the router's own client) sends
+    the requests and answers model and server info; this answers the health checks and takes
+    the aborts, by asking the workers through ``probe``. ``view`` is the newest look at them
+    (None before the first)."""
 
-    is_router = True
-
-    def __init__(self, inner: ServerClient, probe: RouterProbe) -> None:
-        self._inner = inner
+    def __init__(self, client: SGLangClient, probe: RouterProbe) -> None:
+        self.client = client
         self.probe = probe
-        self.base_url = inner.base_url
         self.view: RouterView | None = None
-
-    async def generate(
-        self, request: GenerateRequest, *, timeout: float | None = None
-    ) -> GenerateResult:
-        """Through the router."""
-        return await self._inner.generate(request, timeout=timeout)
-
-    async def generate_streaming(
-        self,
-        request: GenerateRequest,
-        on_delta: Callable[[TokenDelta], None] | None = None,
-        *,
-        timeout: float | None = None,
-    ) -> GenerateResult:
-        """Through the router (it streams unchanged)."""
-        return await self._inner.generate_streaming(request, on_delta, timeout=timeout)
 
     async def health(self, *, generate: bool = False, timeout: float | None = None) -> (
         HealthResult
@@ -87,12 +63,12 @@ class RoutedClient:
         view = self.view or await self.probe.look()
         took = await self.probe.abort_on_workers(rid, [w.url for w in view.workers])
         log.info("abort of %s sent to %d of %d workers behind %s directly", rid, len(took),
-                 len(view.workers), public_url(self.base_url))
+                 len(view.workers), self.client.base_url)
 
     def contact_note(self) -> str:
         """Which addresses this router's requests, and the API key, went to."""
         workers = sorted(self.probe.contacted)
-        router = public_url(self.base_url)
+        router = self.client.base_url
         if not workers:
             return (f"contacted {router} only; the workers it lists were not asked directly "
                     "(--trust-router-workers asks them, with the API key)")
@@ -100,22 +76,14 @@ class RoutedClient:
                                           else "")
         return f"contacted {router} and, directly, its workers {shown}"
 
-    async def model_info(self) -> ModelInfo:
-        """The router's ``/get_model_info`` (the model of its workers)."""
-        return await self._inner.model_info()
-
-    async def server_info(self) -> ServerInfo:
-        """The router's own object; provenance uses ``worker_facts`` instead."""
-        return await self._inner.server_info()
-
     async def worker_facts(self) -> list[WorkerFacts]:
         """Model and version of every worker the router lists."""
         view = self.view or await self.probe.look()
         return await self.probe.facts(view)
 
     async def aclose(self) -> None:
-        """Close the request clients, the worker clients and the router's probe client."""
-        await self._inner.aclose()
+        """Close the request client, the worker clients and the router's probe client."""
+        await self.client.aclose()
         await self.probe.aclose()
         await self.probe.client.aclose()
 
@@ -133,9 +101,14 @@ def listed_limit(view: RouterView, per_worker: int) -> int:
     return per_worker * max(1, sum(w.listed for w in view.workers))
 
 
+def routers_of(pool: ServerPool) -> list[RoutedClient]:
+    """The router side of every router in ``pool``."""
+    return [s.checks for s in pool.servers if isinstance(s.checks, RoutedClient)]
+
+
 def router_notes(pool: ServerPool) -> list[str]:
     """For the summary: each router's contacted addresses, and a capped worker list."""
-    routed = [s.client for s in pool.servers if isinstance(s.client, RoutedClient)]
+    routed = routers_of(pool)
     capped = [c.view.capped for c in routed if c.view is not None and c.view.capped]
     return [*capped, *(c.contact_note() for c in routed)]
 
@@ -169,10 +142,10 @@ def requested_sampling(config: CaptureConfig) -> list[SamplingParams]:
 
 async def router_records(pool: ServerPool) -> list[RouterRecord]:
     """Provenance of every router in ``pool``: its workers with model and version."""
-    routed = [s.client for s in pool.servers if isinstance(s.client, RoutedClient)]
+    routed = routers_of(pool)
     facts = await asyncio.gather(*(c.worker_facts() for c in routed))
-    return [RouterRecord(url=public_url(c.base_url),
-                         workers=[WorkerRecord(url=public_url(f.url), model_path=f.model_path,
+    return [RouterRecord(url=c.client.base_url,
+                         workers=[WorkerRecord(url=f.url, model_path=f.model_path,
                                                version=f.version, source=f.source)
                                   for f in worker_facts])
             for c, worker_facts in zip(routed, facts, strict=True)]

@@ -213,7 +213,7 @@ class Sender:
 
         async def abort() -> None:
             try:
-                await server.client.abort(rid)
+                await server.checks.abort(rid)
             except Exception as e:  # the server may be down; its request dies with it
                 log.debug("abort of %s on %s failed: %s", rid, server.url, e)
 

@@ -18,9 +18,8 @@ from typing import Any
 import msgspec
 
 from eagle_tui.core.capture.batch import PreparedBatch
-from eagle_tui.core.capture.clientgroup import POOL_SIZE, ClientGroup, pools_for
 from eagle_tui.core.capture.config import CaptureConfig
-from eagle_tui.core.capture.dispatch import Server, ServerClient, ServerPool
+from eagle_tui.core.capture.dispatch import Server, ServerPool
 from eagle_tui.core.capture.routed import (
     RoutedClient,
     first_worker_facts,
@@ -36,44 +35,39 @@ from eagle_tui.core.sglang.router import RouterProbe, WorkerAccess
 from eagle_tui.core.sglang.transport import LeanTransport
 from eagle_tui.core.shards.manifest import RouterRecord
 from eagle_tui.core.shards.schema import FooterServer, FooterTokenizer, ShardMetadata
-from eagle_tui.core.urls import public_url
+from eagle_tui.core.urls import ServerURL
 
 log = logging.getLogger(__name__)
 
 INFO_TIMEOUT_S = 10.0
 
 
-ClientMaker = Callable[..., ServerClient]
-"""``make(url, limit=None)``: the clients of one server, sized for ``limit`` in flight."""
+ClientFactory = Callable[[ServerURL], "SGLangClient | RoutedClient"]
+"""A batch's clients other than the default (tests): a ``RoutedClient`` for a router."""
 
 
-def default_client_factory(config: CaptureConfig) -> ClientMaker:
-    """Real SGLang clients with the batch's timeouts and key, in small connection pools
-    (see ``core.capture.clientgroup``), enough of them for ``limit`` requests in flight
-    (``--concurrency`` unless given)."""
+def default_client_factory(config: CaptureConfig) -> Callable[..., SGLangClient]:
+    """``make(url, limit=None)``: a real SGLang client with the batch's timeouts and key, its
+    connection pool sized for ``limit`` requests in flight (``--concurrency`` unless given)."""
     timeouts = ClientTimeouts(connect=5.0, health=20.0, info=INFO_TIMEOUT_S,
                               generate=config.request_timeout_s)
     # A TLS context costs ~35 ms to build: one, shared, and only for https servers.
     tls = ssl.create_default_context() if any(
-        u.lower().startswith("https:") for u in config.servers) else None
+        u.scheme == "https" for u in config.servers) else None
     api_key = config.api_key or None
-    def make(url: str, limit: int | None = None) -> ServerClient:
-        clients: list[ServerClient] = [
-            SGLangClient(url, api_key=api_key, timeouts=timeouts,
-                         transport=LeanTransport(verify=tls, max_connections=POOL_SIZE + 2,
-                                                 keepalive_expiry=KEEPALIVE_EXPIRY_S))
-            for _ in range(pools_for(limit or config.concurrency))
-        ]  # +2 connections: health and abort calls
-        return ClientGroup(clients)
+
+    def make(url: ServerURL, limit: int | None = None) -> SGLangClient:
+        connections = (limit or config.concurrency) + 2  # +2: health and abort calls
+        return SGLangClient(url, api_key=api_key, timeouts=timeouts,
+                            transport=LeanTransport(verify=tls, max_connections=connections,
+                                                    keepalive_expiry=KEEPALIVE_EXPIRY_S))
 
     return make
 
 
 @asynccontextmanager
 async def open_pool(
-    config: CaptureConfig,
-    clock: Clock,
-    client_factory: Callable[[str], ServerClient] | None = None,
+    config: CaptureConfig, clock: Clock, client_factory: ClientFactory | None = None,
 ) -> AsyncIterator[ServerPool]:
     """A pool over ``config.servers`` (all paused until healthy); clients closed on exit.
 
@@ -86,16 +80,23 @@ async def open_pool(
     else:
         opened = [(c, await _limit(c, config.concurrency))
                   for c in (client_factory(url) for url in config.servers)]
-    clients = [client for client, _ in opened]
     try:
-        servers = [Server(client, limit) for client, limit in opened]
-        yield ServerPool(servers, clock, start_paused=True)
+        yield ServerPool([_server(client, limit) for client, limit in opened], clock,
+                         start_paused=True)
     finally:
-        await asyncio.gather(*(c.aclose() for c in clients), return_exceptions=True)
+        await asyncio.gather(*(c.aclose() for c, _ in opened), return_exceptions=True)
 
 
-async def _open(url: str, config: CaptureConfig, make: ClientMaker) -> tuple[ServerClient, int]:
-    """The client and request limit of one server URL: a RoutedClient with clients for
+def _server(client: SGLangClient | RoutedClient, limit: int) -> Server:
+    if isinstance(client, RoutedClient):
+        return Server(client.client, limit, router=client)
+    return Server(client, limit)
+
+
+async def _open(url: ServerURL, config: CaptureConfig, make: Callable[..., SGLangClient]) -> (
+    tuple[SGLangClient | RoutedClient, int]
+):
+    """The client and request limit of one server URL: a RoutedClient with a client for
     ``--concurrency`` per listed worker when the URL is SGLang's router."""
     timeouts = ClientTimeouts(connect=5.0, health=20.0, info=INFO_TIMEOUT_S)
     api_key = config.api_key or None
@@ -115,11 +116,10 @@ async def _open(url: str, config: CaptureConfig, make: ClientMaker) -> tuple[Ser
 def worker_access(config: CaptureConfig) -> WorkerAccess:
     """Whom a router's probe may ask directly: the ``--server`` URLs, and every listed
     worker with ``--trust-router-workers``."""
-    return WorkerAccess(frozenset(public_url(u) for u in config.servers),
-                        listed=config.trust_router_workers is True)
+    return WorkerAccess(frozenset(config.servers), listed=config.trust_router_workers is True)
 
 
-async def _limit(client: ServerClient, per_server: int) -> int:
+async def _limit(client: SGLangClient | RoutedClient, per_server: int) -> int:
     if not isinstance(client, RoutedClient):
         return per_server
     limit = await router_limit(client, per_server)
@@ -129,7 +129,7 @@ async def _limit(client: ServerClient, per_server: int) -> int:
 
 def _log_router(client: RoutedClient, limit: int, per_worker: int) -> None:
     log.info("%s is SGLang's router with %d workers listed; up to %d requests in flight "
-             "through it", public_url(client.base_url), limit // per_worker, limit)
+             "through it", client.client.base_url, limit // per_worker, limit)
     if client.view is not None and client.view.capped:
         log.warning("%s", client.view.capped)
 
@@ -159,7 +159,7 @@ async def shard_metadata(
         extra={
             "template_kwargs": dict(config.template_kwargs),
             "presets": [p.name for p in config.presets],
-            "servers": _public(config.servers),
+            "servers": [u.public for u in config.servers],
             **({"routers": records_json(routers)} if routers else {}),
             **_turns_extra(batch),
         },
@@ -180,17 +180,13 @@ def _turns_extra(batch: PreparedBatch) -> dict[str, object]:
     return {} if isinstance(turns, msgspec.UnsetType) else {"turns": msgspec.to_builtins(turns)}
 
 
-async def _server_facts(client: ServerClient) -> dict[str, Any] | None:
+async def _server_facts(client: SGLangClient) -> dict[str, Any] | None:
     """Model path and version of one server, or None when it does not answer in time."""
     try:
         async with asyncio.timeout(INFO_TIMEOUT_S):
             model, server = await asyncio.gather(client.model_info(), client.server_info())
     except (SGLangError, TimeoutError) as e:
         detail = e.message if isinstance(e, SGLangError) else "timed out"
-        log.info("no model/server info from %s: %s", public_url(client.base_url), detail)
+        log.info("no model/server info from %s: %s", client.base_url, detail)
         return None
     return {"model_path": model.model_path, "version": server.version}
-
-
-def _public(urls: Sequence[str]) -> list[str]:
-    return [public_url(u) for u in urls]

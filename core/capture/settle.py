@@ -29,7 +29,6 @@ from eagle_tui.core.capture.sink import ShardSink
 from eagle_tui.core.clock import Clock
 from eagle_tui.core.fsio import describe_os_error
 from eagle_tui.core.shards.schema import ShardRow
-from eagle_tui.core.urls import public_url
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +81,7 @@ class Settler:
 
     async def _store(self, job: Job, outcome: Outcome, extra_flags: tuple[str, ...]) -> bool:
         assert outcome.result is not None and outcome.endpoint and outcome.rid
-        endpoint = public_url(outcome.endpoint)
+        endpoint = outcome.endpoint
         acceptance = acceptance_of(outcome.result.meta, len(outcome.result.output_ids),
                                    self._draft_tokens)
         try:
@@ -110,7 +109,7 @@ class Settler:
         """Record a row that failed for good (the next resume retries it)."""
         kind = outcome.error_kind or "unknown"
         reason = self._redact(outcome.reason or kind)
-        endpoint = public_url(outcome.endpoint) if outcome.endpoint else None
+        endpoint = outcome.endpoint or None
         try:
             self._failures.write(Failure(
                 sample_id=job.sample_id, source=job.source, line=job.line, kind=kind,

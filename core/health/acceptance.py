@@ -35,6 +35,7 @@ from eagle_tui.core.clock import Clock
 from eagle_tui.core.health.load import metrics_load
 from eagle_tui.core.health.snapshot import ServingLoad
 from eagle_tui.core.sglang import ClientTimeouts, SGLangClient
+from eagle_tui.core.urls import ServerURL
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +83,7 @@ def log_figure_of(lines: Sequence[str], window_s: float) -> AcceptFigure | None:
     return window.figure()
 
 
-async def read_acceptance(url: str, *, api_key: str | None = None,
+async def read_acceptance(url: ServerURL, *, api_key: str | None = None,
                           log_lines: Sequence[str] = (),
                           window_s: float = DEFAULT_WINDOW_S) -> LiveAcceptance | None:
     """One look at a server (see the module docstring); None when it does not answer."""

@@ -72,7 +72,7 @@ def build_watcher(
     """A watcher over every source the options allow; ``managed`` is a server we started."""
     clock = clock or SystemClock()
     settings = options.settings
-    client = SGLangClient(options.url.for_requests, api_key=options.api_key, transport=transport)
+    client = SGLangClient(options.url, api_key=options.api_key, transport=transport)
     # A router's own /health is 200 with no worker; ready means a worker can serve.
     router = RouterProbe(client, api_key=options.api_key, access=options.workers)
 

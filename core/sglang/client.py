@@ -54,7 +54,7 @@ from eagle_tui.core.sglang.types import (
     TokenDelta,
 )
 from eagle_tui.core.sglang.wire import decode_generate, error_for_status, parse_json, rejection
-from eagle_tui.core.urls import public_url
+from eagle_tui.core.urls import ServerURL
 
 API_KEY_ENV = "EAGLE_TUI_API_KEY"
 
@@ -88,31 +88,31 @@ def default_tls() -> ssl.SSLContext:
 
 
 class SGLangClient:
-    """Async client for SGLang's native API at ``base_url`` (e.g. ``http://127.0.0.1:30000``).
+    """Async client for SGLang's native API at ``url`` (e.g. ``http://127.0.0.1:30000``).
 
     The API key comes from ``api_key`` or the ``EAGLE_TUI_API_KEY`` environment
     variable; it is sent as ``Authorization: Bearer`` and never appears in
-    ``repr``, messages or logs. User info in ``base_url`` (a ``ServerURL``'s
-    ``for_requests``) reaches httpx only, as Basic auth: ``base_url``, ``repr`` and
-    every message carry the public form.
+    ``repr``, messages or logs. User info of ``url`` reaches httpx only, as Basic auth:
+    ``base_url`` (the URL's public text), ``repr`` and every message carry the public form.
     """
 
     def __init__(
         self,
-        base_url: str,
+        url: ServerURL,
         *,
         api_key: str | None = None,
         timeouts: ClientTimeouts | None = None,
         max_connections: int = 512,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        self.base_url = public_url(base_url)
+        self.url = url
+        self.base_url = url.public
         self.timeouts = timeouts or ClientTimeouts()
         key = api_key if api_key is not None else os.environ.get(API_KEY_ENV)
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         headers["Accept-Encoding"] = "identity"  # a compressed body could not be bounded
         self._http = httpx.AsyncClient(
-            base_url=base_url.rstrip("/"),
+            base_url=url.for_requests,
             headers=headers,
             timeout=httpx.Timeout(self.timeouts.info, connect=self.timeouts.connect),
             limits=httpx.Limits(

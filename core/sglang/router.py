@@ -73,14 +73,14 @@ Answer = Literal["healthy", "unhealthy", "down", "unknown", "invalid"]
 @dataclass(frozen=True)
 class WorkerAccess:
     """Which workers may be asked directly, API key included: the URLs the user named
-    (``named``, public forms) and, with ``listed``, every valid URL the router lists."""
+    (``named``) and, with ``listed``, every valid URL the router lists."""
 
-    named: frozenset[str] = frozenset()
+    named: frozenset[ServerURL] = frozenset()
     listed: bool = False
 
     def allows(self, url: ServerURL) -> bool:
         """True when ``url`` may get requests and the key."""
-        return self.listed or url.public in self.named
+        return self.listed or url in self.named
 
 
 TRUST_LISTED = WorkerAccess(listed=True)
@@ -419,15 +419,15 @@ class RouterProbe:
         """The client of a worker :meth:`allowed` passed; asking it counts as contacting."""
         client = self._workers.get(url.public)
         if client is None:
-            client = SGLangClient(url.public, api_key=self._api_key, timeouts=WORKER_TIMEOUTS,
+            client = SGLangClient(url, api_key=self._api_key, timeouts=WORKER_TIMEOUTS,
                                   max_connections=4)
             self._workers[url.public] = client
         self.contacted.add(url.public)
         return client
 
 
-async def look_at(url: str, *, api_key: str | None = None, with_load: bool = True,
-                  also_workers: Iterable[str] = (), metrics_url: str | None = None,
+async def look_at(url: ServerURL, *, api_key: str | None = None, with_load: bool = True,
+                  also_workers: Iterable[str] = (), metrics_url: ServerURL | None = None,
                   access: WorkerAccess = WorkerAccess()) -> RouterView | None:
     """One look at ``url``: its workers when it is a router (None when it is not, or does not
     answer); ``metrics_url`` is the router's Prometheus endpoint (``--prometheus-port``)."""
@@ -444,7 +444,7 @@ async def look_at(url: str, *, api_key: str | None = None, with_load: bool = Tru
     return dataclasses.replace(view, metrics=await router_metrics(metrics_url))
 
 
-async def router_metrics(metrics_url: str) -> dict[str, float] | None:
+async def router_metrics(metrics_url: ServerURL) -> dict[str, float] | None:
     """The router's own Prometheus series (``smg_*``, summed over labels; histograms left
     out), None when they cannot be read."""
     async with SGLangClient(metrics_url, timeouts=WORKER_TIMEOUTS) as client:

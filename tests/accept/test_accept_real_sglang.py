@@ -35,6 +35,7 @@ from eagle_tui.core.accept.window import (
 )
 from eagle_tui.core.sglang.client import SGLangClient
 from eagle_tui.core.sglang.types import GenerateRequest, SamplingParams
+from eagle_tui.core.urls import ServerURL
 
 VENV = os.environ.get("EAGLE_REAL_SGLANG_VENV")
 MODEL = os.environ.get("EAGLE_REAL_SGLANG_MODEL")
@@ -98,7 +99,7 @@ async def replay(url: str) -> list[tuple[str, dict[str, Any], list[int]]]:
     """Each prompt once, in turn, through eagle-tui's own client: (category, meta_info,
     output ids) as SGLang sent them."""
     answers = []
-    async with SGLangClient(url) as client:
+    async with SGLangClient(ServerURL.parse(url)) as client:
         for category, ids, limit in prompts(Path(str(MODEL))):
             request = GenerateRequest(ids, SamplingParams(max_new_tokens=limit, temperature=0.0))
             result = await client.generate(request)

@@ -23,6 +23,7 @@ from eagle_tui.core.health.acceptance import AcceptanceTracker
 from eagle_tui.core.sglang import SGLangClient
 from eagle_tui.core.sglang.client import parse_prometheus
 from eagle_tui.core.sim.launcher import SimProcess
+from eagle_tui.core.urls import ServerURL
 
 pytestmark = pytest.mark.slow
 
@@ -121,7 +122,7 @@ def test_through_the_router_each_worker_has_its_own_figure(tmp_path: Path) -> No
 
 def test_the_tracker_windows_the_counters_and_keeps_a_history() -> None:
     async def run(sim: SimProcess) -> tuple[Any, Any, list[float]]:
-        async with SGLangClient(sim.url) as client:
+        async with SGLangClient(ServerURL.parse(sim.url)) as client:
             tracker = AcceptanceTracker(client, SystemClock(), window_s=3600)
             await tracker.sample()
             metas = await asyncio.to_thread(serve, sim, 3)

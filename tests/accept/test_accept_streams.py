@@ -17,6 +17,7 @@ from eagle_tui.core.capture.engine import CaptureEngine
 from eagle_tui.core.capture.events import CaptureEvent, RequestEvent
 from eagle_tui.core.sim.launcher import SimProcess
 from eagle_tui.core.tokenizer import bundled_tokenizer_path
+from eagle_tui.core.urls import ServerURL
 from eagle_tui.tui.sources.documents import KIMI_BOUNDARIES
 from eagle_tui.tui.sources.streams import StreamBoard
 from eagle_tui.tui.widgets.stream_box import stream_title
@@ -44,7 +45,8 @@ def test_a_watched_capture_carries_each_answers_acceptance(tmp_path: Path) -> No
     events: list[CaptureEvent] = []
     with SimProcess([*FAST, "--speculative-algorithm", "EAGLE3"]) as sim:
         sim.wait_ready(60)
-        config = CaptureConfig(prompts=prompts, out_dir=tmp_path / "out", servers=(sim.url,),
+        config = CaptureConfig(prompts=prompts, out_dir=tmp_path / "out",
+                               servers=(ServerURL.parse(sim.url),),
                                tokenizer=bundled_tokenizer_path(), max_new_tokens=96,
                                concurrency=2, health_retry_s=0.05,
                                retry=RetryPolicy(max_attempts=2, base_delay_s=0.0))

@@ -23,6 +23,7 @@ from eagle_tui.core.capture.progress import CaptureProgress, Progress, ProgressT
 from eagle_tui.core.clock import SystemClock
 from eagle_tui.core.shards.batchdir.layout import BatchDir
 from eagle_tui.core.tokenizer import bundled_tokenizer_path
+from eagle_tui.core.urls import ServerURL
 
 TOOLS = [{"type": "function", "function": {
     "name": "lookup", "description": "look a word up",
@@ -49,7 +50,7 @@ def batch_config(tmp_path: Path, server: str, **overrides: Any) -> CaptureConfig
     settings: dict[str, Any] = {
         "prompts": tmp_path / "prompts.jsonl",
         "out_dir": tmp_path / "out",
-        "servers": (server,),
+        "servers": (ServerURL.parse(server),),
         "tokenizer": bundled_tokenizer_path(),
         "max_new_tokens": 64,
         "concurrency": 4,

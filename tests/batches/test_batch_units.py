@@ -46,6 +46,7 @@ from eagle_tui.core.errors import (
 from eagle_tui.core.sampling import SamplingPreset
 from eagle_tui.core.sglang.client import API_KEY_ENV
 from eagle_tui.core.shards.batchdir.lock import OutputLock, holder_of, is_held
+from eagle_tui.core.urls import ServerURL
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -93,7 +94,8 @@ def _record(tmp_path: Path, batch_id: str, **fields: object) -> BatchRecord:
         "id": batch_id, "name": f"name-{batch_id}", "out_dir": str(out_dir),
         "socket": str(out_dir / "control.sock"), "log": str(out_dir / "worker.log"),
         "config": CaptureConfig(prompts=Path("p.jsonl"), out_dir=out_dir,
-                                servers=("http://127.0.0.1:30000",), tokenizer=Path("tok")),
+                                servers=(ServerURL.parse("http://127.0.0.1:30000"),),
+                                tokenizer=Path("tok")),
         "created_at": time.time()}
     values.update(fields)
     return BatchRecord(**values)  # type: ignore[arg-type]
@@ -159,8 +161,9 @@ def test_config_round_trips_without_secrets(tmp_path: Path) -> None:
     assert b"hunter2" not in data
     assert json.loads(data)["servers"] == ["http://127.0.0.1:30000"]
     back = config_from_json(data, servers=config.servers)
-    assert back == config
-    keyed = msgspec.structs.replace(config, servers=("http://127.0.0.1:30000",),
+    assert back == config and back.servers[0].for_requests == "http://user:hunter2@127.0.0.1:30000"
+    assert config_from_json(data).servers[0].userinfo == ""  # only the worker's env has it
+    keyed = msgspec.structs.replace(config, servers=(ServerURL.parse("http://127.0.0.1:30000"),),
                                     api_key="hunter2")
     data = config_to_json(keyed)
     assert b"hunter2" not in data
@@ -179,8 +182,9 @@ def test_a_detached_batch_keeps_trusting_router_workers_only_when_asked(
 
 
 def test_the_stored_config_has_every_config_field_but_the_secret() -> None:
-    config = CaptureConfig(prompts=Path("p"), out_dir=Path("o"), servers=("http://h:1",),
-                           tokenizer=Path("t"), api_key="k", retry_failed=True)
+    config = CaptureConfig(prompts=Path("p"), out_dir=Path("o"),
+                           servers=(ServerURL.parse("http://h:1"),), tokenizer=Path("t"),
+                           api_key="k", retry_failed=True)
     stored = json.loads(config_to_json(config))
     # retry_failed is each run's own choice (`--retry-failed`), never carried to the next;
     # partition, turns, trust_router_workers and held_out are written only when set
@@ -270,7 +274,8 @@ def test_secrets_travel_only_in_the_worker_environment(tmp_path: Path) -> None:
     keyed = msgspec.structs.replace(plain, api_key="k")
     assert has_secrets(keyed)
     assert worker_env(keyed, base={})[API_KEY_ENV] == "k"
-    secret = msgspec.structs.replace(plain, servers=("http://u:pw@127.0.0.1:1",))
+    secret = msgspec.structs.replace(plain,
+                                     servers=(ServerURL.parse("http://u:pw@127.0.0.1:1"),))
     assert has_secrets(secret)
     env = worker_env(secret, base={})
     assert json.loads(env[SERVERS_ENV]) == ["http://u:pw@127.0.0.1:1"]
@@ -281,8 +286,10 @@ def test_a_server_list_in_the_environment_must_be_a_json_list_of_urls(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv(SERVERS_ENV, '["http://u:pw@h:1", "http://h:2"]')
-    assert secrets_from_env()[1] == ("http://u:pw@h:1", "http://h:2")
-    for bad in ('"http://h:1"', "[1]", "not json"):
+    servers = secrets_from_env()[1]
+    assert servers is not None
+    assert [url.for_requests for url in servers] == ["http://u:pw@h:1", "http://h:2"]
+    for bad in ('"http://h:1"', "[1]", "not json", '["http://h:1/?key=x"]'):
         monkeypatch.setenv(SERVERS_ENV, bad)
         with pytest.raises(ConfigError, match=f"{SERVERS_ENV} must be a JSON list"):
             secrets_from_env()

@@ -54,10 +54,11 @@ async def child_replay(args: argparse.Namespace) -> dict[str, Any]:
     from eagle_tui.core.accept.summary import report
     from eagle_tui.core.capture.replay import ReplaySettings, replay
     from eagle_tui.core.tokenizer import bundled_tokenizer_path, load_tokenizer
+    from eagle_tui.core.urls import ServerURL
 
     tokenizer = load_tokenizer(bundled_tokenizer_path())
     settings = ReplaySettings(prompts=Path(args.prompts), tokenizer=bundled_tokenizer_path(),
-                              server=args.url, max_new_tokens=args.max_new_tokens,
+                              server=ServerURL.parse(args.url), max_new_tokens=args.max_new_tokens,
                               concurrency=args.concurrency)
     cpu, wall = cpu_seconds(), time.perf_counter()
     run = await replay(settings, tokenizer=tokenizer)

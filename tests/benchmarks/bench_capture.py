@@ -71,8 +71,10 @@ def rss_mb() -> float:
 def capture_config(prompts: Path, out: Path, urls: list[str], **kwargs: Any) -> Any:
     from eagle_tui.core.capture.config import CaptureConfig
     from eagle_tui.core.tokenizer import bundled_tokenizer_path
+    from eagle_tui.core.urls import ServerURL
 
-    return CaptureConfig(prompts=prompts, out_dir=out, servers=tuple(urls),
+    return CaptureConfig(prompts=prompts, out_dir=out,
+                         servers=tuple(ServerURL.parse(url) for url in urls),
                          tokenizer=bundled_tokenizer_path(), **kwargs)
 
 

@@ -22,7 +22,7 @@ from eagle_tui.core.sglang import GenerateRequest, SamplingParams, SGLangClient
 from eagle_tui.core.sglang.limits import generate_body_limit, max_output_ids, read_limited
 from eagle_tui.core.sglang.wire import error_for_status
 from eagle_tui.core.tokenizer import BoundaryIds, bundled_tokenizer_path
-from eagle_tui.core.urls import url_error
+from eagle_tui.core.urls import ServerURL, url_error
 from eagle_tui.core.validate import NOT_EXPORTED_BY_DEFAULT, validate_sample
 from eagle_tui.tui.cli.main import main
 
@@ -150,7 +150,8 @@ async def test_the_client_asks_for_identity_and_refuses_too_many_ids() -> None:
         seen.append(req)
         return httpx.Response(200, json=body([7] * (max_output_ids(64) + 1)))
 
-    async with SGLangClient("http://h:1", transport=httpx.MockTransport(handler)) as client:
+    async with SGLangClient(ServerURL.parse("http://h:1"),
+                            transport=httpx.MockTransport(handler)) as client:
         with pytest.raises(ResponseTooLarge, match="output ids for max_new_tokens=64") as info:
             await client.generate(request())
     assert seen[0].headers["accept-encoding"] == "identity"

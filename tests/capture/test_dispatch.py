@@ -10,7 +10,7 @@ import pytest
 from support.clock import FakeClock
 
 from eagle_tui.core import errors
-from eagle_tui.core.capture.config import CaptureConfig, Redactor, RetryPolicy
+from eagle_tui.core.capture.config import CaptureConfig, Redactor, RetryPolicy, config_to_json
 from eagle_tui.core.capture.dispatch import (
     NoServerLeft,
     PoolClosed,
@@ -21,8 +21,9 @@ from eagle_tui.core.capture.dispatch import (
 from eagle_tui.core.capture.healthloop import HealthMonitor
 from eagle_tui.core.capture.retry import ServerAction, classify
 from eagle_tui.core.capture.rids import RidAllocator
+from eagle_tui.core.sglang import SGLangClient
 from eagle_tui.core.sglang.types import FinishReason, GenerateResult, HealthResult
-from eagle_tui.core.urls import public_url
+from eagle_tui.core.urls import ServerURL
 
 
 class StubClient:
@@ -220,16 +221,18 @@ def test_rids_have_one_length_and_never_prefix_each_other() -> None:
     assert RidAllocator().tag != RidAllocator().tag
 
 
-def test_urls_and_messages_lose_their_secrets(tmp_path: Any) -> None:
-    assert public_url("http://user:sk-123@host:30000/?api_key=sk-123#x") == "http://host:30000"
-    assert public_url("http://[::1]:30000/") == "http://[::1]:30000"
+def test_configs_and_messages_lose_their_secrets(tmp_path: Any) -> None:
+    assert ServerURL.parse("http://user:sk-123@host:30000/").public == "http://host:30000"
+    assert ServerURL.parse("http://[::1]:30000/").public == "http://[::1]:30000"
     # User info and an API key together are refused (issue 12), so each is checked alone.
     config = CaptureConfig(prompts=tmp_path / "p", out_dir=tmp_path / "o",
-                           servers=("http://u:sk-123@host:30000",), tokenizer=tmp_path)
-    text = Redactor(config).clean("cannot connect [http://u:sk-123@host:30000/generate]")
-    assert "sk-123" not in text and "http://host:30000/generate" in text
-    assert "sk-123" not in repr(config)
+                           servers=(ServerURL.parse("http://u:sk-123@host:30000"),),
+                           tokenizer=tmp_path)
+    assert "sk-123" not in repr(config) and b"sk-123" not in config_to_json(config)
+    assert Server(SGLangClient(config.servers[0]), 1).url == "http://host:30000"
     keyed = CaptureConfig(prompts=tmp_path / "p", out_dir=tmp_path / "o",
-                          servers=("http://host:30000",), tokenizer=tmp_path, api_key="sk-123")
-    assert "sk-123" not in Redactor(keyed).clean("refused [http://host:30000] sk-123")
+                          servers=(ServerURL.parse("http://host:30000"),), tokenizer=tmp_path,
+                          api_key="sk-123")
+    assert Redactor(keyed).clean("refused [http://host:30000] sk-123") == (
+        "refused [http://host:30000] ***")
     assert "sk-123" not in repr(keyed)

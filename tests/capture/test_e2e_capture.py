@@ -28,6 +28,7 @@ from eagle_tui.core.sglang import GenerateRequest, SamplingParams, SGLangClient
 from eagle_tui.core.shards.manifest import Manifest
 from eagle_tui.core.sim.launcher import SimProcess
 from eagle_tui.core.tokenizer import bundled_tokenizer_path
+from eagle_tui.core.urls import ServerURL
 
 pytestmark = pytest.mark.slow
 
@@ -87,7 +88,7 @@ async def check_outputs_are_the_servers(rows: list[dict[str, object]],
     sampling = SamplingParams(max_new_tokens=48, temperature=1.0,
                               stop_token_ids=(163586, 163585))
     chosen = random.Random(3).sample(rows, 60)
-    async with SGLangClient(sims[0].url, api_key=SECRET) as client:
+    async with SGLangClient(ServerURL.parse(sims[0].url), api_key=SECRET) as client:
         for row in chosen:
             ids = row["input_ids"]
             prompt_len = row["prompt_len"]

@@ -172,7 +172,7 @@ async def test_events_and_watched_stream(tmp_path: Path, fake: FakeSGLang,
     config = make_config(tmp_path, [fake.url], concurrency=1)
     by_url = {fake.url: fake}
     engine = CaptureEngine(config, tokenizer=tokenizer, event_sink=events.append,
-                           client_factory=lambda url: by_url[url].client())
+                           client_factory=lambda url: by_url[url.public].client())
     engine.watch(2)
     await engine.run()
     kinds = [e.kind for e in events]
@@ -197,7 +197,7 @@ async def test_api_key_sent_but_never_written(tmp_path: Path, fake: FakeSGLang,
     config = make_config(tmp_path, [fake.url], api_key=secret)
     by_url = {fake.url: fake}
     engine = CaptureEngine(config, tokenizer=tokenizer,
-                           client_factory=lambda url: by_url[url].client(api_key=secret))
+                           client_factory=lambda url: by_url[url.public].client(api_key=secret))
     await engine.run()
     assert f"Bearer {secret}" in fake.auth_headers
     assert secret not in repr(config)

@@ -47,7 +47,7 @@ def test_flags_become_a_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
                  "--concurrency", "128", "--retries", "4", "--resume", "--api-key-file",
                  str(key_file))
     config = cli.config_from_args(args)
-    assert config.servers == ("http://a:1", "http://b:2")
+    assert [url.public for url in config.servers] == ["http://a:1", "http://b:2"]
     assert [p.name for p in config.presets] == ["t0.6", "t1"]
     assert {p.top_p for p in config.presets} == {0.95} and config.presets[0].seed == 3
     assert config.extra_sampling == {"repetition_penalty": 1.05}

@@ -24,6 +24,7 @@ from eagle_tui.core.capture.engine import CaptureEngine, CaptureSummary
 from eagle_tui.core.sglang import SGLangClient
 from eagle_tui.core.shards.reader import ShardReader
 from eagle_tui.core.tokenizer import LoadedTokenizer, bundled_tokenizer_path, load_tokenizer
+from eagle_tui.core.urls import ServerURL
 
 ANSWER_LEN = 5
 
@@ -63,7 +64,8 @@ class FakeSGLang:
 
     def client(self, **kwargs: Any) -> SGLangClient:
         """A real client whose transport is this fake."""
-        return SGLangClient(self.url, transport=httpx.MockTransport(self.handle), **kwargs)
+        return SGLangClient(ServerURL.parse(self.url), transport=httpx.MockTransport(self.handle),
+                            **kwargs)
 
     @property
     def generate_bodies(self) -> list[dict[str, Any]]:
@@ -194,7 +196,7 @@ def make_config(tmp_path: Path, servers: list[str], **overrides: Any) -> Capture
     settings: dict[str, Any] = {
         "prompts": tmp_path / "prompts.jsonl",
         "out_dir": tmp_path / "out",
-        "servers": tuple(servers),
+        "servers": tuple(ServerURL.parse(url) for url in servers),
         "tokenizer": bundled_tokenizer_path(),
         "max_new_tokens": 64,
         "concurrency": 4,
@@ -228,5 +230,5 @@ async def capture(config: CaptureConfig, fakes: list[FakeSGLang], tokenizer: Loa
     """Run a whole batch against ``fakes`` (matched to the config's servers by URL)."""
     by_url = {f.url: f for f in fakes}
     engine = CaptureEngine(config, tokenizer=tokenizer,
-                           client_factory=lambda url: by_url[url].client(), **kwargs)
+                           client_factory=lambda url: by_url[url.public].client(), **kwargs)
     return await engine.run()

@@ -170,7 +170,7 @@ async def test_in_flight_bounded_per_server(tmp_path: Path,
     config = make_config(tmp_path, [a.url, b.url], concurrency=3)
     by_url = {a.url: a, b.url: b}
     engine = CaptureEngine(config, tokenizer=tokenizer,
-                           client_factory=lambda url: by_url[url].client())
+                           client_factory=lambda url: by_url[url.public].client())
     run = asyncio.ensure_future(engine.run())
     while a.in_flight + b.in_flight < 6:
         await asyncio.sleep(0.005)

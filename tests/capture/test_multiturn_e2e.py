@@ -34,6 +34,7 @@ from eagle_tui.core.shards.reader import ShardReader
 from eagle_tui.core.shards.stats import compute_stats
 from eagle_tui.core.sim.launcher import SimProcess
 from eagle_tui.core.tokenizer import LoadedTokenizer, load_tokenizer
+from eagle_tui.core.urls import ServerURL
 from eagle_tui.tui.cli.inspect import run as run_inspect
 from eagle_tui.tui.cli.main import build_parser, main
 from eagle_tui.tui.cli.stats import run as run_stats
@@ -65,7 +66,8 @@ async def run_batch(tmp_path: Path, tokenizer_dir: Path, servers: list[str], cou
                     turns: MultiTurn, **settings: Any) -> tuple[CaptureSummary,
                                                                 list[dict[str, Any]]]:
     config = CaptureConfig(prompts=tmp_path / "p.jsonl", out_dir=tmp_path / "out",
-                           servers=tuple(servers), tokenizer=tokenizer_dir, max_new_tokens=400,
+                           servers=tuple(ServerURL.parse(u) for u in servers),
+                           tokenizer=tokenizer_dir, max_new_tokens=400,
                            concurrency=4, turns=turns, **settings)
     summary = await CaptureEngine(config).run()
     assert summary.state == "finished", summary.reason

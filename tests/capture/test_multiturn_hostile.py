@@ -33,6 +33,7 @@ from eagle_tui.core.samples.select import SampleFilter
 from eagle_tui.core.shards.manifest import Manifest
 from eagle_tui.core.sim.launcher import SimProcess
 from eagle_tui.core.tokenizer.kimi_parse import ParsedAnswer, ToolCall
+from eagle_tui.core.urls import ServerURL
 from eagle_tui.tui.cli.inspect import run as run_inspect
 from eagle_tui.tui.cli.main import build_parser
 from eagle_tui.tui.cli.stats import run as run_stats
@@ -71,7 +72,7 @@ def config(tmp_path: Path, tokenizer_dir: Path, sim: SimProcess, **settings: Any
     values: dict[str, Any] = {"max_new_tokens": 400, "concurrency": 8}
     values.update(settings)
     return CaptureConfig(prompts=tmp_path / "p.jsonl", out_dir=tmp_path / "out",
-                         servers=(sim.url,), tokenizer=tokenizer_dir,
+                         servers=(ServerURL.parse(sim.url),), tokenizer=tokenizer_dir,
                          turns=MultiTurn("model"), **values)
 
 

@@ -23,6 +23,7 @@ from eagle_tui.core.capture.prompts import PromptRecord, open_prompts
 from eagle_tui.core.sampling import SamplingPreset
 from eagle_tui.core.sglang import GenerateRequest, SamplingParams, SGLangClient
 from eagle_tui.core.tokenizer import load_tokenizer
+from eagle_tui.core.urls import ServerURL
 
 REAL_URL = os.environ.get("EAGLE_REAL_SGLANG_URL")
 MODEL_ENV = os.environ.get("EAGLE_REAL_SGLANG_MODEL")
@@ -56,7 +57,8 @@ async def test_capture_stores_exactly_what_the_real_server_returned(tmp_path: Pa
     prompts = tmp_path / "prompts.jsonl"
     write_prompts(prompts)
     presets = (SamplingPreset("greedy", temperature=0.0), SamplingPreset("t1", temperature=1.0))
-    config = CaptureConfig(prompts=prompts, out_dir=tmp_path / "out", servers=(REAL_URL,),
+    config = CaptureConfig(prompts=prompts, out_dir=tmp_path / "out",
+                           servers=(ServerURL.parse(REAL_URL),),
                            tokenizer=MODEL_DIR, max_new_tokens=32, presets=presets,
                            concurrency=4, retry=RetryPolicy(max_attempts=2), shard_rows=10)
     tokenizer = load_tokenizer(MODEL_DIR)
@@ -69,7 +71,7 @@ async def test_capture_stores_exactly_what_the_real_server_returned(tmp_path: Pa
     rows = rows_of(config.out_dir)
     assert sorted(r["sample_id"] for r in rows) == sorted(
         f"{sid}#{p.name}" for sid in records for p in presets)
-    async with SGLangClient(REAL_URL) as client:
+    async with SGLangClient(ServerURL.parse(REAL_URL)) as client:
         for row in rows:
             sample_id, preset = row["sample_id"].split("#")
             record = records[sample_id]
@@ -99,7 +101,8 @@ async def test_a_two_turn_conversation_regenerated_with_the_models_own_history(
                {"role": "user", "content": "How are you?"},
                {"role": "assistant", "content": "Fine, thanks."}]
     prompts.write_text(json.dumps({"id": "two-turn", "messages": dataset}) + "\n")
-    config = CaptureConfig(prompts=prompts, out_dir=tmp_path / "out", servers=(REAL_URL,),
+    config = CaptureConfig(prompts=prompts, out_dir=tmp_path / "out",
+                           servers=(ServerURL.parse(REAL_URL),),
                            tokenizer=MODEL_DIR, max_new_tokens=16,
                            presets=(SamplingPreset(temperature=0.0),), concurrency=2,
                            turns=MultiTurn("model"))
@@ -113,7 +116,7 @@ async def test_a_two_turn_conversation_regenerated_with_the_models_own_history(
     assert first["input_ids"][: first["prompt_len"]] == tokenizer.render(dataset[:1])
     assert second["input_ids"][: second["prompt_len"]] == tokenizer.render(
         [dataset[0], model_answer, dataset[2]])
-    async with SGLangClient(REAL_URL) as client:
+    async with SGLangClient(ServerURL.parse(REAL_URL)) as client:
         for row in (first, second):
             prompt = row["input_ids"][: row["prompt_len"]]
             assert row["input_ids"][row["prompt_len"]:] == SCRIPT

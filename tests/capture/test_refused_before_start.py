@@ -20,6 +20,7 @@ from test_engine_fakes import write_prompts
 from eagle_tui.core.capture.config import CaptureConfig
 from eagle_tui.core.errors import ConfigError
 from eagle_tui.core.tokenizer import bundled_tokenizer_path
+from eagle_tui.core.urls import ServerURL
 
 PORT = 48123  # this helper's range; nothing listens there unless a test starts it
 
@@ -120,7 +121,7 @@ def test_unknown_keys_and_right_types_still_pass(tmp_path: Path) -> None:
                          ('my_new_key="x"', "x"), ("max_new_tokens=12", 12)):
         assert sampling_param(param) == (param.split("=")[0], value)
     with pytest.raises(ConfigError, match="sampling parameter temperature must be a finite"):
-        CaptureConfig(prompts=tmp_path, out_dir=tmp_path, servers=("http://127.0.0.1:1",),
+        CaptureConfig(prompts=tmp_path, out_dir=tmp_path, servers=(ServerURL.parse("http://127.0.0.1:1"),),
                       tokenizer=tmp_path, extra_sampling={"temperature": "x"})
 
 

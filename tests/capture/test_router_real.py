@@ -29,6 +29,7 @@ from eagle_tui.core.sglang.router import TRUST_LISTED, RouterProbe, RouterView
 from eagle_tui.core.shards.manifest import Manifest
 from eagle_tui.core.shards.reader import ShardReader
 from eagle_tui.core.sim.launcher import SimProcess
+from eagle_tui.core.urls import ServerURL
 
 pytestmark = [
     pytest.mark.slow,
@@ -52,7 +53,7 @@ def ready_sims(count: int, *extra: str) -> list[SimProcess]:
 
 
 async def router_view(url: str, also: tuple[str, ...] = ()) -> RouterView:
-    async with SGLangClient(url) as client:
+    async with SGLangClient(ServerURL.parse(url)) as client:
         probe = RouterProbe(client, access=TRUST_LISTED)
         try:
             return await probe.look(with_load=True, also_workers=also)
@@ -87,7 +88,8 @@ async def test_router_is_detected_and_health_means_a_worker_can_serve() -> None:
     sims = ready_sims(1)
     with RouterProcess([s.url for s in sims]) as router:
         router.wait_workers(1)
-        async with SGLangClient(router.url) as client, SGLangClient(sims[0].url) as direct:
+        async with SGLangClient(ServerURL.parse(router.url)) as client, SGLangClient(
+                ServerURL.parse(sims[0].url)) as direct:
             probe = RouterProbe(client, access=TRUST_LISTED)
             assert await probe.detect() is True
             assert await RouterProbe(direct, access=TRUST_LISTED).detect() is False

@@ -88,7 +88,7 @@ class FakeProbe(RouterProbe):
     def _worker(self, url: ServerURL) -> SGLangClient:
         if url.public not in self._workers:
             self._workers[url.public] = SGLangClient(
-                url.public, transport=self._fakes.transport(url.public))
+                url, transport=self._fakes.transport(url.public))
         self.contacted.add(url.public)
         return self._workers[url.public]
 
@@ -167,7 +167,8 @@ async def test_abort_cuts_router_requests_at_once_and_aborts_on_the_workers(
 
 async def test_sampling_keys_a_router_drops_are_refused_or_forced() -> None:
     router, workers = FakeRouter(), FakeWorkers()
-    pool = ServerPool([Server(routed(router, workers), 4)], SystemClock())
+    side = routed(router, workers)
+    pool = ServerPool([Server(side.client, 4, router=side)], SystemClock())
     params = [SamplingParams(max_new_tokens=8, extra={"logit_bias": {"1": 2.0}})]
     with pytest.raises(ConfigError, match=r"logit_bias.*--force"):
         check_sampling(pool, params, force=False)

@@ -11,6 +11,7 @@ from eagle_tui.core.errors import ProtocolError, ServerBusy, ServerTimeout, Serv
 from eagle_tui.core.health.poller import HealthOutcome, HealthPoller
 from eagle_tui.core.sglang.client import SGLangClient
 from eagle_tui.core.sglang.types import HealthResult
+from eagle_tui.core.urls import ServerURL
 
 
 def poller_for(check: object, clock: FakeClock | None = None) -> HealthPoller:
@@ -89,7 +90,8 @@ async def test_with_the_real_client_over_a_mock_transport() -> None:
             return httpx.Response(404)
         raise httpx.ConnectError("connection refused", request=request)
 
-    client = SGLangClient("http://127.0.0.1:9", transport=httpx.MockTransport(handler))
+    client = SGLangClient(ServerURL.parse("http://127.0.0.1:9"),
+                          transport=httpx.MockTransport(handler))
 
     async def check(timeout: float) -> HealthResult:
         return await client.health(timeout=timeout)

@@ -17,6 +17,7 @@ from eagle_tui.core.health.nextstep import SLOW_STEP
 from eagle_tui.core.health.poller import HealthOutcome, HealthPoller
 from eagle_tui.core.health.settings import WatchSettings
 from eagle_tui.core.sglang.client import SGLangClient
+from eagle_tui.core.urls import ServerURL
 
 
 def _start_to_capture(d: Driver) -> None:
@@ -73,7 +74,8 @@ def free_port() -> int:
 
 def test_a_refused_health_probe_says_so_in_two_words() -> None:
     async def probe() -> str:
-        client = SGLangClient(f"http://127.0.0.1:{free_port()}")  # nothing listens there
+        nowhere = ServerURL.parse(f"http://127.0.0.1:{free_port()}")  # nothing listens there
+        client = SGLangClient(nowhere)
         try:
             poller = HealthPoller(lambda timeout: client.health(timeout=timeout),
                                   clock=SystemClock())

@@ -24,19 +24,21 @@ from eagle_tui.core.capture.servers import default_client_factory
 from eagle_tui.core.sglang import SGLangClient, client
 from eagle_tui.core.sglang.client import KEEPALIVE_EXPIRY_S
 from eagle_tui.core.tokenizer import bundled_tokenizer_path
+from eagle_tui.core.urls import ServerURL
 
 SGLANG_KEEP_ALIVE_S = 5.0  # sglang/srt/environ.py: SGLANG_TIMEOUT_KEEP_ALIVE = EnvInt(5)
 
 
 def plain_client(url: str) -> Any:
-    return SGLangClient(url)
+    return SGLangClient(ServerURL.parse(url))
 
 
 def capture_client(url: str) -> Any:
     """The clients a capture batch uses (small pools with transports of their own)."""
-    config = CaptureConfig(prompts=Path("p.jsonl"), out_dir=Path("out"), servers=(url,),
+    config = CaptureConfig(prompts=Path("p.jsonl"), out_dir=Path("out"),
+                           servers=(ServerURL.parse(url),),
                            tokenizer=bundled_tokenizer_path())
-    return default_client_factory(config)(url)
+    return default_client_factory(config)(config.servers[0])
 
 
 MAKERS = pytest.mark.parametrize("make", [plain_client, capture_client],

@@ -21,6 +21,7 @@ import pytest
 from eagle_tui.core import errors, kimi
 from eagle_tui.core.sglang import GenerateRequest, SamplingParams, SGLangClient, TokenDelta
 from eagle_tui.core.sim.launcher import SimProcess
+from eagle_tui.core.urls import ServerURL
 
 pytestmark = pytest.mark.slow
 
@@ -71,7 +72,7 @@ def slow_sim() -> Iterator[SimProcess]:
 
 @pytest.fixture
 async def client(peer: Peer) -> AsyncIterator[SGLangClient]:
-    async with SGLangClient(peer.url) as client:
+    async with SGLangClient(ServerURL.parse(peer.url)) as client:
         yield client
 
 

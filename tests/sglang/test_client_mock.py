@@ -13,6 +13,7 @@ import pytest
 
 from eagle_tui.core import errors
 from eagle_tui.core.sglang import GenerateRequest, SamplingParams, SGLangClient, TokenDelta
+from eagle_tui.core.urls import ServerURL
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "realsrv"
 URL = "http://sglang.test"
@@ -22,7 +23,7 @@ Handler = Callable[[httpx.Request], httpx.Response]
 
 
 def client_for(handler: Handler, **kwargs: Any) -> SGLangClient:
-    return SGLangClient(URL, transport=httpx.MockTransport(handler), **kwargs)
+    return SGLangClient(ServerURL.parse(URL), transport=httpx.MockTransport(handler), **kwargs)
 
 
 def answer(status: int, body: Any = None, *, raw: bytes | None = None) -> Handler:
@@ -152,7 +153,7 @@ async def test_transport_failures_are_typed_and_transient(exc: Exception, kind: 
 
 
 async def test_connection_refused_on_a_real_closed_port(unused_tcp_port: int) -> None:
-    async with SGLangClient(f"http://127.0.0.1:{unused_tcp_port}") as client:
+    async with SGLangClient(ServerURL.parse(f"http://127.0.0.1:{unused_tcp_port}")) as client:
         with pytest.raises(errors.ServerUnreachable):
             await client.health()
 
@@ -454,7 +455,7 @@ async def test_straight_to_the_transport_the_request_has_every_header_the_client
 
 async def test_user_info_in_the_url_still_becomes_basic_auth() -> None:
     seen: list[httpx.Request] = []
-    client = SGLangClient("http://ann:pw@sglang.test",
+    client = SGLangClient(ServerURL.parse("http://ann:pw@sglang.test"),
                           transport=httpx.MockTransport(lambda r: seen.append(r) or ok_generate(r)))
     async with client:
         await client.generate(REQUEST)

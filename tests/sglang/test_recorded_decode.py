@@ -17,6 +17,7 @@ import httpx
 
 from eagle_tui.core import errors
 from eagle_tui.core.sglang import GenerateRequest, GenerateResult, SamplingParams, SGLangClient
+from eagle_tui.core.urls import ServerURL
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 RECORDED = FIXTURES / "realsrv"
@@ -71,7 +72,7 @@ async def _decode(content: bytes, *, stream: bool) -> dict[str, Any]:
     headers = {"content-type": "text/event-stream"} if stream else {}
     transport = httpx.MockTransport(lambda r: httpx.Response(200, content=content, headers=headers))
     deltas: list[list[int]] = []
-    async with SGLangClient("http://sglang.test", transport=transport) as client:
+    async with SGLangClient(ServerURL.parse("http://sglang.test"), transport=transport) as client:
         try:
             if stream:
                 result = await client.generate_streaming(

@@ -23,6 +23,7 @@ from support.waiting import async_wait_until
 from eagle_tui.core.errors import ConnectionLost, ServerTimeout
 from eagle_tui.core.sglang import SGLangClient
 from eagle_tui.core.sglang.transport import READ_BUFFER_LIMIT, LeanTransport
+from eagle_tui.core.urls import ServerURL
 
 OK = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok"
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
@@ -203,7 +204,7 @@ async def test_the_sglang_client_types_the_transport_failures() -> None:
         writer.close()
 
     async with serving(slow_then_broken) as served:
-        client = SGLangClient(served.url, transport=LeanTransport())
+        client = SGLangClient(ServerURL.parse(served.url), transport=LeanTransport())
         try:
             with pytest.raises(ConnectionLost, match="connection dropped"):
                 await client.health()
@@ -280,7 +281,7 @@ async def test_the_sglang_client_times_out_on_a_trickle() -> None:
             await asyncio.sleep(0.02)
 
     async with serving(trickle) as served:
-        client = SGLangClient(served.url, transport=LeanTransport())
+        client = SGLangClient(ServerURL.parse(served.url), transport=LeanTransport())
         try:
             with pytest.raises(ServerTimeout):
                 await client.health(timeout=0.3)

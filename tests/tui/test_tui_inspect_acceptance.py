@@ -36,6 +36,7 @@ from eagle_tui.core.shards.manifest import Manifest
 from eagle_tui.core.shards.schema import ACCEPTANCE_FIELD
 from eagle_tui.core.sim.launcher import SimProcess
 from eagle_tui.core.tokenizer import bundled_tokenizer_path
+from eagle_tui.core.urls import ServerURL
 from eagle_tui.tui.app import EagleApp
 from eagle_tui.tui.cli.inspect import run as run_inspect
 from eagle_tui.tui.cli.main import build_parser
@@ -62,7 +63,7 @@ def capture(tmp: Path, url: str, name: str) -> tuple[Path, dict[str, RequestAcce
     prompts.write_text("".join(json.dumps({"id": f"q{i}", "messages": [
         {"role": "user", "content": f"question {i}"}]}) + "\n" for i in range(PROMPTS)))
     events: list[CaptureEvent] = []
-    config = CaptureConfig(prompts=prompts, out_dir=tmp / name, servers=(url,),
+    config = CaptureConfig(prompts=prompts, out_dir=tmp / name, servers=(ServerURL.parse(url),),
                            tokenizer=bundled_tokenizer_path(), max_new_tokens=64,
                            concurrency=2, health_retry_s=0.05,
                            retry=RetryPolicy(max_attempts=2, base_delay_s=0.0))

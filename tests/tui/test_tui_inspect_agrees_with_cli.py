@@ -39,6 +39,7 @@ from eagle_tui.core.shards.manifest import BatchConfig, Manifest
 from eagle_tui.core.shards.schema import FooterTokenizer, ShardMetadata, ShardRow
 from eagle_tui.core.shards.writer import ShardWriter
 from eagle_tui.core.tokenizer import LoadedTokenizer, bundled_tokenizer_path, load_tokenizer
+from eagle_tui.core.urls import ServerURL
 from eagle_tui.core.validate import validate_sample
 from eagle_tui.tui.app import EagleApp
 from eagle_tui.tui.options import DashboardOptions
@@ -122,7 +123,7 @@ def moved_batch(tmp: Path) -> Path:
     out = tmp / "moved"
 
     def config(tokenizer: Path, resume: bool) -> CaptureConfig:
-        return CaptureConfig(prompts=prompts, out_dir=out, servers=("http://127.0.0.1:9",),
+        return CaptureConfig(prompts=prompts, out_dir=out, servers=(ServerURL.parse("http://127.0.0.1:9"),),
                              tokenizer=tokenizer, max_new_tokens=64, resume=resume)
 
     tokenizer = load_tokenizer(old)

@@ -122,7 +122,7 @@ def settings_from_args(args: argparse.Namespace) -> AcceptSettings:
         raise ValueError("--tokenizer DIR is needed with --prompts (the target's tokenizer)")
     replay = ReplaySettings(
         prompts=args.prompts or Path(), tokenizer=args.tokenizer or Path(""),
-        server=args.server.for_requests, max_new_tokens=args.max_new_tokens,
+        server=args.server, max_new_tokens=args.max_new_tokens,
         temperature=args.temperature, concurrency=args.concurrency,
         request_timeout_s=args.timeout, retry=RetryPolicy(max_attempts=args.retries),
         api_key=_api_key(args.api_key_file))
@@ -130,7 +130,7 @@ def settings_from_args(args: argparse.Namespace) -> AcceptSettings:
         replay = from_batch(args.from_batch, replay, tokenizer=args.tokenizer)
     results = args.results or default_results_path(replay, args.from_batch)
     return AcceptSettings(
-        replay=replay, against=args.against.for_requests if args.against else None,
+        replay=replay, against=args.against,
         results=results, label=args.label or "", batch=args.from_batch,
         store=not args.no_store)
 

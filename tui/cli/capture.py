@@ -314,7 +314,7 @@ def config_from_args(args: argparse.Namespace) -> CaptureConfig:
     presets: tuple[SamplingPreset, ...] = temperature_presets(temperatures, **common)
     return CaptureConfig(
         prompts=args.prompts, out_dir=args.out,
-        servers=tuple(url.for_requests for url in args.server),
+        servers=tuple(args.server),
         tokenizer=args.tokenizer, model_dir=args.model_dir,
         trust_remote_code=args.trust_remote_code, max_new_tokens=args.max_new_tokens,
         presets=presets, extra_sampling=dict(args.sampling_param),

@@ -27,6 +27,7 @@ from eagle_tui.core.errors import ConfigError, WrongState
 from eagle_tui.core.sglang.apikey import read_api_key
 from eagle_tui.core.sglang.client import API_KEY_ENV
 from eagle_tui.core.text import terminal_safe
+from eagle_tui.core.urls import ServerURL
 from eagle_tui.tui.cli.batch_verbs import (
     EXIT_OK,
     EXIT_USAGE,
@@ -52,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Resume or restart one batch."""
-    servers = tuple(url.for_requests for url in args.server) if args.server else None
+    servers = tuple(args.server) if args.server else None
     try:
         api_key = _api_key(args.api_key_file)
     except ConfigError as e:
@@ -67,7 +68,7 @@ def _api_key(path: Path | None) -> str | None:
     return read_api_key(path)
 
 
-async def _resume(ref: str, servers: tuple[str, ...] | None, api_key: str | None,
+async def _resume(ref: str, servers: tuple[ServerURL, ...] | None, api_key: str | None,
                   retry_failed: bool = False) -> int:
     registry = Registry()
     view = await find_view(ref, registry)

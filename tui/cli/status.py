@@ -22,12 +22,13 @@ from pathlib import Path
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from eagle_tui.core.accept.live import LiveAcceptance
 from eagle_tui.core.argtypes import FileFollowed
 from eagle_tui.core.batches.registry import Registry
 from eagle_tui.core.batches.survey import BatchView, survey_all
 from eagle_tui.core.batchstate import LIVE_STATES, BatchState
 from eagle_tui.core.capture.progress import Progress, progress_fields
-from eagle_tui.core.errors import UntrustedState
+from eagle_tui.core.errors import BadURL, UntrustedState
 from eagle_tui.core.health.acceptance import read_acceptance
 from eagle_tui.core.health.assemble import WatchOptions, build_watcher
 from eagle_tui.core.health.phase import Phase
@@ -142,13 +143,13 @@ async def collect(urls: list[ServerURL], logs: list[Path],
     records = Registry().all()
     views = [view for view in await survey_all(records) if not demo_leftover(view)]
     servers = _known_servers(urls, views)
-    access = WorkerAccess(frozenset(u.public for u in servers), listed=trust_workers)
+    access = WorkerAccess(frozenset(servers), listed=trust_workers)
     log_of = dict(zip(urls, logs, strict=False))
     snapshots = await asyncio.gather(*(server_snapshot(u, log_of.get(u), access)
                                        for u in servers))
     routers = await asyncio.gather(*(router_entry(u, router_metrics or [], access)
                                      for u in servers))
-    accepts = await asyncio.gather(*(acceptance_entry(u.for_requests, log_of.get(u))
+    accepts = await asyncio.gather(*(acceptance_entry(u, log_of.get(u))
                                      for u in servers))
     entries = [ServerEntry.of(url.public, snap, router, accept) for url, snap, router, accept
                in zip(servers, snapshots, routers, accepts, strict=True)]
@@ -173,22 +174,31 @@ async def router_entry(url: ServerURL, metrics_urls: list[ServerURL],
     """The document of a router URL (its metrics from the ``metrics_urls`` entry on the
     same host), None for anything else."""
     metrics = next((m for m in metrics_urls if m.host == url.host), None)
-    view = await look_at(url.for_requests,
-                         metrics_url=None if metrics is None else metrics.for_requests,
+    view = await look_at(url, metrics_url=metrics,
                          access=access or WorkerAccess())
     if view is None:
         return None
     doc = RouterDoc.of(view)
     if access is None or not access.listed:  # the workers are not asked directly unless trusted
         return doc
-    accepts = await asyncio.gather(*(read_acceptance(w.url) for w in doc.workers))
+    accepts = await asyncio.gather(*(_worker_acceptance(w.url) for w in doc.workers))
     workers = tuple(msgspec.structs.replace(w, acceptance=None if a is None else
                                             AcceptanceDoc.of(a))
                     for w, a in zip(doc.workers, accepts, strict=True))
     return msgspec.structs.replace(doc, workers=workers)
 
 
-async def acceptance_entry(url: str, log: Path | None) -> AcceptanceDoc | None:
+async def _worker_acceptance(listed: str) -> LiveAcceptance | None:
+    """A listed worker's acceptance (its URL as ``RouterDoc`` shows it: the public form, or
+    a quote of one that is not a server URL, which is not asked)."""
+    try:
+        url = ServerURL.parse(listed)
+    except BadURL:
+        return None
+    return await read_acceptance(url)
+
+
+async def acceptance_entry(url: ServerURL, log: Path | None) -> AcceptanceDoc | None:
     """The acceptance of a server that answers ``/server_info``: its speculative config,
     the figure from the best source with its source and window, the 1.00 alarm
     (docs/acceptance.md); None when it does not answer."""
@@ -216,8 +226,8 @@ def demo_leftover(view: BatchView) -> bool:
 def _known_servers(urls: list[ServerURL], views: list[BatchView]) -> list[ServerURL]:
     known = list(urls)
     for view in views:
-        for text in view.record.config.servers:  # checked when the batch was made
-            if (url := ServerURL.parse(text)) not in known:
+        for url in view.record.config.servers:
+            if url not in known:
                 known.append(url)
     return known
 

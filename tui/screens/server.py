@@ -22,8 +22,9 @@ from textual.widget import Widget
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
+from eagle_tui.core.errors import BadURL
 from eagle_tui.core.outside import clean
-from eagle_tui.core.urls import BadURL, ServerURL
+from eagle_tui.core.urls import ServerURL
 from eagle_tui.tui.options import ServerTarget
 from eagle_tui.tui.render import literal
 from eagle_tui.tui.render.accept import AcceptanceReading

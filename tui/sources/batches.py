@@ -124,7 +124,7 @@ def snapshot_of(reading: BatchReading) -> BatchSnapshot:
         record.id,
         Path(record.out_dir),
         config.prompts,
-        config.servers,
+        tuple(url.public for url in config.servers),
         view.state,
         tokenizer=config.tokenizer,
         progress=(progress_of(view.state, view.progress, view.live_status, reading.flags)

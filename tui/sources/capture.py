@@ -19,6 +19,7 @@ from eagle_tui.core.capture.events import CaptureEvent
 from eagle_tui.core.errors import ConfigError
 from eagle_tui.core.sampling import SamplingPreset
 from eagle_tui.core.shards.batchdir.layout import BatchDir
+from eagle_tui.core.urls import ServerURL, url_error
 from eagle_tui.tui.render.batch import BatchSnapshot
 
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ class BatchRequest:
         return CaptureConfig(
             prompts=self.prompts,
             out_dir=self.out_dir,
-            servers=self.servers,
+            servers=tuple(_server(text) for text in self.servers),
             tokenizer=self.tokenizer,
             presets=(PRESETS[self.preset],),
             concurrency=self.concurrency,
@@ -124,3 +125,10 @@ def validate_request(request: BatchRequest) -> CaptureConfig:
     if BatchDir(config.out_dir).holds_batch() and not config.resume:
         raise ConfigError(f"{config.out_dir} already holds a batch; tick resume or pick another")
     return config
+
+
+def _server(text: str) -> ServerURL:
+    """A server URL of the form (ConfigError naming it when it cannot be one)."""
+    if (problem := url_error(text)) is not None:
+        raise ConfigError(problem)
+    return ServerURL.parse(text)

@@ -39,7 +39,7 @@ def server_tokenizer(urls: tuple[ServerURL, ...]) -> tuple[Path, ServerURL] | No
     timeouts = ClientTimeouts(connect=ASK_TIMEOUT_S, info=ASK_TIMEOUT_S)
 
     async def ask(url: ServerURL) -> ModelInfo:
-        async with SGLangClient(url.for_requests, timeouts=timeouts) as client:
+        async with SGLangClient(url, timeouts=timeouts) as client:
             return await client.model_info()
 
     for url in urls:

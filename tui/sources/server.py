@@ -228,7 +228,7 @@ class ServerFeed:
         self._next_accept = clock.monotonic() + self.accept_every_s
         self._log_active = False
         if self._accept is None:
-            client = SGLangClient(self.target.url.for_requests, timeouts=TIMEOUTS)
+            client = SGLangClient(self.target.url, timeouts=TIMEOUTS)
             self._accept = AcceptanceTracker(client, clock)
         try:
             live = await self._accept.sample()
@@ -246,7 +246,7 @@ class ServerFeed:
         if self._router is None:
             from eagle_tui.core.sglang.client import SGLangClient
 
-            self._router = RouterProbe(SGLangClient(self.target.url.for_requests),
+            self._router = RouterProbe(SGLangClient(self.target.url),
                                        access=self._access())
         try:
             if await self._router.detect():
@@ -298,7 +298,7 @@ class ServerFeed:
     def _access(self) -> WorkerAccess:
         from eagle_tui.core.sglang.router import WorkerAccess
 
-        return WorkerAccess(frozenset({self.target.url.public}), listed=self.trust_workers)
+        return WorkerAccess(frozenset({self.target.url}), listed=self.trust_workers)
 
     async def _close_watcher(self) -> None:
         if self._accept is not None:
