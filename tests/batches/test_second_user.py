@@ -29,6 +29,7 @@ from unittest import mock
 
 import pytest
 from support.records import stored_config
+from support.second_user import act_as
 
 from eagle_tui.core import trust
 from eagle_tui.core.batches.registry import BatchRecord, Registry
@@ -43,22 +44,7 @@ as_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as a s
 
 def as_nobody(action: Callable[[], None]) -> None:
     """Run ``action`` in a forked child whose uid and gid are nobody's."""
-    pid = os.fork()
-    if pid == 0:  # the child: drop to nobody, act, report by exit status
-        code = 1
-        try:
-            os.setgroups([])
-            os.setgid(NOBODY)
-            os.setuid(NOBODY)
-            assert os.geteuid() == NOBODY
-            action()
-            code = 0
-        except BaseException as e:  # reported through the exit status
-            print(f"as nobody: {type(e).__name__}: {e}", file=sys.stderr)
-        finally:
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0, "the second user's action failed"
+    act_as(NOBODY, NOBODY, action, who="nobody")
 
 
 @pytest.fixture

@@ -18,29 +18,25 @@ Each figure is the peak RSS of the verb's own process (``wait4`` in
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
-import os
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
-
 from eagle_tui.core.argtypes import Whole
 from eagle_tui.core.sampling import SamplingIdentity, SamplingPreset
-from eagle_tui.core.shards.manifest import BatchConfig, Manifest, ShardInfo
-from eagle_tui.core.shards.schema import SHARD_SCHEMA
+from eagle_tui.core.shards.manifest import BatchConfig
 from eagle_tui.core.sim.args import BUNDLED_MODEL_DIR
 from eagle_tui.core.sim.launcher import SimProcess
 
 SUPPORT = Path(__file__).resolve().parents[1] / "support"
-IDS = 16
+sys.path.insert(0, str(SUPPORT.parent))
+from support.foreign_shards import IDS, batch_of, foreign_shard  # noqa: E402
+
+CONFIG = BatchConfig("/p.jsonl", "00" * 32, "/t", "ab" * 32, "",
+                     SamplingIdentity(16, (SamplingPreset(),)))
 
 
 def peak(argv: list[str], cwd: Path, timeout: float = 600) -> tuple[int, float, float]:
@@ -82,49 +78,11 @@ def claimed_counts(work: Path, prompts: int) -> None:
                   f"in {seconds:5.1f} s")
 
 
-def foreign_shard(path: Path, rows: int, group_rows: int) -> Path:
-    """The shard schema without an eagle-tui footer: ``rows`` rows of :data:`IDS` ids."""
-    numbers = pa.array(np.arange(rows, dtype=np.int64))
-    columns = {
-        "sample_id": pc.binary_join_element_wise("f", numbers.cast(pa.string()), ""),
-        "input_ids": pa.ListArray.from_arrays(
-            pa.array(np.arange(0, IDS * rows + 1, IDS, dtype=np.int32)),
-            pa.array(np.tile(np.arange(1, IDS + 1, dtype=np.int32), rows))),
-        "prompt_len": pa.array(np.full(rows, 2, dtype=np.int32)),
-        "finish_reason": pa.array(["stop"] * rows),
-        "matched_stop": pa.nulls(rows, pa.int64()),
-        "think_end": pa.array(np.full(rows, -1, dtype=np.int32)),
-        "flags": pa.ListArray.from_arrays(pa.array(np.zeros(rows + 1, dtype=np.int32)),
-                                          pa.array([], pa.string())),
-        "endpoint": pa.array(["x"] * rows),
-        "rid": pa.array(["r"] * rows),
-        "latency_s": pa.array(np.full(rows, 0.5, dtype=np.float32)),
-        "created_at": pa.array(np.zeros(rows, dtype=np.int64)).cast(
-            SHARD_SCHEMA.field("created_at").type),
-    }
-    pq.write_table(pa.table(columns), path, row_group_size=group_rows, compression="zstd")
-    return path
-
-
-def batch_of(shard: Path, directory: Path) -> Path:
-    (directory / "shards").mkdir(parents=True)
-    target = directory / "shards" / "part-00000.parquet"
-    os.link(shard, target)
-    config = BatchConfig("/p.jsonl", "00" * 32, "/t", "ab" * 32, "",
-                         SamplingIdentity(16, (SamplingPreset(),)))
-    manifest = Manifest(directory, config)
-    data = target.read_bytes()
-    manifest.add_shard(ShardInfo(target.name, pq.ParquetFile(target).metadata.num_rows,
-                                 hashlib.sha256(data).hexdigest(), len(data), 0, "f0", "f1"))
-    manifest.save_atomic()
-    return directory
-
-
 def row_groups(work: Path, rows: int) -> None:
     print(f"== 2. {rows:,} rows of {IDS} ids, one row group against groups of 512 rows")
     for group_rows in (rows, 512):
         shard = foreign_shard(work / f"g{group_rows}.parquet", rows, group_rows)
-        batch = batch_of(shard, work / f"batch{group_rows}")
+        batch = batch_of(shard, work / f"batch{group_rows}", CONFIG)
         runs = {"inspect --index 0": ["inspect", str(shard), "--index", "0", "--raw-ids"],
                 "stats": ["stats", str(batch)],
                 "export": ["export", str(batch), "--format", "speculators", "--out",

@@ -9,28 +9,25 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from export_helpers import config, make_row, write_batch
+from support.foreign_shards import batch_of as listed_in
+from support.foreign_shards import foreign_shard
 
-from eagle_tui.core.shards.manifest import Manifest, ShardInfo
-from eagle_tui.core.shards.schema import SHARD_SCHEMA
+from eagle_tui.core.shards.manifest import Manifest
 from eagle_tui.tui.cli.main import main
 
 PEAK_RSS = Path(__file__).resolve().parents[1] / "support" / "peak_rss.py"
 RSS_LIMIT_MIB = 300
 VERBS = ("stats", "inspect", "export")
-IDS = 16  # per row of the foreign shard
 
 Edit = Callable[[pa.Table], pa.Table]
 
@@ -124,44 +121,6 @@ def test_a_footer_naming_another_tokenizer_is_not_exported(
 # -- item 15: one row group of 2,000,000 rows ------------------------------------------------
 
 
-def foreign_shard(path: Path, rows: int, group_rows: int) -> Path:
-    """A plain parquet file (no eagle-tui footer) of the shard schema: ``rows`` rows of
-    :data:`IDS` ids each, in row groups of ``group_rows``; ~1.5 MB for 2,000,000 rows."""
-    numbers = pa.array(np.arange(rows, dtype=np.int64))
-    offsets = pa.array(np.arange(0, IDS * rows + 1, IDS, dtype=np.int32))
-    columns = {
-        "sample_id": pc.binary_join_element_wise("f", numbers.cast(pa.string()), ""),
-        "input_ids": pa.ListArray.from_arrays(
-            offsets, pa.array(np.tile(np.arange(1, IDS + 1, dtype=np.int32), rows))),
-        "prompt_len": pa.array(np.full(rows, 2, dtype=np.int32)),
-        "finish_reason": pa.array(["stop"] * rows),
-        "matched_stop": pa.nulls(rows, pa.int64()),
-        "think_end": pa.array(np.full(rows, -1, dtype=np.int32)),
-        "flags": pa.ListArray.from_arrays(pa.array(np.zeros(rows + 1, dtype=np.int32)),
-                                          pa.array([], pa.string())),
-        "endpoint": pa.array(["x"] * rows),
-        "rid": pa.array(["r"] * rows),
-        "latency_s": pa.array(np.full(rows, 0.5, dtype=np.float32)),
-        "created_at": pa.array(np.zeros(rows, dtype=np.int64)).cast(
-            SHARD_SCHEMA.field("created_at").type),
-    }
-    pq.write_table(pa.table(columns), path, row_group_size=group_rows, compression="zstd")
-    return path
-
-
-def batch_of(shard: Path, directory: Path) -> Path:
-    """A batch directory whose manifest lists ``shard`` (checksum and rows fixed)."""
-    (directory / "shards").mkdir(parents=True)
-    target = directory / "shards" / "part-00000.parquet"
-    os.link(shard, target)
-    manifest = Manifest(directory, config())
-    data = target.read_bytes()
-    manifest.add_shard(ShardInfo(target.name, pq.ParquetFile(target).metadata.num_rows,
-                                 hashlib.sha256(data).hexdigest(), len(data), 0, "f0", "f1"))
-    manifest.save_atomic()
-    return directory
-
-
 def peak_mib(argv: list[str], cwd: Path, timeout: float = 240) -> tuple[int, str, float]:
     """(exit status, stderr, peak RSS in MiB) of ``eagle-tui ARGV`` in its own process."""
     rss = cwd / "rss.txt"
@@ -208,7 +167,7 @@ def test_stats_and_export_cost_the_same_whatever_the_row_group_size(tmp_path: Pa
     figures: dict[str, float] = {}
     for group_rows in (400_000, 512):
         shard = foreign_shard(tmp_path / f"g{group_rows}.parquet", 400_000, group_rows)
-        batch = batch_of(shard, tmp_path / f"batch{group_rows}")
+        batch = listed_in(shard, tmp_path / f"batch{group_rows}", config())
         out = tmp_path / f"g{group_rows}.jsonl"
         for verb, argv in {"stats": ["stats", str(batch)],
                            "export": ["export", str(batch), "--format", "speculators",

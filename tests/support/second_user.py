@@ -60,27 +60,32 @@ class LocalUser:
                               env=env, cwd=str(self.home), **kwargs)
 
     def act(self, action: Callable[[], None]) -> None:
-        """Run ``action`` in a forked child that has dropped to this user; its failure fails
-        the test (reported through the exit status and stderr)."""
-        pid = os.fork()
-        if pid == 0:
-            code = 1
-            try:
-                os.setgroups([])
-                os.setgid(self.gid)
-                os.setuid(self.uid)
-                action()
-                code = 0
-            except BaseException as e:  # reported through the exit status
-                print(f"as {self.name}: {type(e).__name__}: {e}", file=sys.stderr)
-            finally:
-                os._exit(code)
-        _, status = os.waitpid(pid, 0)
-        assert os.waitstatus_to_exitcode(status) == 0, f"the action as {self.name} failed"
+        """Run ``action`` in a forked child that has dropped to this user."""
+        act_as(self.uid, self.gid, action, who=self.name)
 
     def python(self, code: str, **kwargs: Any) -> subprocess.Popen[bytes]:
         """Start ``python -c code`` as this user (the interpreter of the test run)."""
         return self.popen([sys.executable, "-c", code], **kwargs)
+
+
+def act_as(uid: int, gid: int, action: Callable[[], None], *, who: str) -> None:
+    """Run ``action`` in a forked child whose uid and gid are ``uid``/``gid``; its failure
+    fails the test (reported through the exit status and stderr)."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.setgroups([])
+            os.setgid(gid)
+            os.setuid(uid)
+            action()
+            code = 0
+        except BaseException as e:  # reported through the exit status
+            print(f"as {who}: {type(e).__name__}: {e}", file=sys.stderr)
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, f"the action as {who} failed"
 
 
 def _unavailable() -> str | None:
