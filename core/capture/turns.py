@@ -34,6 +34,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+import msgspec
+
 from eagle_tui.core.capture.config import CaptureConfig
 from eagle_tui.core.capture.control import RunControl
 from eagle_tui.core.capture.conversation import (
@@ -248,7 +250,7 @@ def _ends_with(ids: Sequence[int], token: int | None) -> bool:
 
 
 def _turn_reject(reject: Reject, turn: int) -> Reject:
-    return replace(reject, reason=f"turn {turn}: {reject.reason}")
+    return msgspec.structs.replace(reject, reason=f"turn {turn}: {reject.reason}")
 
 
 class ConversationFeed:

@@ -61,10 +61,11 @@ async def child(args: argparse.Namespace) -> dict[str, Any]:
     from eagle_tui.core.capture.conversation import MultiTurn
     from eagle_tui.core.capture.engine import CaptureEngine
     from eagle_tui.core.tokenizer import bundled_tokenizer_path, load_tokenizer
+    from eagle_tui.core.urls import ServerURL
 
     turns: Any = MultiTurn("model") if args.multi else {}
     config = CaptureConfig(prompts=Path(args.prompts), out_dir=Path(args.out),
-                           servers=(args.url,), tokenizer=bundled_tokenizer_path(),
+                           servers=(ServerURL.parse(args.url),), tokenizer=bundled_tokenizer_path(),
                            max_new_tokens=400, concurrency=args.concurrency, stop_grace_s=0.0,
                            **({"turns": turns} if args.multi else {}))
     engine = CaptureEngine(config, tokenizer=load_tokenizer(bundled_tokenizer_path()))

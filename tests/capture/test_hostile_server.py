@@ -125,9 +125,10 @@ STREAM_DRIVER = """
 import asyncio, sys
 from eagle_tui.core.errors import SGLangError
 from eagle_tui.core.sglang import GenerateRequest, SamplingParams, SGLangClient
+from eagle_tui.core.urls import ServerURL
 
 async def main() -> None:
-    async with SGLangClient(sys.argv[1]) as client:
+    async with SGLangClient(ServerURL.parse(sys.argv[1])) as client:
         request = GenerateRequest([1, 2, 3], SamplingParams(max_new_tokens=64), rid="r")
         try:
             await client.generate_streaming(request, timeout=60)
