@@ -28,6 +28,21 @@ from types import TracebackType
 from typing import Self
 
 
+def forward(upstream: str, handler: BaseHTTPRequestHandler, body: bytes) -> tuple[int, bytes, str]:
+    """``handler``'s request sent on to ``upstream``: its status, body and content type (an
+    error status passed through as it came)."""
+    request = urllib.request.Request(
+        f"{upstream}{handler.path}", data=body if handler.command == "POST" else None,
+        method=handler.command,
+        headers={"Content-Type": handler.headers.get("Content-Type", "application/json")})
+    try:
+        with urllib.request.urlopen(request, timeout=120) as response:
+            return (response.status, response.read(),
+                    response.headers.get("Content-Type", "application/json"))
+    except urllib.error.HTTPError as e:
+        return e.code, e.read(), "application/json"
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
@@ -124,18 +139,7 @@ class FakeRouter(_Base):
             self._forward(handler)
 
     def _forward(self, handler: BaseHTTPRequestHandler) -> None:
-        body = _read_body(handler)
-        request = urllib.request.Request(
-            f"{self.upstream}{handler.path}", data=body if handler.command == "POST" else None,
-            method=handler.command,
-            headers={"Content-Type": handler.headers.get("Content-Type", "application/json")})
-        try:
-            with urllib.request.urlopen(request, timeout=120) as response:
-                status, data = response.status, response.read()
-                kind = response.headers.get("Content-Type", "application/json")
-        except urllib.error.HTTPError as e:
-            status, data, kind = e.code, e.read(), "application/json"
-        self.send(handler, status, data, kind)
+        self.send(handler, *forward(self.upstream, handler, _read_body(handler)))
 
 
 class NoWorkerRouter(FakeRouter):

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import json
 import sys
-import urllib.error
-import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from threading import Thread
 from typing import Any
+
+from fakerouter import forward  # run as a script: tests/support is on sys.path
 
 sys.set_int_max_str_digits(0)  # a rewrite may hold 10**400
 
@@ -53,16 +53,7 @@ class Handler(BaseHTTPRequestHandler):
     def forward(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
-        request = urllib.request.Request(
-            f"{self.server.upstream}{self.path}", method=self.command,
-            data=body if self.command == "POST" else None,
-            headers={"Content-Type": self.headers.get("Content-Type", "application/json")})
-        try:
-            with urllib.request.urlopen(request, timeout=120) as response:
-                status, data = response.status, response.read()
-                kind = response.headers.get("Content-Type", "application/json")
-        except urllib.error.HTTPError as e:
-            status, data, kind = e.code, e.read(), "application/json"
+        status, data, kind = forward(self.server.upstream, self, body)
         if status == 200 and kind.startswith("application/json"):
             data = rewritten(self.path, data, self.server.rewrite)
         self.send_response(status)
